@@ -1,0 +1,41 @@
+# Choose CUDA architectures before the CUDA language is enabled.
+#
+# Order of precedence:
+#   1. -DCMAKE_CUDA_ARCHITECTURES=...   (cache variable; also "native", "all")
+#   2. the CUDAARCHS environment variable (CMake's own convention)
+#   3. the compute capability of the visible GPU(s), read with nvidia-smi
+#   4. a portable list, Turing to Blackwell (CUDA 13 has no sm_70)
+#
+# CMake's own "native" fails to configure on a machine without a GPU; this
+# file never asks for "native" itself, so configuring works everywhere.
+set(KIT_PORTABLE_CUDA_ARCHITECTURES "75;80;86;89;90;100;120")
+
+if(DEFINED CMAKE_CUDA_ARCHITECTURES AND NOT CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+  set(_kit_arch_source "CMAKE_CUDA_ARCHITECTURES")
+elseif(DEFINED ENV{CUDAARCHS} AND NOT "$ENV{CUDAARCHS}" STREQUAL "")
+  set(CMAKE_CUDA_ARCHITECTURES "$ENV{CUDAARCHS}" CACHE STRING "CUDA architectures")
+  set(_kit_arch_source "the CUDAARCHS environment variable")
+else()
+  set(_kit_detected "")
+  find_program(KIT_NVIDIA_SMI nvidia-smi)
+  if(KIT_NVIDIA_SMI)
+    execute_process(COMMAND "${KIT_NVIDIA_SMI}" --query-gpu=compute_cap --format=csv,noheader
+                    OUTPUT_VARIABLE _kit_caps RESULT_VARIABLE _kit_rc ERROR_QUIET TIMEOUT 20)
+    if(_kit_rc EQUAL 0)
+      string(REGEX MATCHALL "[0-9]+\\.[0-9]+" _kit_caps "${_kit_caps}")
+      foreach(_cap IN LISTS _kit_caps)
+        string(REPLACE "." "" _cap "${_cap}")
+        list(APPEND _kit_detected "${_cap}")
+      endforeach()
+      list(REMOVE_DUPLICATES _kit_detected)
+    endif()
+  endif()
+  if(_kit_detected)
+    set(CMAKE_CUDA_ARCHITECTURES "${_kit_detected}" CACHE STRING "CUDA architectures")
+    set(_kit_arch_source "the visible GPU (nvidia-smi)")
+  else()
+    set(CMAKE_CUDA_ARCHITECTURES "${KIT_PORTABLE_CUDA_ARCHITECTURES}" CACHE STRING "CUDA architectures")
+    set(_kit_arch_source "the portable list (no GPU visible)")
+  endif()
+endif()
+message(STATUS "CUDA architectures: ${CMAKE_CUDA_ARCHITECTURES} (from ${_kit_arch_source})")

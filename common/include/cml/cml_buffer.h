@@ -1,0 +1,54 @@
+/* cml_buffer.h: device arrays with guard zones, and poisoning.
+ *
+ * Each buffer is one cudaMalloc of guard + payload + guard. The guards are
+ * filled with a known 4-byte pattern before a run and checked after it: a
+ * kernel that writes past either end is caught even when the write stays
+ * inside the allocation (where compute-sanitizer cannot see it), and a kernel
+ * that reads past the end of an input reads the pattern, which the labs'
+ * diagnostics recognize. The payload starts 256-byte aligned. */
+#ifndef CML_BUFFER_H
+#define CML_BUFFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CML_GUARD_BYTES ((size_t)64 * 1024)
+
+typedef struct cml_dbuf {
+    void *base;         /* what cudaMalloc returned */
+    void *ptr;          /* the payload: hand this to kernels */
+    size_t bytes;       /* payload size */
+    uint32_t guard;     /* pattern the guards hold */
+} cml_dbuf;
+
+/* Allocates bytes of payload between two guard zones filled with guard.
+ * The payload itself is not initialized: poison or upload it. */
+cudaError_t cml_dbuf_alloc(cml_dbuf *b, size_t bytes, uint32_t guard);
+void cml_dbuf_free(cml_dbuf *b);
+
+/* Fill the payload with a repeated 4-byte pattern (bytes must be a multiple
+ * of 4), e.g. a poison value an honest kernel never produces. */
+cudaError_t cml_dbuf_fill32(cml_dbuf *b, uint32_t pattern);
+
+/* Checks both guards. Returns cudaSuccess and sets *intact to 1 when both
+ * still hold the pattern; else *intact = 0 and *where describes the first
+ * damaged byte as an offset from the payload: negative before it, >= bytes
+ * after it. */
+cudaError_t cml_dbuf_check_guards(const cml_dbuf *b, int *intact, long long *where);
+
+/* Launch a fill of n 32-bit words at d with pattern (asynchronous). */
+cudaError_t cml_fill32_async(void *d, size_t n, uint32_t pattern, cudaStream_t stream);
+
+/* The bits of a float, and back (for poison and guard patterns). */
+uint32_t cml_float_bits(float f);
+float cml_bits_float(uint32_t u);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,32 @@
+/* cml_test.h: helpers for the labs' Criterion tests (C only). */
+#ifndef CML_TEST_H
+#define CML_TEST_H
+
+#include <criterion/criterion.h>
+#include <cuda_runtime_api.h>
+#include "cml_device.h"
+
+/* Skip the current test, visibly, when there is no usable GPU. Each test
+ * runs in its own worker process, so probing here never initializes CUDA in
+ * Criterion's parent process. */
+#define CML_REQUIRE_GPU()                                                  \
+    do {                                                                   \
+        char cml_why_[256];                                                \
+        cml_device_info cml_dev_;                                          \
+        if (!cml_device_probe(&cml_dev_, cml_why_, sizeof cml_why_))       \
+            cr_skip_test("%s", cml_why_);                                  \
+    } while (0)
+
+/* A CUDA call inside a test: a failure ends the test with the call's text
+ * and the error (a sticky error after a crashed kernel shows up here). */
+#define CML_TEST_CHECK(call)                                               \
+    do {                                                                   \
+        cudaError_t cml_err_ = (call);                                     \
+        cr_assert(cml_err_ == cudaSuccess, "%s failed: %s (%s)", #call,   \
+                  cudaGetErrorName(cml_err_), cudaGetErrorString(cml_err_)); \
+    } while (0)
+
+#define CML_CAT_(a, b) a##b
+#define CML_CAT(a, b) CML_CAT_(a, b)
+
+#endif

@@ -1,0 +1,73 @@
+#include "cml/cml_device.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <string.h>
+
+// Writes a known value: proves that this build has code for the GPU.
+__global__ void cml_probe_kernel(int *out) { *out = 0x600D; }
+
+static int fail(char *reason, size_t len, const char *what, cudaError_t err)
+{
+    snprintf(reason, len, "no CUDA device: %s (%s)", what, cudaGetErrorString(err));
+    return 0;
+}
+
+extern "C" int cml_device_probe(cml_device_info *info, char *reason, size_t len)
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    if (err != cudaSuccess)
+        return fail(reason, len, "cudaGetDeviceCount failed", err);
+    if (count == 0) {
+        snprintf(reason, len, "no CUDA device: the driver sees no GPU");
+        return 0;
+    }
+    cudaDeviceProp prop;
+    if ((err = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess)
+        return fail(reason, len, "cudaGetDeviceProperties failed", err);
+
+    int *d = NULL, h = 0;
+    if ((err = cudaMalloc(&d, sizeof(int))) != cudaSuccess)
+        return fail(reason, len, "cudaMalloc failed", err);
+    cml_probe_kernel<<<1, 1>>>(d);
+    err = cudaGetLastError();
+    if (err == cudaSuccess)
+        err = cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost);
+    cudaFree(d);
+    if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidPtx ||
+        err == cudaErrorUnsupportedPtxVersion) {
+        snprintf(reason, len,
+                 "no CUDA device: %s is sm_%d%d but this build has no code for it; "
+                 "reconfigure with -DCMAKE_CUDA_ARCHITECTURES=%d%d (%s)",
+                 prop.name, prop.major, prop.minor, prop.major, prop.minor,
+                 cudaGetErrorString(err));
+        return 0;
+    }
+    if (err != cudaSuccess)
+        return fail(reason, len, "a test kernel failed to run", err);
+    if (h != 0x600D) {
+        snprintf(reason, len, "no CUDA device: a test kernel ran but wrote %d", h);
+        return 0;
+    }
+
+    memset(info, 0, sizeof *info);
+    info->id = 0;
+    snprintf(info->name, sizeof info->name, "%s", prop.name);
+    info->cc_major = prop.major;
+    info->cc_minor = prop.minor;
+    info->sm_count = prop.multiProcessorCount;
+    info->global_mem_bytes = prop.totalGlobalMem;
+    info->l2_bytes = prop.l2CacheSize;
+    cudaRuntimeGetVersion(&info->runtime_version);
+    cudaDriverGetVersion(&info->driver_version);
+    return 1;
+}
+
+extern "C" void cml_device_describe(const cml_device_info *info, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s (sm_%d%d, %d SMs, %.1f GiB, L2 %d MiB)", info->name,
+             info->cc_major, info->cc_minor, info->sm_count,
+             (double)info->global_mem_bytes / (1024.0 * 1024.0 * 1024.0),
+             info->l2_bytes / (1024 * 1024));
+}

@@ -1,0 +1,221 @@
+#define _POSIX_C_SOURCE 200809L /* gmtime_r */
+#include "cml/cml_report.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BAR_WIDTH 24
+
+void cml_report_init(cml_report *r, const char *lab, const char *title, const char *unit)
+{
+    memset(r, 0, sizeof *r);
+    r->lab = lab;
+    r->title = title;
+    r->unit = unit;
+    time_t now = time(NULL);
+    struct tm utc;
+    gmtime_r(&now, &utc);
+    strftime(r->date, sizeof r->date, "%Y-%m-%d", &utc);
+}
+
+cml_row *cml_report_add(cml_report *r, cml_row_kind kind, int step, const char *name)
+{
+    if (r->nrows >= CML_REPORT_MAX_ROWS)
+        return NULL;
+    cml_row *row = &r->rows[r->nrows++];
+    memset(row, 0, sizeof *row);
+    row->kind = kind;
+    row->step = step;
+    row->status = CML_ROW_NOT_RUN;
+    snprintf(row->name, sizeof row->name, "%s", name);
+    return row;
+}
+
+static const char *status_word(cml_row_status s)
+{
+    switch (s) {
+    case CML_ROW_OK: return "ok";
+    case CML_ROW_WRONG: return "WRONG";
+    case CML_ROW_ERROR: return "ERROR";
+    default: return "not run";
+    }
+}
+
+static void step_label(const cml_row *row, char *buf, size_t len)
+{
+    if (row->kind == CML_ROW_STEP)
+        snprintf(buf, len, "%d", row->step);
+    else
+        snprintf(buf, len, "%s", row->kind == CML_ROW_ANCHOR ? "lib" : "max");
+}
+
+static double share(const cml_report *r, const cml_row *row)
+{
+    return r->ceiling_rate > 0 && row->timed ? row->rate / r->ceiling_rate : 0.0;
+}
+
+void cml_report_print_table(const cml_report *r, FILE *out)
+{
+    char dev[400];
+    cml_device_describe(&r->device, dev, sizeof dev);
+    fprintf(out, "\n%s: %s\n", r->lab, r->title);
+    fprintf(out, "GPU: %s\n%s, seed %llu, %s\n", dev, r->params, (unsigned long long)r->seed, r->date);
+    fprintf(out, "100%% = %s, %.1f %s, measured in this run\n\n", r->ceiling_name, r->ceiling_rate, r->unit);
+    fprintf(out, "step  %-26s %-7s %10s %10s %6s  %s\n", "kernel", "check", "median ms", r->unit,
+            "% max", "");
+    for (int i = 0; i < r->nrows; ++i) {
+        const cml_row *row = &r->rows[i];
+        char label[8], bar[BAR_WIDTH + 3];
+        step_label(row, label, sizeof label);
+        if (row->timed) {
+            double f = share(r, row);
+            int fill = (int)(f * BAR_WIDTH + 0.5);
+            if (fill > BAR_WIDTH) fill = BAR_WIDTH;
+            bar[0] = '|';
+            for (int k = 0; k < BAR_WIDTH; ++k)
+                bar[1 + k] = k < fill ? '#' : (k == BAR_WIDTH - 1 ? '|' : '.');
+            if (f > 1.0)
+                bar[BAR_WIDTH] = '>';
+            bar[BAR_WIDTH + 1] = '\0';
+            fprintf(out, "%-4s  %-26s %-7s %10.3f %10.1f %5.0f%%  %s\n", label, row->name,
+                    status_word(row->status), row->ms, row->rate, 100.0 * f, bar);
+        } else {
+            fprintf(out, "%-4s  %-26s %-7s %10s %10s %6s\n", label, row->name,
+                    status_word(row->status), "-", "-", "-");
+        }
+        if (row->note[0] && row->status != CML_ROW_OK)
+            fprintf(out, "      ^ %s\n", row->note);
+    }
+    fputc('\n', out);
+}
+
+/* A JSON string literal of s. */
+static void json_str(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; ++s) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+void cml_report_print_json(const cml_report *r, FILE *out)
+{
+    static const char *kinds[] = {"step", "anchor", "ceiling"};
+    fprintf(out, "{\"lab\": ");
+    json_str(out, r->lab);
+    fprintf(out, ", \"title\": ");
+    json_str(out, r->title);
+    fprintf(out, ", \"date\": ");
+    json_str(out, r->date);
+    fprintf(out, ", \"gpu\": ");
+    json_str(out, r->device.name);
+    fprintf(out, ", \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"params\": ",
+            r->device.cc_major, r->device.cc_minor, r->device.sm_count);
+    json_str(out, r->params);
+    fprintf(out, ", \"seed\": %llu, \"unit\": ", (unsigned long long)r->seed);
+    json_str(out, r->unit);
+    fprintf(out, ", \"ceiling\": {\"name\": ");
+    json_str(out, r->ceiling_name);
+    fprintf(out, ", \"rate\": %.3f}, \"rows\": [", r->ceiling_rate);
+    for (int i = 0; i < r->nrows; ++i) {
+        const cml_row *row = &r->rows[i];
+        fprintf(out, "%s\n  {\"kind\": \"%s\", \"step\": %d, \"name\": ", i ? "," : "", kinds[row->kind],
+                row->step);
+        json_str(out, row->name);
+        fprintf(out, ", \"status\": \"%s\", \"correct\": %s", status_word(row->status),
+                row->status == CML_ROW_OK ? "true" : "false");
+        if (row->timed)
+            fprintf(out, ", \"median_ms\": %.6f, \"rate\": %.3f, \"fraction_of_ceiling\": %.4f", row->ms,
+                    row->rate, share(r, row));
+        fprintf(out, ", \"note\": ");
+        json_str(out, row->note);
+        fputc('}', out);
+    }
+    fprintf(out, "\n]}\n");
+}
+
+static void markdown_body(const cml_report *r, FILE *out)
+{
+    char dev[400];
+    cml_device_describe(&r->device, dev, sizeof dev);
+    fprintf(out, "Measured on %s, %s. %s, seed %llu. Written by the lab's runner; "
+            "100%% is %s at %.1f %s, measured in the same run.\n\n",
+            dev, r->date, r->params, (unsigned long long)r->seed, r->ceiling_name, r->ceiling_rate, r->unit);
+    fprintf(out, "| step | kernel | check | median ms | %s | of max |\n", r->unit);
+    fprintf(out, "|---:|---|---|---:|---:|---:|\n");
+    for (int i = 0; i < r->nrows; ++i) {
+        const cml_row *row = &r->rows[i];
+        char label[8];
+        step_label(row, label, sizeof label);
+        if (row->timed)
+            fprintf(out, "| %s | %s | %s | %.3f | %.1f | %.0f%% |\n", label, row->name,
+                    status_word(row->status), row->ms, row->rate, 100.0 * share(r, row));
+        else
+            fprintf(out, "| %s | %s | %s | - | - | - |\n", label, row->name, status_word(row->status));
+    }
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    char *buf = NULL;
+    size_t cap = 0, n = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = (n + 4096 + 1) * 2;
+            char *grown = (char *)realloc(buf, cap);
+            if (grown == NULL) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = grown;
+        }
+        size_t got = fread(buf + n, 1, 4096, f);
+        n += got;
+        if (got < 4096)
+            break;
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *len = n;
+    return buf;
+}
+
+int cml_report_write_markdown(const cml_report *r, const char *path)
+{
+    static const char begin[] = "<!-- results:begin -->\n";
+    static const char end[] = "<!-- results:end -->";
+    size_t len = 0;
+    char *old = slurp(path, &len);
+    char *b = old ? strstr(old, begin) : NULL;
+    char *e = b ? strstr(b, end) : NULL;
+    FILE *out = fopen(path, "wb");
+    if (out == NULL) {
+        int saved = errno;
+        free(old);
+        errno = saved;
+        return -1;
+    }
+    if (b && e) {
+        fwrite(old, 1, (size_t)(b - old) + sizeof begin - 1, out);
+        markdown_body(r, out);
+        fputs(e, out);
+    } else {
+        fprintf(out, "# %s on %s\n\n%s.\n\n", r->lab, r->device.name, r->title);
+        markdown_body(r, out);
+    }
+    free(old);
+    return fclose(out) == 0 ? 0 : -1;
+}

@@ -1,0 +1,282 @@
+/* Host tests of the common library: argument parsing, seeded data,
+ * comparison, medians and the results report. No GPU needed. */
+#define _POSIX_C_SOURCE 200809L /* setenv, mkstemp */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cml/cml_args.h"
+#include "cml/cml_compare.h"
+#include "cml/cml_report.h"
+#include "cml/cml_rng.h"
+#include "cml/cml_timing.h"
+
+/* ---------------------------------------------------------------- args */
+
+Test(args, parses_counts_written_as_powers_of_two_with_offsets)
+{
+    size_t n = 0;
+    cr_assert(cml_parse_count("2^28+1", 1, SIZE_MAX, &n));
+    cr_expect_eq(n, (size_t)268435457);
+    cr_assert(cml_parse_count("2^20-3", 1, SIZE_MAX, &n));
+    cr_expect_eq(n, (size_t)1048573);
+    cr_assert(cml_parse_count("1000003", 1, SIZE_MAX, &n));
+    cr_expect_eq(n, (size_t)1000003);
+    cr_assert(cml_parse_count("64M", 1, SIZE_MAX, &n));
+    cr_expect_eq(n, (size_t)64 << 20);
+    cr_assert(cml_parse_count("3K", 1, SIZE_MAX, &n));
+    cr_expect_eq(n, (size_t)3072);
+}
+
+Test(args, rejects_counts_that_are_malformed_or_out_of_range)
+{
+    size_t n = 12345;
+    const char *bad[] = {"", "abc", "-5", "2^", "3^4", "2^28+", "12x", "1.5", "2^70", "0", " 7", "7 "};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i)
+        cr_expect(!cml_parse_count(bad[i], 1, SIZE_MAX, &n), "accepted \"%s\"", bad[i]);
+    cr_expect(!cml_parse_count("2^10-1025", 0, SIZE_MAX, &n), "a negative result must be rejected");
+    cr_expect(!cml_parse_count("1001", 1, 1000, &n), "above the maximum must be rejected");
+    cr_expect_eq(n, (size_t)12345, "a rejected value must leave the output alone");
+}
+
+Test(args, parses_step_lists_and_ranges)
+{
+    unsigned m = 0;
+    cr_assert(cml_parse_steps("all", 8, &m));
+    cr_expect_eq(m, 0xFFu);
+    cr_assert(cml_parse_steps("3", 8, &m));
+    cr_expect_eq(m, 0x4u);
+    cr_assert(cml_parse_steps("1,4,7", 8, &m));
+    cr_expect_eq(m, 0x49u);
+    cr_assert(cml_parse_steps("2-5,8", 8, &m));
+    cr_expect_eq(m, 0x9Eu);
+}
+
+Test(args, rejects_unknown_steps)
+{
+    unsigned m = 0;
+    const char *bad[] = {"0", "9", "5-3", "1,,2", "one", "", "1-", "3,"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; ++i)
+        cr_expect(!cml_parse_steps(bad[i], 8, &m), "accepted \"%s\"", bad[i]);
+}
+
+Test(args, parses_bounded_integers)
+{
+    int v = 0;
+    cr_assert(cml_parse_int("50", 1, 100000, &v));
+    cr_expect_eq(v, 50);
+    cr_expect(!cml_parse_int("0", 1, 100000, &v));
+    cr_expect(!cml_parse_int("5x", 1, 100000, &v));
+    cr_expect(!cml_parse_int("", 1, 100000, &v));
+}
+
+/* ---------------------------------------------------------------- rng */
+
+Test(rng, gives_the_same_data_for_the_same_seed_and_stream)
+{
+    int a[1000], b[1000];
+    cml_fill_int(a, 1000, -1000, 1000, 42, 7);
+    cml_fill_int(b, 1000, -1000, 1000, 42, 7);
+    cr_expect_arr_eq(a, b, sizeof a);
+}
+
+Test(rng, gives_different_data_for_other_seeds_and_streams)
+{
+    int a[64], b[64], c[64];
+    cml_fill_int(a, 64, -1000, 1000, 42, 7);
+    cml_fill_int(b, 64, -1000, 1000, 43, 7);
+    cml_fill_int(c, 64, -1000, 1000, 42, 8);
+    cr_expect(memcmp(a, b, sizeof a) != 0);
+    cr_expect(memcmp(a, c, sizeof a) != 0);
+}
+
+Test(rng, stays_in_range_and_reaches_both_ends)
+{
+    enum { N = 100000 };
+    static int v[N];
+    cml_fill_int(v, N, -7, 7, 1, 0);
+    int lo = 0, hi = 0;
+    long long hist[15] = {0};
+    for (int i = 0; i < N; ++i) {
+        cr_assert(v[i] >= -7 && v[i] <= 7, "v[%d] = %d is outside [-7, 7]", i, v[i]);
+        lo += v[i] == -7;
+        hi += v[i] == 7;
+        hist[v[i] + 7]++;
+    }
+    cr_expect(lo > 0 && hi > 0, "never drew an end of the range");
+    for (int k = 0; k < 15; ++k)  /* each value about N/15 = 6667 times */
+        cr_expect(hist[k] > 6000 && hist[k] < 7400, "value %d drawn %lld times", k - 7, hist[k]);
+}
+
+Test(rng, floats_are_in_range_and_not_all_alike)
+{
+    enum { N = 4096 };
+    static float v[N];
+    cml_fill_float(v, N, -1.0f, 1.0f, 5, 0);
+    double sum = 0.0;
+    int distinct = 0;
+    for (int i = 0; i < N; ++i) {
+        cr_assert(v[i] >= -1.0f && v[i] < 1.0f, "v[%d] = %g", i, (double)v[i]);
+        sum += v[i];
+        distinct += i > 0 && v[i] != v[i - 1];
+    }
+    cr_expect(fabs(sum / N) < 0.05, "mean %g is far from 0", sum / N);
+    cr_expect(distinct > N - 10);
+}
+
+Test(rng, reads_the_seed_from_CML_SEED)
+{
+    uint64_t s = 0;
+    char err[128] = "";
+    unsetenv("CML_SEED");
+    cr_assert(cml_seed(&s, err, sizeof err));
+    cr_expect_eq(s, CML_DEFAULT_SEED);
+    setenv("CML_SEED", "0x1F", 1);
+    cr_assert(cml_seed(&s, err, sizeof err));
+    cr_expect_eq(s, (uint64_t)31);
+    setenv("CML_SEED", "12ab", 1);
+    cr_expect(!cml_seed(&s, err, sizeof err));
+    cr_expect(strstr(err, "12ab") != NULL, "the message should quote the bad value: %s", err);
+    unsetenv("CML_SEED");
+}
+
+/* ---------------------------------------------------------------- compare */
+
+Test(compare, reports_the_first_integer_mismatches_in_order)
+{
+    int got[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+    int want[10] = {0, 1, 2, 30, 4, 5, 60, 7, 8, 9};
+    cml_compare_result r;
+    cr_expect_eq(cml_compare_int(got, want, 10, &r), (size_t)2);
+    cr_expect_eq(r.reported, (size_t)2);
+    cr_expect_eq(r.first[0].index, (size_t)3);
+    cr_expect_eq(r.first[0].expected, 30.0);
+    cr_expect_eq(r.first[0].got, 3.0);
+    cr_expect_eq(r.first[1].index, (size_t)6);
+    char buf[256];
+    cml_compare_describe(&r, "out", buf, sizeof buf);
+    cr_expect_str_eq(buf, "2 of 10 elements of out differ: [3] expected 30, got 3; [6] expected 60, got 6");
+}
+
+Test(compare, keeps_only_the_first_few_of_many_mismatches)
+{
+    int got[100], want[100];
+    for (int i = 0; i < 100; ++i) {
+        got[i] = i;
+        want[i] = -i - 1;
+    }
+    cml_compare_result r;
+    cr_expect_eq(cml_compare_int(got, want, 100, &r), (size_t)100);
+    cr_expect_eq(r.reported, (size_t)CML_MAX_REPORTED);
+    cr_expect_eq(r.first[CML_MAX_REPORTED - 1].index, (size_t)CML_MAX_REPORTED - 1);
+}
+
+Test(compare, float_tolerance_is_atol_plus_rtol_times_the_reference)
+{
+    /* atol 1e-3, rtol 1e-2: at 100 the bound is 1.001. */
+    float got[4] = {101.0f, 101.01f, 0.0009f, 0.0011f};
+    double want[4] = {100.0, 100.0, 0.0, 0.0};
+    cml_compare_result r;
+    cr_expect_eq(cml_compare_float(got, want, 4, 1e-3, 1e-2, &r), (size_t)2);
+    cr_expect_eq(r.first[0].index, (size_t)1);
+    cr_expect_eq(r.first[1].index, (size_t)3);
+}
+
+Test(compare, nan_and_inf_never_match)
+{
+    float got[2] = {NAN, INFINITY};
+    double want[2] = {1.0, 1.0};
+    cml_compare_result r;
+    cr_expect_eq(cml_compare_float(got, want, 2, 1e30, 1e30, &r), (size_t)2);
+    cr_expect(!cml_close(NAN, NAN, 1.0, 1.0));
+}
+
+/* ---------------------------------------------------------------- timing */
+
+Test(timing, median_of_odd_and_even_counts)
+{
+    double a[5] = {5, 1, 4, 2, 3};
+    double b[4] = {10, 1, 3, 2};
+    cr_expect_eq(cml_median(a, 5), 3.0);
+    cr_expect_eq(cml_median(b, 4), 2.5);
+}
+
+/* ---------------------------------------------------------------- report */
+
+static cml_report sample_report(void)
+{
+    cml_report r;
+    cml_report_init(&r, "99_sample", "Sample \"lab\"", "GB/s");
+    snprintf(r.device.name, sizeof r.device.name, "Test GPU");
+    r.device.cc_major = 9;
+    r.ceiling_rate = 2000.0;
+    snprintf(r.ceiling_name, sizeof r.ceiling_name, "device copy");
+    cml_row *a = cml_report_add(&r, CML_ROW_STEP, 1, "first");
+    a->status = CML_ROW_OK;
+    a->timed = 1;
+    a->ms = 2.0;
+    a->rate = 500.0;
+    cml_row *b = cml_report_add(&r, CML_ROW_STEP, 2, "second");
+    b->status = CML_ROW_WRONG;
+    snprintf(b->note, sizeof b->note, "expected 5, got 4");
+    return r;
+}
+
+static char *read_all(FILE *f)
+{
+    static char buf[8192];
+    rewind(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    buf[n] = '\0';
+    return buf;
+}
+
+Test(report, json_has_the_rows_and_the_fraction_of_the_ceiling)
+{
+    cml_report r = sample_report();
+    FILE *f = tmpfile();
+    cr_assert(f != NULL);
+    cml_report_print_json(&r, f);
+    char *s = read_all(f);
+    cr_expect(strstr(s, "\"title\": \"Sample \\\"lab\\\"\"") != NULL, "title not escaped: %s", s);
+    cr_expect(strstr(s, "\"fraction_of_ceiling\": 0.2500") != NULL, "%s", s);
+    cr_expect(strstr(s, "\"status\": \"WRONG\", \"correct\": false, \"note\": \"expected 5, got 4\"") != NULL, "%s", s);
+    fclose(f);
+}
+
+Test(report, table_shows_wrong_steps_untimed_with_their_reason)
+{
+    cml_report r = sample_report();
+    FILE *f = tmpfile();
+    cr_assert(f != NULL);
+    cml_report_print_table(&r, f);
+    char *s = read_all(f);
+    cr_expect(strstr(s, "25%  |######.") != NULL, "bar for 25%% missing:\n%s", s);
+    cr_expect(strstr(s, "WRONG") != NULL && strstr(s, "^ expected 5, got 4") != NULL, "%s", s);
+    fclose(f);
+}
+
+Test(report, markdown_replaces_only_the_marked_region_of_a_handout)
+{
+    char path[] = "/tmp/cml_handoutXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    const char *before = "# Handout\nintro\n<!-- results:begin -->\nold table\n<!-- results:end -->\noutro\n";
+    cr_assert(write(fd, before, strlen(before)) == (ssize_t)strlen(before));
+    close(fd);
+    cml_report r = sample_report();
+    cr_assert(cml_report_write_markdown(&r, path) == 0);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f != NULL);
+    char *s = read_all(f);
+    fclose(f);
+    unlink(path);
+    cr_expect(strncmp(s, "# Handout\nintro\n<!-- results:begin -->\n", 39) == 0, "%s", s);
+    cr_expect(strstr(s, "old table") == NULL, "%s", s);
+    cr_expect(strstr(s, "| 1 | first | ok | 2.000 | 500.0 | 25% |") != NULL, "%s", s);
+    cr_expect(strstr(s, "<!-- results:end -->\noutro\n") != NULL, "%s", s);
+}
