@@ -358,48 +358,53 @@ Test(catalogue, loads_a_catalogue_file)
 
 /* ---- mutate and mistake-cmake -------------------------------------------- */
 
-static struct mistake one(const char *find, const char *replace)
+/* A heap-allocated mistake "m1" whose find key is on line 7; release it with
+ * mistakes_free(m, 1). */
+static struct mistake *one(const char *find, const char *replace)
 {
-    struct mistake m;
-    memset(&m, 0, sizeof m);
-    m.name = (char *)"m1";
-    m.find = (char *)find;
-    m.replace = (char *)replace;
-    m.find_line = 7;
+    struct mistake *m = calloc(1, sizeof *m);
+    cr_assert_not_null(m);
+    m->name = strdup("m1");
+    m->find = strdup(find);
+    m->replace = strdup(replace);
+    m->find_line = 7;
     return m;
 }
 
 Test(mutate, replaces_the_single_occurrence)
 {
-    struct mistake m = one("a[i] = b;\n    __syncthreads();\n", "a[i] = b;\n");
+    struct mistake *m = one("a[i] = b;\n    __syncthreads();\n", "a[i] = b;\n");
     const char *src = "// BEGIN SOLUTION\r\n    a[i] = b;\r\n    __syncthreads();\r\n// END SOLUTION\r\n";
     char *out;
     size_t len;
-    cr_assert_eq(mutate_apply(src, strlen(src), "sol.cu", &m, "m.toml", &out, &len, err, sizeof err), 0, "%s", err);
+    cr_assert_eq(mutate_apply(src, strlen(src), "sol.cu", m, "m.toml", &out, &len, err, sizeof err), 0, "%s", err);
     cr_assert_str_eq(out, "// BEGIN SOLUTION\n    a[i] = b;\n// END SOLUTION\n");
     cr_assert_eq(len, strlen(out));
     free(out);
+    mistakes_free(m, 1);
 }
 
 Test(mutate, rejects_find_text_that_is_absent)
 {
-    struct mistake m = one("__syncwarp();", "");
+    struct mistake *m = one("__syncwarp();", "");
     char *out = NULL;
     size_t len;
-    cr_assert_eq(mutate_apply("x;\n", 3, "sol.cu", &m, "m.toml", &out, &len, err, sizeof err), -1);
+    cr_assert_eq(mutate_apply("x;\n", 3, "sol.cu", m, "m.toml", &out, &len, err, sizeof err), -1);
     cr_assert_str_eq(err, "m.toml:7: mistake 'm1': its find text occurs 0 times in sol.cu but must occur exactly once "
                           "(catalogue and solution have drifted apart)");
     cr_assert_null(out);
+    mistakes_free(m, 1);
 }
 
 Test(mutate, rejects_find_text_that_occurs_twice)
 {
-    struct mistake m = one("i < n", "i <= n");
+    struct mistake *m = one("i < n", "i <= n");
     const char *src = "for (i = 0; i < n; i++) {}\nwhile (i < n) {}\n";
     char *out = NULL;
     size_t len;
-    cr_assert_eq(mutate_apply(src, strlen(src), "sol.cu", &m, "m.toml", &out, &len, err, sizeof err), -1);
+    cr_assert_eq(mutate_apply(src, strlen(src), "sol.cu", m, "m.toml", &out, &len, err, sizeof err), -1);
     cr_assert(strstr(err, "m.toml:7: mistake 'm1': its find text occurs 2 times in sol.cu") == err, "%s", err);
+    mistakes_free(m, 1);
 }
 
 Test(mistake_cmake, writes_the_regex_verbatim_in_bracket_arguments)
@@ -422,15 +427,16 @@ Test(mistake_cmake, writes_the_regex_verbatim_in_bracket_arguments)
 
 Test(mistake_cmake, avoids_a_closer_formed_with_the_end_of_the_value)
 {
-    struct mistake m = one("f", "");
+    struct mistake *m = one("f", "");
     char *out;
     size_t len;
-    m.summary = (char *)"ends with ]=";
-    m.caught_by = (char *)"memcheck";
-    m.expect_message = (char *)"\nleading newline";
-    cr_assert_eq(mistake_cmake(&m, &out, &len), 0);
+    m->summary = strdup("ends with ]=");
+    m->caught_by = strdup("memcheck");
+    m->expect_message = strdup("\nleading newline");
+    cr_assert_eq(mistake_cmake(m, &out, &len), 0);
     cr_assert(strstr(out, "set(MISTAKE_SUMMARY [==[ends with ]=]==])\n") != NULL, "%s", out);
     cr_assert(strstr(out, "set(MISTAKE_EXPECT_MESSAGE [=[\n\nleading newline]=])\n") != NULL, "%s", out);
     cr_assert(strstr(out, "set(MISTAKE_EXPECT_FAILING [=[]=])\n") != NULL, "%s", out);
     free(out);
+    mistakes_free(m, 1);
 }
