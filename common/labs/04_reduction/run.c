@@ -37,7 +37,8 @@ typedef struct options {
     int repeat;
     int json;
     int check_only;
-    const char *markdown;
+    const char *markdown[4];
+    int nmarkdown;
 } options;
 
 static void usage(FILE *out)
@@ -60,8 +61,8 @@ static void help(void)
            "  --type T        int (default; exact) or float (within a bound from n)\n"
            "  --repeat R      timed runs per kernel (default 50)\n"
            "  --json          print the results as JSON instead of the table\n"
-           "  --markdown FILE write the results as Markdown (a page, or the marked\n"
-           "                  region of a handout)\n"
+           "  --markdown FILE write the results as Markdown: a page, or the marked\n"
+           "                  region of a handout (repeat for up to 4 files)\n"
            "  --check-only    check correctness only: no timing, no CUB, no copy\n"
            "                  (for compute-sanitizer)\n"
            "  --list          list the steps\n"
@@ -128,7 +129,9 @@ static void parse(int argc, char **argv, options *o)
         } else if (strcmp(a, "--markdown") == 0) {
             if (v == NULL || v[0] == '\0' || v[0] == '-')
                 bad_arg(a, v, "a file name");
-            o->markdown = v;
+            if (o->nmarkdown == 4)
+                bad_arg(a, v, "at most 4 --markdown files");
+            o->markdown[o->nmarkdown++] = v;
             ++i;
         } else if (strcmp(a, "--json") == 0) {
             o->json = 1;
@@ -349,9 +352,11 @@ int main(int argc, char **argv)
                    rep.rows[i].status == CML_ROW_OK ? "ok" : "WRONG", rep.rows[i].note[0] ? ": " : "",
                    rep.rows[i].note);
     }
-    if (o.markdown && cml_report_write_markdown(&rep, o.markdown) != 0) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", prog, o.markdown, strerror(errno));
-        return CML_EXIT_FAIL;
+    for (int k = 0; k < o.nmarkdown; ++k) {
+        if (cml_report_write_markdown(&rep, o.markdown[k]) != 0) {
+            fprintf(stderr, "%s: cannot write %s: %s\n", prog, o.markdown[k], strerror(errno));
+            return CML_EXIT_FAIL;
+        }
     }
     return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
 }
