@@ -67,3 +67,34 @@ function(kit_require_gpu runner out_var)
     message(FATAL_ERROR "${runner} --probe failed (exit ${rc}):\n${out}${err}")
   endif()
 endfunction()
+
+# Run a Criterion test binary with a JSON report. Sets <out_var> to TRUE when
+# a report was written and the caller should read it; prints "KIT-SKIP:" and
+# sets FALSE when every test skipped (no GPU); stops with an error when the
+# binary wrote no report. <rc_var> gets the exit status.
+function(kit_run_criterion tests report out_var rc_var)
+  file(REMOVE "${report}")
+  execute_process(COMMAND "${tests}" "--json=${report}"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 850)
+  set(${rc_var} "${rc}" PARENT_SCOPE)
+  if(rc EQUAL 77)
+    string(REGEX MATCH "no CUDA device[^\n]*" why "${out}${err}")
+    message("KIT-SKIP: ${why}")
+    set(${out_var} FALSE PARENT_SCOPE)
+    return()
+  endif()
+  if(NOT EXISTS "${report}")
+    message(FATAL_ERROR "${tests} wrote no report (exit ${rc}): it crashed or hung outside a test\n${out}${err}")
+  endif()
+  set(${out_var} TRUE PARENT_SCOPE)
+endfunction()
+
+# A usable GPU and compute-sanitizer, or a "KIT-SKIP:" line saying which is missing.
+function(kit_require_sanitizer runner sanitizer out_var)
+  kit_require_gpu("${runner}" have_gpu)
+  if(have_gpu AND NOT sanitizer)
+    message("KIT-SKIP: compute-sanitizer was not found next to nvcc")
+    set(have_gpu FALSE)
+  endif()
+  set(${out_var} ${have_gpu} PARENT_SCOPE)
+endfunction()

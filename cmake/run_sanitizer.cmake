@@ -3,12 +3,8 @@
 # Runs every step of a lab's runner under compute-sanitizer, for int and
 # float data at sizes that are not multiples of a block, in check-only mode.
 include("${CMAKE_CURRENT_LIST_DIR}/KitCriterionJson.cmake")
-kit_require_gpu("${RUNNER}" have_gpu)
-if(NOT have_gpu)
-  return()
-endif()
-if(NOT SANITIZER)
-  message("KIT-SKIP: compute-sanitizer was not found next to nvcc")
+kit_require_sanitizer("${RUNNER}" "${SANITIZER}" ready)
+if(NOT ready)
   return()
 endif()
 set(failures "")

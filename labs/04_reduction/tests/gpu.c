@@ -52,6 +52,26 @@ static cudaError_t run_once(red_buffers *b, int step, void *result)
     return err;
 }
 
+/* Uploads n elements of host data (freed here), runs the step on poisoned
+ * outputs and checks the guard zones. The result lands in *result. Returns
+ * 1 when the guards are intact (a failed expectation is reported). */
+static int run_checked(red_type type, const char *tname, void *host, size_t n, int step, void *result)
+{
+    red_buffers b;
+    CML_TEST_CHECK(red_buffers_alloc(&b, type, n));
+    CML_TEST_CHECK(red_upload(&b, host));
+    free(host);
+    cudaError_t err = run_once(&b, step, result);
+    cr_assert(err == cudaSuccess, "step %d, n = %zu %s: CUDA error %s: %s", step, n, tname,
+              cudaGetErrorName(err), cudaGetErrorString(err));
+    char msg[200];
+    int guards = red_guards_intact(&b, msg, sizeof msg, &err);
+    CML_TEST_CHECK(err);
+    red_buffers_free(&b);
+    cr_expect(guards, "step %d, n = %zu %s: %s", step, n, tname, msg);
+    return guards;
+}
+
 /* Checks one int reduction of n elements; reports and returns 0 when wrong. */
 static int check_ints(int step, size_t n, uint64_t seed, uint64_t stream)
 {
@@ -59,20 +79,8 @@ static int check_ints(int step, size_t n, uint64_t seed, uint64_t stream)
     cr_assert(h != NULL, "out of host memory for n = %zu", n);
     red_make_ints(h, n, seed, stream);
     int64_t expected = red_cpu_sum_int(h, n);
-
-    red_buffers b;
-    CML_TEST_CHECK(red_buffers_alloc(&b, RED_INT, n));
-    CML_TEST_CHECK(red_upload(&b, h));
-    free(h);
     int got = 0;
-    cudaError_t err = run_once(&b, step, &got);
-    cr_assert(err == cudaSuccess, "step %d, n = %zu: CUDA error %s: %s", step, n, cudaGetErrorName(err),
-              cudaGetErrorString(err));
-    char msg[200];
-    int guards = red_guards_intact(&b, msg, sizeof msg, &err);
-    CML_TEST_CHECK(err);
-    red_buffers_free(&b);
-    cr_expect(guards, "step %d, n = %zu int: %s", step, n, msg);
+    int guards = run_checked(RED_INT, "int", h, n, step, &got);
     int ok = (int64_t)got == expected;
     cr_expect(ok, "step %d, n = %zu int (seed %llu): expected %lld, got %d. Likely cause: %s", step, n,
               (unsigned long long)seed, (long long)expected, got, red_diagnose_int(got, expected));
@@ -88,20 +96,8 @@ static int check_floats(int step, size_t n, red_float_kind kind, uint64_t seed, 
     double abs_sum = 0.0;
     double expected = red_cpu_sum_float(h, n, &abs_sum);
     double tol = kind == RED_SMALL_INTS ? 0.0 : red_float_tolerance(n, abs_sum);
-
-    red_buffers b;
-    CML_TEST_CHECK(red_buffers_alloc(&b, RED_FLOAT, n));
-    CML_TEST_CHECK(red_upload(&b, h));
-    free(h);
     float got = 0.0f;
-    cudaError_t err = run_once(&b, step, &got);
-    cr_assert(err == cudaSuccess, "step %d, n = %zu: CUDA error %s: %s", step, n, cudaGetErrorName(err),
-              cudaGetErrorString(err));
-    char msg[200];
-    int guards = red_guards_intact(&b, msg, sizeof msg, &err);
-    CML_TEST_CHECK(err);
-    red_buffers_free(&b);
-    cr_expect(guards, "step %d, n = %zu float: %s", step, n, msg);
+    int guards = run_checked(RED_FLOAT, "float", h, n, step, &got);
     int ok = cml_close(got, expected, tol, 0.0);
     cr_expect(ok, "step %d, n = %zu float (%s, seed %llu): expected %.9g, got %.9g, allowed error %.3g. "
               "Likely cause: %s", step, n, kind == RED_SMALL_INTS ? "small integers, exact" : "reals",
