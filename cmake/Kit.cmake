@@ -87,6 +87,10 @@ function(kit_add_lab lab stem)
 
   if(EXISTS "${lab_dir}/tests/host.c")
     kit_add_host_test(${lab}.host SOURCES "${lab_dir}/tests/host.c" LIBS ${stem}_host)
+    # The lab's files, for tests that check them against the step table.
+    string(REPLACE "." "_" host_exe "test_${lab}.host")
+    target_compile_definitions(${host_exe} PRIVATE
+      KIT_LAB_SKELETON="${lab_dir}/${stem}.cu" KIT_LAB_SOLUTION="${sol_dir}/${stem}.cu")
   endif()
 
   # The committed skeleton is exactly what the generator makes from the solution.

@@ -9,12 +9,15 @@
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <stdio.h>
+#include <string.h>
 
 static size_t g_tests, g_skipped;
 
 ReportHook(POST_TEST)(struct criterion_test_stats *stats)
 {
-    if (stats->test_status == CR_STATUS_SKIPPED)
+    /* Tests left out by --filter are "skipped" too: say nothing of those. */
+    if (stats->test_status == CR_STATUS_SKIPPED &&
+        !(stats->message && strcmp(stats->message, "Test is disabled") == 0))
         fprintf(stderr, "[SKIP] %s::%s: %s\n", stats->test->category, stats->test->name,
                 stats->message ? stats->message : "(no reason given)");
 }

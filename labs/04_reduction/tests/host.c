@@ -4,6 +4,7 @@
 #include <limits.h>
 #include <math.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -97,4 +98,40 @@ Test(diagnosis, suggests_the_sanitizers_for_other_wrong_sums)
 {
     cr_expect(strstr(red_diagnose_int(100, 101), "racecheck") != NULL);
     cr_expect(strstr(red_diagnose_float(100.0f, 101.0, 1e-3), "racecheck") != NULL);
+}
+
+/* The opening comment of reduction.cu lists the steps; it must agree with
+ * the step table (the one list the runner, tests and grader use). */
+static void header_lists_every_step(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL, "cannot open %s", path);
+    static char text[8192];
+    size_t len = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[len] = '\0';
+    char *end = strstr(text, "*/");
+    cr_assert(end != NULL, "%s does not open with a block comment", path);
+    *end = '\0';
+#define CHECK_STEP(num, ident, what)                                                     \
+    cr_expect(strstr(text, " *   " #num " " #ident " ") != NULL,                        \
+              "%s: the opening comment has no line \" *   %d %s ...\" for step %d", path, \
+              num, #ident, num);
+    REDUCTION_STEPS(CHECK_STEP)
+#undef CHECK_STEP
+    int lines = 0;
+    for (char *p = text; (p = strstr(p, "\n *   ")) != NULL; ++p)
+        lines += p[6] >= '1' && p[6] <= '9';
+    cr_expect_eq(lines, REDUCTION_NUM_STEPS, "%s lists %d steps, the table has %d", path, lines,
+                 REDUCTION_NUM_STEPS);
+}
+
+Test(step_table, matches_the_opening_comment_of_the_solution)
+{
+    header_lists_every_step(KIT_LAB_SOLUTION);
+}
+
+Test(step_table, matches_the_opening_comment_of_the_skeleton)
+{
+    header_lists_every_step(KIT_LAB_SKELETON);
 }
