@@ -20,14 +20,15 @@ set(KIT_SKIP_RETURN_CODE 77)  # common/include/cml/cml_check.h: CML_EXIT_NO_GPU
 set(KIT_TEST_LABEL_SKIP "KIT-SKIP:")
 find_program(KIT_COMPUTE_SANITIZER compute-sanitizer HINTS "${CUDAToolkit_BIN_DIR}")
 
-# kit_add_host_test(<name> SOURCES ... [LIBS ...])
+# kit_add_host_test(<name> SOURCES ... [LIBS ...] [DEFINITIONS ...])
 # A Criterion test executable that needs no GPU, registered with label "host".
 function(kit_add_host_test name)
-  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;LIBS")
+  cmake_parse_arguments(PARSE_ARGV 1 arg "" "" "SOURCES;LIBS;DEFINITIONS")
   set(exe "test_${name}")
   string(REPLACE "." "_" exe "${exe}")
   add_executable(${exe} ${arg_SOURCES})
   target_link_libraries(${exe} PRIVATE ${arg_LIBS} cml_criterion_main kit::criterion kit::warnings)
+  target_compile_definitions(${exe} PRIVATE ${arg_DEFINITIONS})
   add_test(NAME "${name}" COMMAND ${exe})
   set_tests_properties("${name}" PROPERTIES LABELS "host" TIMEOUT 120)
 endfunction()
@@ -86,11 +87,9 @@ function(kit_add_lab lab stem)
   _kit_lab_variant(${lab} ${stem} ref "${sol_dir}/${stem}.cu")
 
   if(EXISTS "${lab_dir}/tests/host.c")
-    kit_add_host_test(${lab}.host SOURCES "${lab_dir}/tests/host.c" LIBS ${stem}_host)
-    # The lab's files, for tests that check them against the step table.
-    string(REPLACE "." "_" host_exe "test_${lab}.host")
-    target_compile_definitions(${host_exe} PRIVATE
-      KIT_LAB_SKELETON="${lab_dir}/${stem}.cu" KIT_LAB_SOLUTION="${sol_dir}/${stem}.cu")
+    # The lab's files are named for tests that check them against the step table.
+    kit_add_host_test(${lab}.host SOURCES "${lab_dir}/tests/host.c" LIBS ${stem}_host
+      DEFINITIONS KIT_LAB_SKELETON="${lab_dir}/${stem}.cu" KIT_LAB_SOLUTION="${sol_dir}/${stem}.cu")
   endif()
 
   # The committed skeleton is exactly what the generator makes from the solution.

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #define BAR_WIDTH 24
+#define NAME_WIDTH "30" /* the longest row name: "copy kernel, 16 B per thread" */
 
 void cml_report_init(cml_report *r, const char *lab, const char *title, const char *unit)
 {
@@ -63,7 +64,7 @@ void cml_report_print_table(const cml_report *r, FILE *out)
     fprintf(out, "\n%s: %s\n", r->lab, r->title);
     fprintf(out, "GPU: %s\n%s, seed %llu, %s\n", dev, r->params, (unsigned long long)r->seed, r->date);
     fprintf(out, "100%% = %s, %.1f %s, measured in this run\n\n", r->ceiling_name, r->ceiling_rate, r->unit);
-    fprintf(out, "step  %-30s %-7s %10s %10s %6s  %s\n", "kernel", "check", "median ms", r->unit,
+    fprintf(out, "step  %-" NAME_WIDTH "s %-7s %10s %10s %6s  %s\n", "kernel", "check", "median ms", r->unit,
             "% max", "");
     for (int i = 0; i < r->nrows; ++i) {
         const cml_row *row = &r->rows[i];
@@ -79,10 +80,10 @@ void cml_report_print_table(const cml_report *r, FILE *out)
             if (f > 1.0)
                 bar[BAR_WIDTH] = '>';
             bar[BAR_WIDTH + 1] = '\0';
-            fprintf(out, "%-4s  %-30s %-7s %10.3f %10.1f %5.0f%%  %s\n", label, row->name,
+            fprintf(out, "%-4s  %-" NAME_WIDTH "s %-7s %10.3f %10.1f %5.0f%%  %s\n", label, row->name,
                     status_word(row->status), row->ms, row->rate, 100.0 * f, bar);
         } else {
-            fprintf(out, "%-4s  %-30s %-7s %10s %10s %6s\n", label, row->name,
+            fprintf(out, "%-4s  %-" NAME_WIDTH "s %-7s %10s %10s %6s\n", label, row->name,
                     status_word(row->status), "-", "-", "-");
         }
         if (row->note[0] && row->status != CML_ROW_OK)

@@ -9,15 +9,14 @@
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
 #include <stdio.h>
-#include <string.h>
 
 static size_t g_tests, g_skipped;
 
 ReportHook(POST_TEST)(struct criterion_test_stats *stats)
 {
-    /* Tests left out by --filter are "skipped" too: say nothing of those. */
-    if (stats->test_status == CR_STATUS_SKIPPED &&
-        !(stats->message && strcmp(stats->message, "Test is disabled") == 0))
+    /* Tests left out by --filter are disabled, and "skipped" too: say
+     * nothing of those. */
+    if (stats->test_status == CR_STATUS_SKIPPED && !stats->test->data->disabled)
         fprintf(stderr, "[SKIP] %s::%s: %s\n", stats->test->category, stats->test->name,
                 stats->message ? stats->message : "(no reason given)");
 }

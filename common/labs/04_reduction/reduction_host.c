@@ -7,6 +7,14 @@
 
 #include <cml/cml_rng.h>
 
+/* The likely causes red_diagnose_* name, shared by int and float. */
+static const char READ_PAST_END[] =
+    "off by a multiple of 2^24, the value of the guard cells around the input: "
+    "the kernel reads past the end of the array (a load without an i < n check)";
+static const char RACE_OR_INDEX[] =
+    "a race (a missing __syncthreads or __syncwarp) or a wrong index; run the runner "
+    "under compute-sanitizer --tool racecheck and --tool memcheck to find it";
+
 int red_int_range(size_t n)
 {
     size_t r = (size_t)INT_MAX / (n ? n : 1);
@@ -64,10 +72,8 @@ const char *red_diagnose_int(int got, int64_t expected)
     if ((uint32_t)got == RED_POISON_INT)
         return "out[0] still holds the poison value 0xDEADBEEF: the last pass never wrote the result";
     if (diff != 0 && diff % RED_INPUT_GUARD_INT == 0)
-        return "off by a multiple of 2^24, the value of the guard cells around the input: "
-               "the kernel reads past the end of the array (a load without an i < n check)";
-    return "a race (a missing __syncthreads or __syncwarp) or a wrong index; run the runner "
-           "under compute-sanitizer --tool racecheck and --tool memcheck to find it";
+        return READ_PAST_END;
+    return RACE_OR_INDEX;
 }
 
 const char *red_diagnose_float(float got, double expected, double tol)
@@ -77,10 +83,8 @@ const char *red_diagnose_float(float got, double expected, double tol)
                "poisoned scratch (partials of one pass not all written)";
     double k = round(((double)got - expected) / RED_INPUT_GUARD_FLOAT);
     if (k >= 1.0 && fabs((double)got - expected - k * RED_INPUT_GUARD_FLOAT) <= tol + 0.25 * RED_INPUT_GUARD_FLOAT)
-        return "off by a multiple of 2^24, the value of the guard cells around the input: "
-               "the kernel reads past the end of the array (a load without an i < n check)";
-    return "a race (a missing __syncthreads or __syncwarp) or a wrong index; run the runner "
-           "under compute-sanitizer --tool racecheck and --tool memcheck to find it";
+        return READ_PAST_END;
+    return RACE_OR_INDEX;
 }
 
 static size_t elem_size(red_type t)
