@@ -33,22 +33,25 @@ function(kit_add_host_test name)
   set_tests_properties("${name}" PROPERTIES LABELS "host" TIMEOUT 120)
 endfunction()
 
-# One build of a lab's kernel file: object library, runner, GPU test binary.
-function(_kit_lab_variant lab stem variant source)
+# One build of a lab's student files (from labs/, solutions/ or a mistake's
+# folder): object library, runner, GPU test binary, and the model's host test
+# binary when the lab has a host-side model.
+function(_kit_lab_variant lab stem variant src_dir)
   set(lab_dir "${PROJECT_SOURCE_DIR}/labs/${lab}")
   set(drv_dir "${PROJECT_SOURCE_DIR}/common/labs/${lab}")
   set(kern "${stem}_kernels_${variant}")
-  add_library(${kern} OBJECT "${source}")
+  list(TRANSFORM KIT_LAB_FILES PREPEND "${src_dir}/" OUTPUT_VARIABLE sources)
+  add_library(${kern} OBJECT ${sources})
   target_include_directories(${kern} PRIVATE "${lab_dir}")
   target_link_libraries(${kern} PRIVATE cml kit::cuda_flags)
 
   if(variant STREQUAL "student")
-    set(runner "${stem}_run")
-    set(tests "test_${stem}")
+    set(suffix "")
   else()
-    set(runner "${stem}_run_${variant}")
-    set(tests "test_${stem}_${variant}")
+    set(suffix "_${variant}")
   endif()
+  set(runner "${stem}_run${suffix}")
+  set(tests "test_${stem}${suffix}")
   add_executable(${runner} "${drv_dir}/run.c")
   target_link_libraries(${runner} PRIVATE ${kern} ${stem}_host kit::warnings)
   set_target_properties(${runner} PROPERTIES CUDA_RESOLVE_DEVICE_SYMBOLS ON LINKER_LANGUAGE CUDA)
@@ -58,6 +61,16 @@ function(_kit_lab_variant lab stem variant source)
   set_target_properties(${tests} PROPERTIES LINKER_LANGUAGE CUDA)
   set(runner_${variant} ${runner} PARENT_SCOPE)
   set(tests_${variant} ${tests} PARENT_SCOPE)
+
+  # The host-side model (plain C, no GPU): its own tests, built from this
+  # variant's copy of the model file alone.
+  if(KIT_LAB_MODEL)
+    set(model_tests "test_${stem}_model${suffix}")
+    add_executable(${model_tests} "${lab_dir}/tests/model.c" "${src_dir}/${KIT_LAB_MODEL}")
+    target_include_directories(${model_tests} PRIVATE "${lab_dir}" "${drv_dir}")
+    target_link_libraries(${model_tests} PRIVATE cml cml_criterion_main kit::criterion kit::warnings)
+    set(model_tests_${variant} ${model_tests} PARENT_SCOPE)
+  endif()
 endfunction()
 
 # Run a tool under a CMake script that reports "KIT-SKIP:" when there is no GPU.
@@ -67,10 +80,30 @@ function(_kit_script_test name script labels)
     SKIP_REGULAR_EXPRESSION "${KIT_TEST_LABEL_SKIP}" TIMEOUT 900)
 endfunction()
 
-# kit_add_lab(<lab> <stem>): labs/<lab>/<stem>.cu (student), solutions/<lab>/<stem>.cu
-# (reference), common/labs/<lab>/ (host driver run.c and host support),
-# labs/<lab>/tests/{gpu.c,host.c}, solutions/<lab>/mistakes.toml.
+# kit_add_lab(<lab> <stem> [FILES <file>...] [MODEL <file>] [SANITIZE "<args>"...])
+#   labs/<lab>/: the student's files (FILES, default <stem>.cu; the first is
+#   the kernel file), <stem>.h, tests/gpu.c, tests/host.c (optional) and,
+#   with MODEL, tests/model.c: host tests of the plain-C model file MODEL
+#   (one of FILES) that need no GPU.
+#   solutions/<lab>/: the reference copies of FILES and mistakes.toml.
+#   common/labs/<lab>/: the runner's run.c and the lab's host support.
+#   SANITIZE: runner arguments, one string per compute-sanitizer run of
+#   `--step all --check-only`; the first also runs each sanitizer mistake.
 function(kit_add_lab lab stem)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "MODEL" "FILES;SANITIZE")
+  set(KIT_LAB_FILES "${stem}.cu")
+  if(arg_FILES)
+    set(KIT_LAB_FILES ${arg_FILES})
+  endif()
+  set(KIT_LAB_MODEL "${arg_MODEL}")
+  if(KIT_LAB_MODEL AND NOT KIT_LAB_MODEL IN_LIST KIT_LAB_FILES)
+    message(FATAL_ERROR "kit_add_lab(${lab}): MODEL ${KIT_LAB_MODEL} must be one of FILES")
+  endif()
+  if(NOT arg_SANITIZE)
+    message(FATAL_ERROR "kit_add_lab(${lab}): give the runner arguments for compute-sanitizer (SANITIZE \"...\")")
+  endif()
+  string(REPLACE ";" "|" sanitize_configs "${arg_SANITIZE}")
+  list(GET arg_SANITIZE 0 mistake_args)
   set(lab_dir "${PROJECT_SOURCE_DIR}/labs/${lab}")
   set(sol_dir "${PROJECT_SOURCE_DIR}/solutions/${lab}")
   set(drv_dir "${PROJECT_SOURCE_DIR}/common/labs/${lab}")
@@ -83,8 +116,8 @@ function(kit_add_lab lab stem)
   target_include_directories(${stem}_host PUBLIC "${drv_dir}" "${lab_dir}")
   target_link_libraries(${stem}_host PUBLIC cml PRIVATE kit::cuda_flags)
 
-  _kit_lab_variant(${lab} ${stem} student "${lab_dir}/${stem}.cu")
-  _kit_lab_variant(${lab} ${stem} ref "${sol_dir}/${stem}.cu")
+  _kit_lab_variant(${lab} ${stem} student "${lab_dir}")
+  _kit_lab_variant(${lab} ${stem} ref "${sol_dir}")
 
   if(EXISTS "${lab_dir}/tests/host.c")
     # The lab's files are named for tests that check them against the step table.
@@ -92,10 +125,26 @@ function(kit_add_lab lab stem)
       DEFINITIONS KIT_LAB_SKELETON="${lab_dir}/${stem}.cu" KIT_LAB_SOLUTION="${sol_dir}/${stem}.cu")
   endif()
 
-  # The committed skeleton is exactly what the generator makes from the solution.
-  add_test(NAME ${lab}.skeleton_matches_solution
-           COMMAND labtool check-skeleton "${sol_dir}/${stem}.cu" "${lab_dir}/${stem}.cu")
-  set_tests_properties(${lab}.skeleton_matches_solution PROPERTIES LABELS "host;skeleton")
+  # The committed skeletons are exactly what the generator makes from the solution.
+  foreach(file IN LISTS KIT_LAB_FILES)
+    set(test_name ${lab}.skeleton_matches_solution)
+    if(NOT file STREQUAL "${stem}.cu")
+      set(test_name ${lab}.skeleton_matches_solution.${file})
+    endif()
+    add_test(NAME ${test_name} COMMAND labtool check-skeleton "${sol_dir}/${file}" "${lab_dir}/${file}")
+    set_tests_properties(${test_name} PROPERTIES LABELS "host;skeleton")
+  endforeach()
+
+  if(KIT_LAB_MODEL)
+    # The host-side model: the reference passes, the untouched skeleton fails
+    # cleanly, and the student's progress; no GPU needed for any of them.
+    add_test(NAME ${lab}.model.reference COMMAND ${model_tests_ref})
+    set_tests_properties(${lab}.model.reference PROPERTIES LABELS "host;reference" TIMEOUT 120)
+    _kit_script_test(${lab}.model.skeleton_fails_cleanly check_fails_cleanly.cmake "host;skeleton"
+      "-DTESTS=$<TARGET_FILE:${model_tests_student}>" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/model")
+    add_test(NAME ${lab}.model.student COMMAND ${model_tests_student})
+    set_tests_properties(${lab}.model.student PROPERTIES LABELS "host;student" TIMEOUT 120)
+  endif()
 
   # Reference: every GPU test passes (or the whole binary skips without a GPU).
   add_test(NAME ${lab}.reference COMMAND ${tests_ref})
@@ -112,10 +161,11 @@ function(kit_add_lab lab stem)
   set_tests_properties(${lab}.student PROPERTIES LABELS "gpu;student"
     SKIP_RETURN_CODE ${KIT_SKIP_RETURN_CODE} TIMEOUT 900)
 
-  # compute-sanitizer on the reference runner, every step, int and float.
+  # compute-sanitizer on the reference runner, every step, each SANITIZE configuration.
   foreach(tool memcheck racecheck synccheck initcheck)
     _kit_script_test(${lab}.reference.${tool} run_sanitizer.cmake "gpu;sanitizer;reference"
-      "-DTOOL=${tool}" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}" "-DRUNNER=$<TARGET_FILE:${runner_ref}>")
+      "-DTOOL=${tool}" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}" "-DRUNNER=$<TARGET_FILE:${runner_ref}>"
+      "-DCONFIGS=${sanitize_configs}")
   endforeach()
 
   # The catalogue of classic mistakes: each one built from the solution and
@@ -127,18 +177,26 @@ function(kit_add_lab lab stem)
     foreach(line IN LISTS name_lines)
       string(REGEX REPLACE "^name *= *\"([a-z0-9_]+)\".*" "\\1" name "${line}")
       set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/mistakes/${lab}/${name}")
+      list(TRANSFORM KIT_LAB_FILES PREPEND "${out_dir}/" OUTPUT_VARIABLE out_files)
+      list(TRANSFORM KIT_LAB_FILES PREPEND "${sol_dir}/" OUTPUT_VARIABLE sol_files)
       add_custom_command(
-        OUTPUT "${out_dir}/${stem}.cu" "${out_dir}/mistake.cmake"
+        OUTPUT ${out_files} "${out_dir}/mistake.cmake"
         COMMAND "${CMAKE_COMMAND}" -E make_directory "${out_dir}"
-        COMMAND labtool mutate "${sol_dir}/${stem}.cu" "${catalogue}" ${name} "${out_dir}/${stem}.cu"
+        COMMAND labtool mutate-lab "${sol_dir}" "${catalogue}" ${name} "${out_dir}" ${KIT_LAB_FILES}
         COMMAND labtool mistake-cmake "${catalogue}" ${name} "${out_dir}/mistake.cmake"
-        DEPENDS labtool "${sol_dir}/${stem}.cu" "${catalogue}"
+        DEPENDS labtool ${sol_files} "${catalogue}"
         COMMENT "Building mistake ${lab}/${name} from the reference solution")
-      _kit_lab_variant(${lab} ${stem} mistake_${name} "${out_dir}/${stem}.cu")
+      _kit_lab_variant(${lab} ${stem} mistake_${name} "${out_dir}")
+      # Every test binary of the variant: the model's (host) and the GPU tests.
+      set(test_binaries "$<TARGET_FILE:${tests_mistake_${name}}>")
+      if(KIT_LAB_MODEL)
+        list(PREPEND test_binaries "$<TARGET_FILE:${model_tests_mistake_${name}}>")
+      endif()
+      string(REPLACE ";" "|" test_binaries "${test_binaries}")
       _kit_script_test(${lab}.mistake.${name} check_mistake.cmake "gpu;mistake"
-        "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=$<TARGET_FILE:${tests_mistake_${name}}>"
+        "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=${test_binaries}"
         "-DRUNNER=$<TARGET_FILE:${runner_mistake_${name}}>" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}"
-        "-DWORK=${out_dir}")
+        "-DRUNNER_ARGS=${mistake_args}" "-DWORK=${out_dir}")
     endforeach()
   endif()
 

@@ -70,7 +70,8 @@ endfunction()
 
 # Run a Criterion test binary with a JSON report. Sets <out_var> to TRUE when
 # a report was written and the caller should read it; prints "KIT-SKIP:" and
-# sets FALSE when every test skipped (no GPU); stops with an error when the
+# sets FALSE when every test skipped (no GPU; the reason goes to KIT_SKIP_WHY,
+# and is printed unless KIT_QUIET_SKIP is set); stops with an error when the
 # binary wrote no report. <rc_var> gets the exit status.
 function(kit_run_criterion tests report out_var rc_var)
   file(REMOVE "${report}")
@@ -79,7 +80,10 @@ function(kit_run_criterion tests report out_var rc_var)
   set(${rc_var} "${rc}" PARENT_SCOPE)
   if(rc EQUAL 77)
     string(REGEX MATCH "no CUDA device[^\n]*" why "${out}${err}")
-    message("KIT-SKIP: ${why}")
+    set(KIT_SKIP_WHY "${why}" PARENT_SCOPE)
+    if(NOT KIT_QUIET_SKIP)
+      message("KIT-SKIP: ${why}")
+    endif()
     set(${out_var} FALSE PARENT_SCOPE)
     return()
   endif()

@@ -1,18 +1,41 @@
-# Usage: cmake -DINFO=<mistake.cmake> -DTESTS=<test binary> -DRUNNER=<runner>
-#              -DSANITIZER=<path> -DWORK=<dir> -P check_mistake.cmake
+# Usage: cmake -DINFO=<mistake.cmake> -DTESTS="<test binary>|<test binary>..."
+#              -DRUNNER=<runner> -DRUNNER_ARGS="<args>" -DSANITIZER=<path>
+#              -DWORK=<dir> -P check_mistake.cmake
 # Proves that one cataloged mistake (built from the reference solution by
-# labtool mutate) is caught: by failing tests with the expected message, or by
-# the named compute-sanitizer tool.
+# labtool mutate-lab) is caught: by failing tests with the expected message
+# (the test binaries are the lab's host model tests, if any, and its GPU
+# tests; without a GPU only the host ones can report), by the named
+# compute-sanitizer tool, or by the hardware counters the runner reads with
+# Nsight Compute (`RUNNER --step N --counters`).
 include("${CMAKE_CURRENT_LIST_DIR}/KitCriterionJson.cmake")
 include("${INFO}")
 message("mistake ${MISTAKE_NAME} (step ${MISTAKE_STEP}): ${MISTAKE_SUMMARY}")
 
+separate_arguments(RUNNER_ARGS UNIX_COMMAND "${RUNNER_ARGS}")
 if(MISTAKE_CAUGHT_BY STREQUAL "tests")
-  kit_run_criterion("${TESTS}" "${WORK}/tests.json" have_report rc)
-  if(NOT have_report)
+  string(REPLACE "|" ";" TESTS "${TESTS}")
+  set(R_FAILED "")
+  set(R_ERRORED "")
+  set(R_MESSAGES "")
+  set(skips "")
+  set(index 0)
+  set(reported FALSE)
+  set(KIT_QUIET_SKIP TRUE)
+  foreach(binary IN LISTS TESTS)
+    math(EXPR index "${index} + 1")
+    kit_run_criterion("${binary}" "${WORK}/tests${index}.json" have_report rc)
+    if(have_report)
+      kit_read_criterion_json("${WORK}/tests${index}.json" B)
+      list(APPEND R_FAILED ${B_FAILED})
+      list(APPEND R_ERRORED ${B_ERRORED})
+      list(APPEND R_MESSAGES ${B_MESSAGES})
+      set(reported TRUE)
+    endif()
+  endforeach()
+  if(NOT reported)
+    message("KIT-SKIP: ${KIT_SKIP_WHY}")  # every binary skipped: no GPU
     return()
   endif()
-  kit_read_criterion_json("${WORK}/tests.json" R)
   set(caught_by "")
   foreach(t IN LISTS R_FAILED R_ERRORED)
     if(t MATCHES "${MISTAKE_EXPECT_FAILING}")
@@ -36,6 +59,25 @@ if(MISTAKE_CAUGHT_BY STREQUAL "tests")
   endif()
   list(LENGTH caught_by ncaught)
   message("caught by ${ncaught} failing test(s), e.g. ${evidence}")
+elseif(MISTAKE_CAUGHT_BY STREQUAL "counters")
+  kit_require_gpu("${RUNNER}" have_gpu)
+  if(NOT have_gpu)
+    return()
+  endif()
+  execute_process(COMMAND "${RUNNER}" --step ${MISTAKE_STEP} --counters
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 800)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${RUNNER} --step ${MISTAKE_STEP} --counters failed (exit ${rc}):\n${out}${err}")
+  endif()
+  if(out MATCHES "counters not available[^\n]*")
+    message("KIT-SKIP: ${CMAKE_MATCH_0}")
+    return()
+  endif()
+  if(NOT out MATCHES "${MISTAKE_EXPECT_MESSAGE}")
+    message(FATAL_ERROR "NOT CAUGHT: the counters do not match '${MISTAKE_EXPECT_MESSAGE}':\n${out}${err}")
+  endif()
+  string(REGEX MATCH "[^\n]*${MISTAKE_EXPECT_MESSAGE}[^\n]*" first "${out}")
+  message("caught by the hardware counters (Nsight Compute):\n  ${first}")
 else()
   kit_require_sanitizer("${RUNNER}" "${SANITIZER}" ready)
   if(NOT ready)
@@ -43,7 +85,7 @@ else()
   endif()
   execute_process(
     COMMAND "${SANITIZER}" --tool ${MISTAKE_CAUGHT_BY} --error-exitcode 99 --print-limit 5
-            "${RUNNER}" --step ${MISTAKE_STEP} --type int --n 100003 --check-only
+            "${RUNNER}" --step ${MISTAKE_STEP} ${RUNNER_ARGS} --check-only
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 800)
   if(NOT rc EQUAL 99)
     message(FATAL_ERROR "NOT CAUGHT: compute-sanitizer ${MISTAKE_CAUGHT_BY} reported nothing (exit ${rc}):\n${out}${err}")

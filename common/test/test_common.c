@@ -1,5 +1,6 @@
 /* Host tests of the common library: argument parsing, seeded data,
- * comparison, medians and the results report. No GPU needed. */
+ * comparison, medians, the results report and the ncu CSV reader. No GPU
+ * needed. */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkstemp */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -11,6 +12,7 @@
 
 #include "cml/cml_args.h"
 #include "cml/cml_compare.h"
+#include "cml/cml_ncu.h"
 #include "cml/cml_report.h"
 #include "cml/cml_rng.h"
 #include "cml/cml_timing.h"
@@ -279,4 +281,57 @@ Test(report, markdown_replaces_only_the_marked_region_of_a_handout)
     cr_expect(strstr(s, "old table") == NULL, "%s", s);
     cr_expect(strstr(s, "| 1 | first | ok | 2.000 | 500.0 | 25% |") != NULL, "%s", s);
     cr_expect(strstr(s, "<!-- results:end -->\noutro\n") != NULL, "%s", s);
+}
+
+/* What ncu --csv prints (details page), with the program's own output and
+ * ncu's ==PROF== lines mixed in, and values with thousands separators. */
+static const char ncu_text[] =
+    "==PROF== Connected to process 4242 (/kit/build/banks_run_ref)\n"
+    "step 6 ok\n"
+    "==PROF== Profiling \"abt_kernel\" - 0: 0%....50%....100% - 1 pass\n"
+    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\","
+    "\"Block Size\",\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+    "\"0\",\"4242\",\"banks_run_ref\",\"127.0.0.1\",\"void abt_kernel<0>(const float *, float *, int)\",\"1\",\"7\","
+    "\"(32, 32, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+    "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum\",\"\",\"4,063,232\"\n"
+    "\"0\",\"4242\",\"banks_run_ref\",\"127.0.0.1\",\"void abt_kernel<0>(const float *, float *, int)\",\"1\",\"7\","
+    "\"(32, 32, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+    "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum\",\"\",\"12\"\n"
+    "\"1\",\"4242\",\"banks_run_ref\",\"127.0.0.1\",\"void abt_kernel<1>(const float *, float *, int)\",\"1\",\"7\","
+    "\"(32, 32, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+    "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum\",\"\",\"0\"\n"
+    "\"1\",\"4242\",\"banks_run_ref\",\"127.0.0.1\",\"void abt_kernel<1>(const float *, float *, int)\",\"1\",\"7\","
+    "\"(32, 32, 1)\",\"(4096, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+    "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum\",\"\",\"n/a\"\n";
+
+Test(ncu, reads_each_launch_and_metric_from_the_csv)
+{
+    const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_SHARED_ST_CONFLICTS};
+    cml_ncu_counts c;
+    cr_assert_eq(cml_ncu_parse_csv(ncu_text, metrics, 2, &c), 2);
+    cr_expect_str_eq(c.kernel[0], "void abt_kernel<0>(const float *, float *, int)");
+    cr_expect(c.value[0][0] == 4063232.0, "thousands separators: got %g", c.value[0][0]);
+    cr_expect(c.value[0][1] == 12.0, "second metric of launch 0: got %g", c.value[0][1]);
+    cr_expect(c.value[1][0] == 0.0, "launch 1: got %g", c.value[1][0]);
+    cr_expect(c.value[1][1] == -1.0, "a value that is not a number is -1, never 0: got %g", c.value[1][1]);
+}
+
+Test(ncu, finds_nothing_in_text_without_the_metric)
+{
+    const char *metrics[] = {"sm__cycles_elapsed.avg"};
+    cml_ncu_counts c;
+    cr_expect_eq(cml_ncu_parse_csv(ncu_text, metrics, 1, &c), 0);
+    cr_expect_eq(cml_ncu_parse_csv("==ERROR== ERR_NVGPUCTRPERM - no permission\n", metrics, 1, &c), 0);
+}
+
+Test(ncu, says_why_when_ncu_is_missing)
+{
+    const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS};
+    const char *args[] = {"--check-only", NULL};
+    cml_ncu_counts c;
+    cr_assert_eq(setenv("CML_NCU", "/nonexistent/ncu", 1), 0);
+    cr_expect_eq(cml_ncu_collect("/bin/true", args, metrics, 1, NULL, &c), 0);
+    cr_expect_eq(c.available, 0);
+    cr_expect(strstr(c.reason, "was not found") != NULL, "reason: %s", c.reason);
+    unsetenv("CML_NCU");
 }

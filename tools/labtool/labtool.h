@@ -44,11 +44,12 @@ struct mistake {
     char *name;           /* [a-z0-9_]+, unique in the catalogue */
     char *summary;        /* one line */
     long long step;       /* >= 1 */
-    char *caught_by;      /* tests | memcheck | racecheck | synccheck | initcheck */
+    char *caught_by;      /* tests | memcheck | racecheck | synccheck | initcheck | counters */
     char *expect_failing; /* regex over "suite::test" names, or NULL */
     char *expect_message; /* regex over messages / sanitizer output, or NULL */
     char *find;           /* non-empty text to find in the solution */
     char *replace;        /* replacement, possibly empty */
+    char *file;           /* the lab file it changes (a plain name), or NULL: the first */
     int line;             /* line of the [[mistake]] header */
     int find_line;        /* line of the find key */
 };
@@ -78,7 +79,7 @@ int mutate_apply(const char *src, size_t len, const char *src_name,
                  char **out, size_t *out_len, char *err, size_t errlen);
 
 /* Renders M as a CMake script fragment setting MISTAKE_NAME, _SUMMARY, _STEP,
- * _CAUGHT_BY, _EXPECT_FAILING and _EXPECT_MESSAGE (empty when absent); the
+ * _CAUGHT_BY, _EXPECT_FAILING, _EXPECT_MESSAGE and _FILE (empty when absent); the
  * strings are bracket arguments [=[...]=] with enough '=' to hold the value
  * verbatim.  Returns 0 and sets *OUT / *OUT_LEN, or -1 when out of memory. */
 int mistake_cmake(const struct mistake *m, char **out, size_t *out_len);

@@ -319,10 +319,10 @@ int skeleton_check(const char *src, size_t len, const char *src_name,
 
 /* ---- mistake catalogue --------------------------------------------------- */
 
-enum { K_NAME, K_SUMMARY, K_STEP, K_CAUGHT_BY, K_EXPECT_FAILING, K_EXPECT_MESSAGE, K_FIND, K_REPLACE, K_COUNT };
+enum { K_NAME, K_SUMMARY, K_STEP, K_CAUGHT_BY, K_EXPECT_FAILING, K_EXPECT_MESSAGE, K_FIND, K_REPLACE, K_FILE, K_COUNT };
 static const char *const KEYS[K_COUNT] = {"name", "summary", "step", "caught_by",
-                                          "expect_failing", "expect_message", "find", "replace"};
-static const char *const CAUGHT_BY[] = {"tests", "memcheck", "racecheck", "synccheck", "initcheck"};
+                                          "expect_failing", "expect_message", "find", "replace", "file"};
+static const char *const CAUGHT_BY[] = {"tests", "memcheck", "racecheck", "synccheck", "initcheck", "counters"};
 
 static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m, char *err, size_t errlen)
 {
@@ -336,7 +336,7 @@ static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m
         for (k = 0; k < K_COUNT && strcmp(p->key, KEYS[k]) != 0; k++)
             ;
         if (k == K_COUNT)
-            return errf(err, errlen, "%s:%d: unknown key '%s' (a [[mistake]] has name, summary, step, caught_by, expect_failing, expect_message, find, replace)", fname, p->line, p->key);
+            return errf(err, errlen, "%s:%d: unknown key '%s' (a [[mistake]] has name, summary, step, caught_by, expect_failing, expect_message, find, replace, file)", fname, p->line, p->key);
         if ((k == K_STEP) != (p->type == TOML_INTEGER))
             return errf(err, errlen, "%s:%d: '%s' must be %s", fname, p->line, p->key, k == K_STEP ? "an integer" : "a string");
         kv[k] = p;
@@ -350,7 +350,7 @@ static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m
     if (i == 0 || name[i])
         return errf(err, errlen, "%s:%d: mistake name \"%s\" must match [a-z0-9_]+", fname, kv[K_NAME]->line, name);
     for (k = 0; k < K_COUNT; k++)
-        if (!kv[k] && k != K_EXPECT_FAILING && k != K_EXPECT_MESSAGE)
+        if (!kv[k] && k != K_EXPECT_FAILING && k != K_EXPECT_MESSAGE && k != K_FILE)
             return errf(err, errlen, "%s:%d: mistake '%s' has no '%s' key", fname, t->line, name, KEYS[k]);
     if (!kv[K_SUMMARY]->str[0] || strchr(kv[K_SUMMARY]->str, '\n'))
         return errf(err, errlen, "%s:%d: the summary of mistake '%s' must be one non-empty line", fname, kv[K_SUMMARY]->line, name);
@@ -359,18 +359,20 @@ static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m
     for (i = 0; i < sizeof CAUGHT_BY / sizeof CAUGHT_BY[0]; i++)
         ok |= strcmp(kv[K_CAUGHT_BY]->str, CAUGHT_BY[i]) == 0;
     if (!ok)
-        return errf(err, errlen, "%s:%d: mistake '%s': caught_by must be one of tests, memcheck, racecheck, synccheck, initcheck", fname, kv[K_CAUGHT_BY]->line, name);
+        return errf(err, errlen, "%s:%d: mistake '%s': caught_by must be one of tests, memcheck, racecheck, synccheck, initcheck, counters", fname, kv[K_CAUGHT_BY]->line, name);
     if (!kv[K_EXPECT_FAILING] && strcmp(kv[K_CAUGHT_BY]->str, "tests") == 0)
         return errf(err, errlen, "%s:%d: mistake '%s' is caught_by = \"tests\" and so needs an 'expect_failing' key", fname, t->line, name);
     if (!kv[K_FIND]->str[0])
         return errf(err, errlen, "%s:%d: the find text of mistake '%s' is empty", fname, kv[K_FIND]->line, name);
+    if (kv[K_FILE] && (!kv[K_FILE]->str[0] || strpbrk(kv[K_FILE]->str, "/\\\n") || kv[K_FILE]->str[0] == '.'))
+        return errf(err, errlen, "%s:%d: the file of mistake '%s' must be a plain file name in the lab's folder", fname, kv[K_FILE]->line, name);
 
     m->step = kv[K_STEP]->num;
     m->line = t->line;
     m->find_line = kv[K_FIND]->line;
     {
         char **dst[K_COUNT] = {&m->name, &m->summary, NULL, &m->caught_by, &m->expect_failing,
-                               &m->expect_message, &m->find, &m->replace};
+                               &m->expect_message, &m->find, &m->replace, &m->file};
         for (k = 0; k < K_COUNT; k++)
             if (dst[k] && kv[k]) { /* take ownership from the document */
                 *dst[k] = kv[k]->str;
@@ -433,6 +435,7 @@ void mistakes_free(struct mistake *ms, size_t count)
         free(ms[i].summary);
         free(ms[i].caught_by);
         free(ms[i].expect_failing);
+        free(ms[i].file);
         free(ms[i].expect_message);
         free(ms[i].find);
         free(ms[i].replace);
@@ -534,6 +537,7 @@ int mistake_cmake(const struct mistake *m, char **out, size_t *out_len)
     put_set(&b, "MISTAKE_CAUGHT_BY", m->caught_by);
     put_set(&b, "MISTAKE_EXPECT_FAILING", m->expect_failing);
     put_set(&b, "MISTAKE_EXPECT_MESSAGE", m->expect_message);
+    put_set(&b, "MISTAKE_FILE", m->file);
     if (b.oom) {
         free(b.d);
         return -1;

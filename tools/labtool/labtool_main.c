@@ -11,6 +11,7 @@ static const char USAGE[] =
     "usage: labtool skeleton SOLUTION.cu OUT.cu\n"
     "       labtool check-skeleton SOLUTION.cu COMMITTED.cu\n"
     "       labtool mutate SOLUTION.cu MISTAKES.toml NAME OUT.cu\n"
+    "       labtool mutate-lab SOLUTION_DIR MISTAKES.toml NAME OUT_DIR FILE...\n"
     "       labtool mistake-cmake MISTAKES.toml NAME OUT.cmake\n"
     "       labtool list MISTAKES.toml\n"
     "       labtool --help\n";
@@ -24,9 +25,12 @@ static const char HELP[] =
     "  check-skeleton  exit 1 if COMMITTED is not the skeleton of SOLUTION\n"
     "  mutate          write SOLUTION with mistake NAME applied (its find text\n"
     "                  must occur exactly once and is replaced)\n"
+    "  mutate-lab      copy each FILE of a lab from SOLUTION_DIR to OUT_DIR, with\n"
+    "                  mistake NAME applied to the file its 'file' key names (the\n"
+    "                  first FILE when it has none)\n"
     "  mistake-cmake   write a CMake fragment setting MISTAKE_NAME, MISTAKE_SUMMARY,\n"
-    "                  MISTAKE_STEP, MISTAKE_CAUGHT_BY, MISTAKE_EXPECT_FAILING and\n"
-    "                  MISTAKE_EXPECT_MESSAGE for mistake NAME\n"
+    "                  MISTAKE_STEP, MISTAKE_CAUGHT_BY, MISTAKE_EXPECT_FAILING,\n"
+    "                  MISTAKE_EXPECT_MESSAGE and MISTAKE_FILE for mistake NAME\n"
     "  list            print name<TAB>step<TAB>caught_by<TAB>summary per mistake\n"
     "\n"
     "Exit status: 0 ok, 1 invalid input or skeleton mismatch, 2 bad usage.\n";
@@ -94,6 +98,53 @@ static int cmd_mutate(char **args, char *err, size_t errlen)
     return rc;
 }
 
+/* args: SOLUTION_DIR MISTAKES.toml NAME OUT_DIR FILE... (NULL-terminated). */
+static int cmd_mutate_lab(char **args, char *err, size_t errlen)
+{
+    struct mistake *ms = NULL;
+    size_t n = 0, len, olen, k;
+    const struct mistake *m = load_one(args[1], args[2], &ms, &n, err, errlen);
+    const char *target;
+    int rc = 1, found = 0;
+    if (!m)
+        return 1;
+    target = m->file ? m->file : args[4];
+    for (k = 4; args[k]; k++)
+        found |= strcmp(args[k], target) == 0;
+    if (!found) {
+        snprintf(err, errlen, "%s:%d: mistake '%s' changes '%s', which is not one of the lab's files", args[1],
+                 m->line, m->name, target);
+        mistakes_free(ms, n);
+        return 1;
+    }
+    for (k = 4; args[k]; k++) {
+        char in_path[4096], out_path[4096];
+        char *src, *out = NULL;
+        snprintf(in_path, sizeof in_path, "%s/%s", args[0], args[k]);
+        snprintf(out_path, sizeof out_path, "%s/%s", args[3], args[k]);
+        if (!(src = lt_read_file(in_path, &len, err, errlen)))
+            goto done;
+        if (strcmp(args[k], target) == 0) {
+            int bad = mutate_apply(src, len, in_path, m, args[1], &out, &olen, err, errlen) != 0;
+            free(src);
+            if (bad)
+                goto done;
+        } else {
+            out = src;
+            olen = len;
+        }
+        if (lt_write_file(out_path, out, olen, err, errlen) != 0) {
+            free(out);
+            goto done;
+        }
+        free(out);
+    }
+    rc = 0;
+done:
+    mistakes_free(ms, n);
+    return rc;
+}
+
 static int cmd_mistake_cmake(char **args, char *err, size_t errlen)
 {
     struct mistake *ms = NULL;
@@ -136,7 +187,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         {"skeleton", 2, cmd_skeleton},   {"check-skeleton", 2, cmd_check_skeleton},
         {"mutate", 4, cmd_mutate},       {"mistake-cmake", 3, cmd_mistake_cmake},
-        {"list", 1, cmd_list},
+        {"list", 1, cmd_list},           {"mutate-lab", -5, cmd_mutate_lab},
     };
     static char err[16384];
     size_t i;
@@ -150,9 +201,10 @@ int main(int argc, char **argv)
     for (i = 0; argc > 1 && i < sizeof cmds / sizeof cmds[0]; i++) {
         if (strcmp(argv[1], cmds[i].name) != 0)
             continue;
-        if (argc - 2 != cmds[i].nargs) {
-            fprintf(stderr, "labtool: '%s' takes %d arguments, got %d\n%s", cmds[i].name,
-                    cmds[i].nargs, argc - 2, USAGE);
+        /* nargs < 0: at least -nargs arguments */
+        if (cmds[i].nargs >= 0 ? argc - 2 != cmds[i].nargs : argc - 2 < -cmds[i].nargs) {
+            fprintf(stderr, "labtool: '%s' takes %s%d arguments, got %d\n%s", cmds[i].name,
+                    cmds[i].nargs < 0 ? "at least " : "", abs(cmds[i].nargs), argc - 2, USAGE);
             return 2;
         }
         if (cmds[i].fn(argv + 2, err, sizeof err) == 0)

@@ -286,7 +286,7 @@ Test(catalogue, allows_a_comment_after_a_value)
 Test(catalogue, rejects_an_unknown_key)
 {
     expect_toml_error(RACE "hint = \"x\"\n", "m.toml:8: unknown key 'hint' (a [[mistake]] has name, summary, step, "
-                                             "caught_by, expect_failing, expect_message, find, replace)");
+                                             "caught_by, expect_failing, expect_message, find, replace, file)");
 }
 
 Test(catalogue, names_the_missing_required_key_and_the_mistake)
@@ -295,6 +295,26 @@ Test(catalogue, names_the_missing_required_key_and_the_mistake)
     expect_toml_error("[[mistake]]\nstep = 1\n", "m.toml:1: this [[mistake]] has no 'name' key");
     expect_toml_error(HEAD "caught_by = \"tests\"\n" TAIL,
                       "m.toml:1: mistake 'no_sync' is caught_by = \"tests\" and so needs an 'expect_failing' key");
+}
+
+Test(catalogue, reads_the_file_a_mistake_changes_and_the_counters_kind)
+{
+    size_t n;
+    struct mistake *ms = parse_ok(HEAD "caught_by = \"counters\"\nfile = \"bank_model.c\"\n" TAIL, &n);
+    cr_assert_str_eq(ms[0].caught_by, "counters");
+    cr_assert_str_eq(ms[0].file, "bank_model.c");
+    mistakes_free(ms, n);
+    ms = parse_ok(RACE, &n);
+    cr_assert_null(ms[0].file, "no file key: the lab's first file");
+    mistakes_free(ms, n);
+}
+
+Test(catalogue, rejects_a_file_outside_the_lab_folder)
+{
+    expect_toml_error(RACE "file = \"../x.cu\"\n",
+                      "m.toml:8: the file of mistake 'no_sync' must be a plain file name in the lab's folder");
+    expect_toml_error(RACE "file = \"sub/x.cu\"\n",
+                      "m.toml:8: the file of mistake 'no_sync' must be a plain file name in the lab's folder");
 }
 
 Test(catalogue, rejects_a_duplicate_mistake_name)
@@ -315,7 +335,7 @@ Test(catalogue, rejects_a_key_outside_any_table)
 Test(catalogue, rejects_an_unknown_caught_by_value)
 {
     expect_toml_error(HEAD "caught_by = \"valgrind\"\n" TAIL,
-                      "m.toml:5: mistake 'no_sync': caught_by must be one of tests, memcheck, racecheck, synccheck, initcheck");
+                      "m.toml:5: mistake 'no_sync': caught_by must be one of tests, memcheck, racecheck, synccheck, initcheck, counters");
 }
 
 Test(catalogue, rejects_unterminated_strings)
@@ -419,7 +439,8 @@ Test(mistake_cmake, writes_the_regex_verbatim_in_bracket_arguments)
                           "set(MISTAKE_STEP 2)\n"
                           "set(MISTAKE_CAUGHT_BY [=[tests]=])\n"
                           "set(MISTAKE_EXPECT_FAILING [==[^(sum|scan)::\"a\\b\";]=]]==])\n"
-                          "set(MISTAKE_EXPECT_MESSAGE [=[]=])\n");
+                          "set(MISTAKE_EXPECT_MESSAGE [=[]=])\n"
+                          "set(MISTAKE_FILE [=[]=])\n");
     cr_assert_eq(len, strlen(out));
     free(out);
     mistakes_free(ms, n);

@@ -1,0 +1,60 @@
+/* cml_ncu.h: hardware counters through Nsight Compute (ncu), for the labs
+ * that teach something a counter shows (shared-memory bank conflicts).
+ *
+ * A runner measures its own kernels by running itself again under ncu, in a
+ * mode that launches each kernel of interest once (e.g. --check-only), and
+ * reading ncu's CSV. Where ncu is missing or the GPU refuses its counters,
+ * the result says so in one plain line ("counters not available: ..."): a
+ * missing measurement is never shown as zero.
+ */
+#ifndef CML_NCU_H
+#define CML_NCU_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define CML_NCU_MAX_KERNELS 64
+#define CML_NCU_MAX_METRICS 4
+
+/* The shared-memory bank-conflict counters (conflicts = wavefronts beyond
+ * the one a conflict-free access needs). */
+#define CML_NCU_SHARED_LD_CONFLICTS "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+#define CML_NCU_SHARED_ST_CONFLICTS "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+
+typedef struct cml_ncu_counts {
+    int available;                            /* 1 when ncu profiled at least one launch */
+    char reason[256];                         /* why not, when available == 0 */
+    int nmetrics;
+    int nkernels;                             /* profiled launches, in launch order */
+    char kernel[CML_NCU_MAX_KERNELS][64];     /* kernel name as ncu prints it, truncated */
+    double value[CML_NCU_MAX_KERNELS][CML_NCU_MAX_METRICS]; /* -1 where ncu gave no value */
+} cml_ncu_counts;
+
+/* Runs `ncu --clock-control none --csv --metrics m1,m2,... [--kernel-name
+ * regex:FILTER] EXE ARGS...` and fills *out with every profiled launch's
+ * metrics, in launch order (metrics in the order given, at most
+ * CML_NCU_MAX_METRICS). ncu is $CML_NCU when set, else `ncu` on the PATH.
+ * args is a NULL-terminated list; filter may be NULL (every kernel).
+ * Returns 1 when counts are available; 0 otherwise, with out->reason saying
+ * why (ncu not found, no permission for the counters, nothing profiled).
+ * The program under ncu must not itself call cml_ncu_collect. */
+int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
+                    const char *filter, cml_ncu_counts *out);
+
+/* The absolute path of the running program (for running itself under ncu).
+ * Returns 1 on success, 0 when it cannot be found. */
+int cml_self_exe(char *buf, size_t len);
+
+/* Parses the text ncu prints with --csv (details page) into *out: rows
+ * whose "Metric Name" is one of metrics; values may carry thousands
+ * separators ("1,024"). Returns the number of launches found. Exposed for
+ * host tests; cml_ncu_collect calls it. */
+int cml_ncu_parse_csv(const char *text, const char *const *metrics, int nmetrics, cml_ncu_counts *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CML_NCU_H */

@@ -1,0 +1,237 @@
+/* ncu.c: hardware counters through Nsight Compute (see cml_ncu.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cml/cml_ncu.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* Splits one CSV line ("a","b,c","d") into at most max fields, in place.
+ * Returns the number of fields. */
+static int split_csv(char *line, char **field, int max)
+{
+    int n = 0;
+    char *p = line;
+    while (*p && n < max) {
+        if (*p == '"') {
+            char *w = ++p;
+            field[n++] = w;
+            while (*p && !(*p == '"' && p[1] != '"')) {
+                if (*p == '"')  /* "" inside a quoted field */
+                    ++p;
+                *w++ = *p++;
+            }
+            if (*p == '"')
+                ++p;
+            *w = '\0';
+            if (*p == ',')
+                ++p;
+            else if (w == p)
+                break;
+        } else {
+            field[n++] = p;
+            while (*p && *p != ',')
+                ++p;
+            if (*p == ',')
+                *p++ = '\0';
+        }
+    }
+    return n;
+}
+
+/* "1,234.5" or "1234" -> 1234.5; -1 when it is not a number ("n/a"). */
+static double parse_value(const char *s)
+{
+    char digits[64];
+    size_t k = 0;
+    for (; *s && k + 1 < sizeof digits; ++s)
+        if (*s != ',' && *s != ' ')
+            digits[k++] = *s;
+    digits[k] = '\0';
+    char *end = NULL;
+    double v = strtod(digits, &end);
+    return (k == 0 || end == digits || *end != '\0') ? -1.0 : v;
+}
+
+int cml_ncu_parse_csv(const char *text, const char *const *metrics, int nmetrics, cml_ncu_counts *out)
+{
+    enum { ID, KERNEL, METRIC, VALUE, NCOLS };
+    static const char *const names[NCOLS] = {"ID", "Kernel Name", "Metric Name", "Metric Value"};
+    int col[NCOLS] = {-1, -1, -1, -1};
+    long last_id = -1;
+    out->nkernels = 0;
+    out->nmetrics = nmetrics;
+    const char *p = text;
+    while (*p) {
+        const char *eol = strchr(p, '\n');
+        size_t len = eol ? (size_t)(eol - p) : strlen(p);
+        char line[4096];
+        if (len < sizeof line && p[0] == '"') {
+            memcpy(line, p, len);
+            line[len] = '\0';
+            if (len > 0 && line[len - 1] == '\r')
+                line[len - 1] = '\0';
+            char *f[64];
+            int nf = split_csv(line, f, 64);
+            if (col[ID] < 0) {  /* the header row */
+                for (int i = 0; i < nf; ++i)
+                    for (int c = 0; c < NCOLS; ++c)
+                        if (strcmp(f[i], names[c]) == 0)
+                            col[c] = i;
+                if (col[ID] < 0 || col[KERNEL] < 0 || col[METRIC] < 0 || col[VALUE] < 0)
+                    col[ID] = -1;
+            } else if (nf > col[VALUE] && nf > col[METRIC] && nf > col[KERNEL]) {
+                int m = -1;
+                for (int k = 0; k < nmetrics; ++k)
+                    if (strcmp(f[col[METRIC]], metrics[k]) == 0)
+                        m = k;
+                long id = strtol(f[col[ID]], NULL, 10);
+                if (m >= 0) {
+                    if (id != last_id || out->nkernels == 0) {
+                        if (out->nkernels == CML_NCU_MAX_KERNELS)
+                            break;
+                        int k = out->nkernels++;
+                        snprintf(out->kernel[k], sizeof out->kernel[k], "%s", f[col[KERNEL]]);
+                        for (int j = 0; j < CML_NCU_MAX_METRICS; ++j)
+                            out->value[k][j] = -1.0;
+                        last_id = id;
+                    }
+                    out->value[out->nkernels - 1][m] = parse_value(f[col[VALUE]]);
+                }
+            }
+        }
+        p = eol ? eol + 1 : p + len;
+    }
+    return out->nkernels;
+}
+
+int cml_self_exe(char *buf, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", buf, len - 1);
+    if (n <= 0 || (size_t)n >= len - 1)
+        return 0;
+    buf[n] = '\0';
+    return 1;
+}
+
+/* Appends s to the command in single quotes (a ' inside becomes '\''). */
+static int append_quoted(char *cmd, size_t cap, const char *s)
+{
+    size_t n = strlen(cmd);
+    if (n + 4 >= cap)
+        return 0;
+    cmd[n++] = ' ';
+    cmd[n++] = '\'';
+    for (; *s; ++s) {
+        if (n + 6 >= cap)
+            return 0;
+        if (*s == '\'') {
+            memcpy(cmd + n, "'\\''", 4);
+            n += 4;
+        } else {
+            cmd[n++] = *s;
+        }
+    }
+    cmd[n++] = '\'';
+    cmd[n] = '\0';
+    return 1;
+}
+
+/* The first line of text that holds needle, copied to dst without the
+ * "==ERROR== " prefix; 0 when there is none. */
+static int first_line_with(const char *text, const char *needle, char *dst, size_t cap)
+{
+    const char *hit = strstr(text, needle);
+    if (hit == NULL)
+        return 0;
+    const char *start = hit;
+    while (start > text && start[-1] != '\n')
+        --start;
+    const char *end = strchr(hit, '\n');
+    size_t len = end ? (size_t)(end - start) : strlen(start);
+    if (strncmp(start, "==ERROR== ", 10) == 0) {
+        start += 10;
+        len -= 10;
+    }
+    if (len >= cap)
+        len = cap - 1;
+    memcpy(dst, start, len);
+    dst[len] = '\0';
+    return 1;
+}
+
+int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
+                    const char *filter, cml_ncu_counts *out)
+{
+    memset(out, 0, sizeof *out);
+    if (nmetrics < 1 || nmetrics > CML_NCU_MAX_METRICS) {
+        snprintf(out->reason, sizeof out->reason, "at most %d metrics at a time", CML_NCU_MAX_METRICS);
+        return 0;
+    }
+    const char *ncu = getenv("CML_NCU");
+    if (ncu == NULL || ncu[0] == '\0')
+        ncu = "ncu";
+
+    char cmd[8192] = "";
+    char list[1024] = "";
+    for (int k = 0; k < nmetrics; ++k)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? "," : "", metrics[k]);
+    int ok = append_quoted(cmd, sizeof cmd, ncu);
+    const char *fixed[] = {"--clock-control", "none", "--csv", "--metrics", list};
+    for (size_t k = 0; ok && k < sizeof fixed / sizeof fixed[0]; ++k)
+        ok = append_quoted(cmd, sizeof cmd, fixed[k]);
+    if (ok && filter) {
+        ok = append_quoted(cmd, sizeof cmd, "--kernel-name") && append_quoted(cmd, sizeof cmd, filter);
+    }
+    ok = ok && append_quoted(cmd, sizeof cmd, exe);
+    for (int k = 0; ok && args && args[k]; ++k)
+        ok = append_quoted(cmd, sizeof cmd, args[k]);
+    if (!ok) {
+        snprintf(out->reason, sizeof out->reason, "the ncu command line is too long");
+        return 0;
+    }
+    strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
+
+    FILE *pipe = popen(cmd, "r");
+    if (pipe == NULL) {
+        snprintf(out->reason, sizeof out->reason, "cannot start %s", ncu);
+        return 0;
+    }
+    size_t cap = 1 << 16, len = 0;
+    char *text = malloc(cap);
+    size_t got;
+    while (text && (got = fread(text + len, 1, cap - len - 1, pipe)) > 0) {
+        len += got;
+        if (len + 1 == cap) {
+            char *bigger = realloc(text, cap * 2);
+            if (bigger == NULL) {
+                free(text);
+                text = NULL;
+                break;
+            }
+            text = bigger;
+            cap *= 2;
+        }
+    }
+    int status = pclose(pipe);
+    if (text == NULL) {
+        snprintf(out->reason, sizeof out->reason, "out of memory reading ncu's output");
+        return 0;
+    }
+    text[len] = '\0';
+
+    int found = cml_ncu_parse_csv(text, metrics, nmetrics, out);
+    if (found > 0) {
+        out->available = 1;
+    } else if (first_line_with(text, "ERR_NVGPUCTRPERM", out->reason, sizeof out->reason)) {
+        /* The usual refusal: counters are reserved for admin users. */
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+        snprintf(out->reason, sizeof out->reason, "Nsight Compute (%s) was not found; set CML_NCU to its path", ncu);
+    } else if (!first_line_with(text, "==ERROR==", out->reason, sizeof out->reason)) {
+        snprintf(out->reason, sizeof out->reason, "ncu profiled no kernel (exit status %d)", status);
+    }
+    free(text);
+    return out->available;
+}
