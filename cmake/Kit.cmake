@@ -122,7 +122,8 @@ function(kit_add_lab lab stem)
   if(EXISTS "${lab_dir}/tests/host.c")
     # The lab's files are named for tests that check them against the step table.
     kit_add_host_test(${lab}.host SOURCES "${lab_dir}/tests/host.c" LIBS ${stem}_host
-      DEFINITIONS KIT_LAB_SKELETON="${lab_dir}/${stem}.cu" KIT_LAB_SOLUTION="${sol_dir}/${stem}.cu")
+      DEFINITIONS KIT_LAB_SKELETON="${lab_dir}/${stem}.cu" KIT_LAB_SOLUTION="${sol_dir}/${stem}.cu"
+                  KIT_LAB_DIR="${lab_dir}" KIT_SOLUTION_DIR="${sol_dir}")
   endif()
 
   # The committed skeletons are exactly what the generator makes from the solution.

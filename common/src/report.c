@@ -141,7 +141,20 @@ void cml_report_print_json(const cml_report *r, FILE *out)
         json_str(out, row->note);
         fputc('}', out);
     }
-    fprintf(out, "\n]}\n");
+    fprintf(out, "\n]");
+    if (r->extra_json)
+        fprintf(out, ", \"extra\": %s", r->extra_json);
+    fprintf(out, "}\n");
+}
+
+/* A note in a Markdown table cell: '|' would end the cell. */
+static void md_cell(FILE *out, const char *s)
+{
+    for (; *s; ++s) {
+        if (*s == '|')
+            fputc('\\', out);
+        fputc(*s, out);
+    }
 }
 
 static void markdown_body(const cml_report *r, FILE *out)
@@ -151,18 +164,29 @@ static void markdown_body(const cml_report *r, FILE *out)
     fprintf(out, "Measured on %s, %s. %s, seed %llu. Written by the lab's runner; "
             "100%% is %s at %.1f %s, measured in the same run.\n\n",
             dev, r->date, r->params, (unsigned long long)r->seed, r->ceiling_name, r->ceiling_rate, r->unit);
-    fprintf(out, "| step | kernel | check | median ms | %s | of max |\n", r->unit);
-    fprintf(out, "|---:|---|---|---:|---:|---:|\n");
+    int notes = 0;
+    for (int i = 0; i < r->nrows; ++i)
+        notes |= r->rows[i].note[0] != '\0';
+    fprintf(out, "| step | kernel | check | median ms | %s | of max |%s\n", r->unit, notes ? " note |" : "");
+    fprintf(out, "|---:|---|---|---:|---:|---:|%s\n", notes ? "---|" : "");
     for (int i = 0; i < r->nrows; ++i) {
         const cml_row *row = &r->rows[i];
         char label[8];
         step_label(row, label, sizeof label);
         if (row->timed)
-            fprintf(out, "| %s | %s | %s | %.3f | %.1f | %.0f%% |\n", label, row->name,
+            fprintf(out, "| %s | %s | %s | %.3f | %.1f | %.0f%% |", label, row->name,
                     status_word(row->status), row->ms, row->rate, 100.0 * share(r, row));
         else
-            fprintf(out, "| %s | %s | %s | - | - | - |\n", label, row->name, status_word(row->status));
+            fprintf(out, "| %s | %s | %s | - | - | - |", label, row->name, status_word(row->status));
+        if (notes) {
+            fputc(' ', out);
+            md_cell(out, row->note);
+            fputs(" |", out);
+        }
+        fputc('\n', out);
     }
+    if (r->extra_markdown)
+        fprintf(out, "\n%s", r->extra_markdown);
 }
 
 static char *slurp(const char *path, size_t *len)

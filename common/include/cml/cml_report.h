@@ -39,6 +39,8 @@ typedef struct cml_report {
     char ceiling_name[64];
     cml_row rows[CML_REPORT_MAX_ROWS];
     int nrows;
+    const char *extra_markdown; /* optional text after the Markdown table (caller owns) */
+    const char *extra_json;     /* optional JSON value written as "extra" (caller owns) */
 } cml_report;
 
 /* Zeroes r, sets the date (UTC) and the fixed fields. */
@@ -51,7 +53,8 @@ cml_row *cml_report_add(cml_report *r, cml_row_kind kind, int step, const char *
 void cml_report_print_table(const cml_report *r, FILE *out);
 /* The same data as one JSON object. */
 void cml_report_print_json(const cml_report *r, FILE *out);
-/* The results as Markdown. When path exists and holds the lines
+/* The results as Markdown (a "note" column when any row has a note, then
+ * extra_markdown). When path exists and holds the lines
  * "<!-- results:begin -->" and "<!-- results:end -->", only the text between
  * them is replaced (a lab handout); otherwise the whole file is written (a
  * docs/results/ page). Returns 0 on success, -1 with errno set otherwise. */

@@ -1,0 +1,153 @@
+/* GPU tests of lab 01, steps 4-7 (banks.cu), one Criterion suite per step.
+ * Built twice: against your labs/01_shared_banks/banks.cu and against the
+ * reference solution. (Steps 1-3 are tested in tests/model.c, no GPU.)
+ *
+ * Timing is the runner's job; here the probe is checked for what it must
+ * leave behind: the sum of the words each thread read, and a start and stop
+ * clock per warp. A*B^T is checked against a CPU product in double, for
+ * seeded real and small-integer data (exact), with c poisoned before every
+ * run and guard zones around every buffer. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cml/cml_rng.h>
+#include <cml/cml_test.h>
+#include "banks_host.h"
+
+static uint64_t test_seed(void)
+{
+    uint64_t seed = 0;
+    char err[160];
+    cr_assert(cml_seed(&seed, err, sizeof err), "%s", err);
+    return seed;
+}
+
+/* ------------------------------------------------------------ step 4 */
+
+static void probe_every_pattern(int rounds)
+{
+    banks_probe_buffers b;
+    CML_TEST_CHECK(banks_probe_alloc(&b));
+    for (int p = 0; p < BANKS_NUM_PATTERNS; ++p) {
+        banks_probe_result r;
+        CML_TEST_CHECK(banks_probe_run(&b, (banks_pattern)p, rounds, &r));
+        cr_expect(r.ok, "pattern %s (%s), %d round%s: %s", banks_pattern_names[p], banks_pattern_whats[p], rounds,
+                  rounds == 1 ? "" : "s", r.why);
+        if (!r.ok)
+            break;
+    }
+    banks_probe_free(&b);
+}
+
+Test(step4, probe_reads_the_pattern_words_and_times_each_warp_in_one_round, .timeout = 60)
+{
+    CML_REQUIRE_GPU();
+    probe_every_pattern(1);
+}
+
+Test(step4, probe_repeats_the_reads_for_every_round, .timeout = 60)
+{
+    CML_REQUIRE_GPU();
+    probe_every_pattern(7);
+    cml_rng rng;
+    cml_rng_init(&rng, test_seed(), 401);
+    probe_every_pattern(cml_rng_int(&rng, 2, 50));
+    /* and refuses a round count it cannot do */
+    banks_probe_buffers b;
+    CML_TEST_CHECK(banks_probe_alloc(&b));
+    int bad[] = {0, -1, BANKS_PROBE_MAX_ROUNDS + 1};
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; ++k) {
+        banks_probe_result r;
+        cudaError_t err = banks_probe_run(&b, BANKS_PATTERN_stride_1, bad[k], &r);
+        cr_expect_eq(err, cudaErrorInvalidValue, "rounds = %d: expected cudaErrorInvalidValue, got %s", bad[k],
+                     cudaGetErrorName(err));
+    }
+    banks_probe_free(&b);
+}
+
+/* ------------------------------------------------------------ steps 5-7 */
+
+/* Runs step on batch matrices of the given data and checks every element. */
+static void check_abt(int step, int batch, banks_data kind, uint64_t stream)
+{
+    size_t n = (size_t)batch * BANKS_TILE * BANKS_TILE;
+    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
+    double *ref = malloc(n * sizeof *ref), *abs_ref = malloc(n * sizeof *abs_ref);
+    cr_assert(a && b && c && ref && abs_ref, "out of host memory for batch %d", batch);
+    uint64_t seed = test_seed();
+    banks_make_matrices(a, batch, kind, seed, 2 * stream);
+    banks_make_matrices(b, batch, kind, seed, 2 * stream + 1);
+    banks_cpu_abt(a, b, batch, ref, abs_ref);
+
+    banks_abt_buffers d;
+    CML_TEST_CHECK(banks_abt_alloc(&d, batch));
+    CML_TEST_CHECK(cudaMemcpy(d.a.ptr, a, n * sizeof *a, cudaMemcpyHostToDevice));
+    CML_TEST_CHECK(cudaMemcpy(d.b.ptr, b, n * sizeof *b, cudaMemcpyHostToDevice));
+    cudaError_t err = banks_abt_run(&d, step);
+    if (err == cudaSuccess)
+        err = cudaDeviceSynchronize();
+    cr_assert(err == cudaSuccess, "step %d, batch %d: CUDA error %s: %s", step, batch, cudaGetErrorName(err),
+              cudaGetErrorString(err));
+    CML_TEST_CHECK(cudaMemcpy(c, d.c.ptr, n * sizeof *c, cudaMemcpyDeviceToHost));
+    const cml_dbuf *bufs[] = {&d.a, &d.b, &d.c};
+    const char *names[] = {"a", "b", "c"};
+    for (int k = 0; k < 3; ++k) {
+        int intact = 0;
+        long long where = 0;
+        CML_TEST_CHECK(cml_dbuf_check_guards(bufs[k], &intact, &where));
+        cr_expect(intact, "step %d, batch %d: a write outside %s (byte offset %lld of %zu): an index past the "
+                  "matrix, or a block that handles a matrix that does not exist", step, batch, names[k], where,
+                  n * sizeof(float));
+    }
+    banks_abt_free(&d);
+
+    char report[1200];
+    size_t wrong = banks_abt_check(step, a, b, c, ref, abs_ref, batch, 4, report, sizeof report);
+    cr_expect(wrong == 0, "step %d, batch %d %s: %zu of %zu elements wrong:\n%s", step, batch,
+              kind == BANKS_DATA_SMALL_INTS ? "small integers (exact)" : "reals", wrong, n, report);
+    free(a);
+    free(b);
+    free(c);
+    free(ref);
+    free(abs_ref);
+}
+
+static void check_batches(int step)
+{
+    static const int batches[] = {1, 2, 33, 1000};
+    for (size_t k = 0; k < sizeof batches / sizeof batches[0]; ++k)
+        check_abt(step, batches[k], BANKS_DATA_REALS, k);
+    cml_rng rng;
+    cml_rng_init(&rng, test_seed(), 500 + (uint64_t)step);
+    check_abt(step, cml_rng_int(&rng, 3, 5000), BANKS_DATA_REALS, 10);
+    cudaError_t err = banks_abt(step, NULL, NULL, NULL, 0);
+    cr_expect_eq(err, cudaErrorInvalidValue, "batch 0: expected cudaErrorInvalidValue, got %s", cudaGetErrorName(err));
+}
+
+/* One suite per A*B^T step, from the step table. */
+#define ABT_TESTS(num)                                                                            \
+    Test(step##num, product_of_one_to_thousands_of_real_matrices, .timeout = 120)                 \
+    {                                                                                             \
+        CML_REQUIRE_GPU();                                                                        \
+        check_batches(num);                                                                       \
+    }                                                                                             \
+    Test(step##num, product_of_small_integer_matrices_is_exact, .timeout = 120)                   \
+    {                                                                                             \
+        CML_REQUIRE_GPU();                                                                        \
+        check_abt(num, 77, BANKS_DATA_SMALL_INTS, 20);                                            \
+    }                                                                                             \
+    Test(step##num, product_of_more_matrices_than_a_grid_y_dimension_holds, .timeout = 120)       \
+    {                                                                                             \
+        CML_REQUIRE_GPU();                                                                        \
+        check_abt(num, 65537, BANKS_DATA_REALS, 30);                                              \
+    }
+
+ABT_TESTS(5)
+ABT_TESTS(6)
+ABT_TESTS(7)
+
+/* Every A*B^T step is in the table and has a suite above. */
+#define IS_ABT_STEP(num, ident, where, what) +((num) >= 5)
+_Static_assert(0 BANKS_STEPS(IS_ABT_STEP) == 3, "banks.h has A*B^T steps without tests here");

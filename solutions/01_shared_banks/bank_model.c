@@ -1,0 +1,97 @@
+/* Lab 01, part 1: a model of shared-memory banks, in plain C (no GPU).
+ *
+ * Steps 1-3 (the table is BANKS_STEPS in banks.h; `banks_run --list`):
+ *   1 bank_of        the bank of a byte address: 32 banks of 4-byte words
+ *   2 degree_4byte   a warp's 4-byte access: wavefronts, with broadcast
+ *   3 degree_wide    8- and 16-byte accesses: half- and quarter-warp phases
+ *
+ * Test it (no GPU needed; see README.md in this folder):
+ *   cmake --build --preset default
+ *   ctest --preset progress -R model      # which model steps pass
+ *   ./build/banks_run --model             # the model's answer per pattern
+ *
+ * The runner uses your model to predict the cost of each access pattern it
+ * then measures on the GPU (steps 4-7 are in banks.cu).
+ */
+#include "banks.h"
+
+#include <stddef.h>
+
+// TODO(step 1): return the bank of byte address byte_address. Banks are 4
+// bytes wide and there are BANKS_COUNT of them: bytes 0-3 are in bank 0,
+// bytes 4-7 in bank 1, ..., bytes 124-127 in bank 31, bytes 128-131 in bank
+// 0 again. Every byte of a word is in the same bank.
+int bank_of(uint32_t byte_address)
+{
+    // TODO(step 1): bank = which 4-byte word, modulo the number of banks.
+    // BEGIN SOLUTION
+    return (int)((byte_address / BANKS_WORD_BYTES) % BANKS_COUNT);
+    //@ (void)byte_address;
+    //@ return -1;
+    // END SOLUTION
+}
+
+// TODO(step 2): the wavefronts of ONE phase: lanes first .. first+lanes-1,
+// each touching `words` consecutive 4-byte words from its address. For each
+// bank, count the distinct words the phase touches in it (two lanes on the
+// same word are one read: broadcast). The phase needs as many passes as its
+// busiest bank has distinct words; at least 1.
+// Hint: at most 32 lanes x 4 words = 128 words; a small array of the words
+// already seen per bank is plenty.
+static int phase_wavefronts(const uint32_t *byte_address, int first, int lanes, int words)
+{
+    // TODO(step 2): distinct words per bank in this phase; the busiest bank wins.
+    // BEGIN SOLUTION
+    uint32_t seen[BANKS_COUNT][BANKS_WARP * 4];
+    int count[BANKS_COUNT] = {0};
+    int worst = 1;
+    for (int lane = first; lane < first + lanes; ++lane) {
+        for (int k = 0; k < words; ++k) {
+            uint32_t word = byte_address[lane] / BANKS_WORD_BYTES + (uint32_t)k;
+            int bank = bank_of(word * BANKS_WORD_BYTES);
+            int known = 0;
+            for (int s = 0; s < count[bank] && !known; ++s)
+                known = seen[bank][s] == word;
+            if (known)
+                continue;  // same word as another lane: served by the same read
+            seen[bank][count[bank]++] = word;
+            if (count[bank] > worst)
+                worst = count[bank];
+        }
+    }
+    return worst;
+    //@ (void)byte_address;
+    //@ (void)first;
+    //@ (void)lanes;
+    //@ (void)words;
+    //@ return 0;
+    // END SOLUTION
+}
+
+// TODO(step 3): the whole warp. Check the input (see banks.h: NULL, a width
+// other than 4, 8 or 16, a misaligned address: return -1). A 4-byte access
+// is one phase of 32 lanes. An 8-byte access is 2 phases of 16 lanes and a
+// 16-byte access 4 phases of 8 lanes (each phase moves at most 128 bytes);
+// add up the phases' wavefronts.
+// (Until you do, the stub below answers 4-byte accesses with your step-2
+// phase_wavefronts, so the step-2 tests can pass before this step.)
+int conflict_degree(const uint32_t byte_address[BANKS_WARP], int access_bytes)
+{
+    // TODO(step 3): check the input, then add up the phases.
+    // BEGIN SOLUTION
+    if (byte_address == NULL || (access_bytes != 4 && access_bytes != 8 && access_bytes != 16))
+        return -1;
+    for (int lane = 0; lane < BANKS_WARP; ++lane)
+        if (byte_address[lane] % (uint32_t)access_bytes != 0)
+            return -1;  // the hardware would stop the kernel: misaligned address
+    int words = access_bytes / BANKS_WORD_BYTES;
+    int lanes_per_phase = BANKS_WARP / words;
+    int total = 0;
+    for (int first = 0; first < BANKS_WARP; first += lanes_per_phase)
+        total += phase_wavefronts(byte_address, first, lanes_per_phase, words);
+    return total;
+    //@ if (byte_address == NULL || access_bytes != 4)
+    //@     return 0;
+    //@ return phase_wavefronts(byte_address, 0, BANKS_WARP, 1);
+    // END SOLUTION
+}
