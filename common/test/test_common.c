@@ -335,3 +335,32 @@ Test(ncu, says_why_when_ncu_is_missing)
     cr_expect(strstr(c.reason, "was not found") != NULL, "reason: %s", c.reason);
     unsetenv("CML_NCU");
 }
+
+Test(report, markdown_has_a_note_column_and_the_extra_text_json_the_extra_value)
+{
+    char path[] = "/tmp/cml_pageXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    unlink(path);  /* a new page: the whole file is written */
+    cml_report r = sample_report();
+    snprintf(r.rows[0].note, sizeof r.rows[0].note, "a|b");
+    r.extra_markdown = "| pattern | model |\n|---|---:|\n| stride_2 | 2 |\n";
+    r.extra_json = "{\"patterns\": [1, 2]}";
+    cr_assert(cml_report_write_markdown(&r, path) == 0);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f != NULL);
+    char *s = read_all(f);
+    fclose(f);
+    unlink(path);
+    cr_expect(strstr(s, "| of max | note |\n") != NULL, "%s", s);
+    cr_expect(strstr(s, "| 25% | a\\|b |\n") != NULL, "a '|' in a note is escaped: %s", s);
+    cr_expect(strstr(s, "| - | - | - | expected 5, got 4 |\n") != NULL, "%s", s);
+    cr_expect(strstr(s, "\n| stride_2 | 2 |\n") != NULL, "%s", s);
+    FILE *j = tmpfile();
+    cr_assert(j != NULL);
+    cml_report_print_json(&r, j);
+    s = read_all(j);
+    fclose(j);
+    cr_expect(strstr(s, "], \"extra\": {\"patterns\": [1, 2]}}\n") != NULL, "%s", s);
+}
