@@ -15,6 +15,7 @@
 #include "cml/cml_ncu.h"
 #include "cml/cml_report.h"
 #include "cml/cml_rng.h"
+#include "cml/cml_steps.h"
 #include "cml/cml_timing.h"
 
 /* ---------------------------------------------------------------- args */
@@ -363,4 +364,34 @@ Test(report, markdown_has_a_note_column_and_the_extra_text_json_the_extra_value)
     s = read_all(j);
     fclose(j);
     cr_expect(strstr(s, "], \"extra\": {\"patterns\": [1, 2]}}\n") != NULL, "%s", s);
+}
+
+/* ---------------------------------------------------------------- steps */
+
+static void write_text(char *path, const char *text)
+{
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    cr_assert(write(fd, text, strlen(text)) == (ssize_t)strlen(text));
+    close(fd);
+}
+
+Test(steps, the_opening_comment_must_list_exactly_the_table)
+{
+    static const int nums[] = {1, 2};
+    static const char *const idents[] = {"naive", "tiled"};
+    char good[] = "/tmp/cml_stepsXXXXXX", missing[] = "/tmp/cml_stepsXXXXXX", extra[] = "/tmp/cml_stepsXXXXXX";
+    write_text(good, "/* Lab\n *   1 naive  one\n *   2 tiled  two\n */\nint x;\n");
+    write_text(missing, "/* Lab\n *   1 naive  one\n */\n");
+    write_text(extra, "/* Lab\n *   1 naive  one\n *   2 tiled  two\n *   3 fast  three\n */\n");
+    char msg[1024];
+    cr_expect_eq(cml_check_step_comment(good, nums, idents, 2, msg, sizeof msg), 0, "%s", msg);
+    cr_expect_eq(cml_check_step_comment(missing, nums, idents, 2, msg, sizeof msg), 2, "%s", msg);
+    cr_expect(strstr(msg, "no line \" *   2 tiled ...\"") != NULL, "%s", msg);
+    cr_expect_eq(cml_check_step_comment(extra, nums, idents, 2, msg, sizeof msg), 1, "%s", msg);
+    cr_expect(strstr(msg, "lists 3 steps, the table has 2") != NULL, "%s", msg);
+    cr_expect_eq(cml_check_step_comment("/nonexistent/file.cu", nums, idents, 2, msg, sizeof msg), 1);
+    unlink(good);
+    unlink(missing);
+    unlink(extra);
 }

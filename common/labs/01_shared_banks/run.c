@@ -5,7 +5,6 @@
  * the same run. Built twice: banks_run (your files) and banks_run_ref (the
  * reference). `banks_run --help` tells how to use it. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <cml/cml_ncu.h>
 #include <cml/cml_report.h>
 #include <cml/cml_rng.h>
+#include <cml/cml_runner.h>
 #include <cml/cml_timing.h>
 
 #include "banks_host.h"
@@ -38,13 +38,10 @@ static const char *step_whats[] = {BANKS_STEPS(STEP_WHAT)};
 static const char *prog = "banks_run";
 
 typedef struct options {
-    unsigned steps;
+    cml_runner_args run;  /* --step, --repeat, --json, --markdown, --check-only */
     int batch;
     int rounds;
-    int repeat;
-    int json, check_only, counters, model_only, no_counters;
-    const char *markdown[4];
-    int nmarkdown;
+    int counters, model_only, no_counters;
 } options;
 
 static void usage(FILE *out)
@@ -87,23 +84,18 @@ static void help(void)
         printf("  %d  %-13s %-13s %s\n", s, step_names[s - 1], step_wheres[s - 1], step_whats[s - 1]);
 }
 
-static void bad_arg(const char *opt, const char *value, const char *expect)
-{
-    fprintf(stderr, "%s: %s '%s' is not valid: expected %s\n", prog, opt, value ? value : "", expect);
-    usage(stderr);
-    exit(CML_EXIT_USAGE);
-}
-
 static void parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->steps = (1u << BANKS_NUM_STEPS) - 1u;
+    cml_runner_init(&o->run, argc > 0 ? argv[0] : NULL, prog, BANKS_NUM_STEPS, 20, usage);
+    prog = o->run.prog;
     o->batch = 1 << 16;
     o->rounds = 256;
-    o->repeat = 20;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cml_runner_arg(&o->run, argc, argv, &i))
+            continue;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             help();
             exit(CML_EXIT_OK);
@@ -111,41 +103,14 @@ static void parse(int argc, char **argv, options *o)
             for (int s = 1; s <= BANKS_NUM_STEPS; ++s)
                 printf("%d\t%s\t%s\t%s\n", s, step_names[s - 1], step_wheres[s - 1], step_whats[s - 1]);
             exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--probe") == 0) {
-            cml_device_info dev;
-            char why[256];
-            if (!cml_device_probe(&dev, why, sizeof why)) {
-                printf("%s\n", why);
-                exit(CML_EXIT_NO_GPU);
-            }
-            exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--step") == 0) {
-            if (!cml_parse_steps(v, BANKS_NUM_STEPS, &o->steps))
-                bad_arg(a, v, "all, a step 1-7, a list like 4,6,7 or a range like 5-7");
-            ++i;
         } else if (strcmp(a, "--batch") == 0) {
             if (!cml_parse_int(v, 1, 1 << 20, &o->batch))
-                bad_arg(a, v, "a number of matrices from 1 to 2^20");
+                cml_runner_bad_arg(&o->run, a, v, "a number of matrices from 1 to 2^20");
             ++i;
         } else if (strcmp(a, "--rounds") == 0) {
             if (!cml_parse_int(v, 1, BANKS_PROBE_MAX_ROUNDS, &o->rounds))
-                bad_arg(a, v, "a number of rounds from 1 to 100000");
+                cml_runner_bad_arg(&o->run, a, v, "a number of rounds from 1 to 100000");
             ++i;
-        } else if (strcmp(a, "--repeat") == 0) {
-            if (!cml_parse_int(v, 1, 100000, &o->repeat))
-                bad_arg(a, v, "a number of runs from 1 to 100000");
-            ++i;
-        } else if (strcmp(a, "--markdown") == 0) {
-            if (v == NULL || v[0] == '\0' || v[0] == '-')
-                bad_arg(a, v, "a file name");
-            if (o->nmarkdown == 4)
-                bad_arg(a, v, "at most 4 --markdown files");
-            o->markdown[o->nmarkdown++] = v;
-            ++i;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--check-only") == 0) {
-            o->check_only = 1;
         } else if (strcmp(a, "--counters") == 0) {
             o->counters = 1;
         } else if (strcmp(a, "--no-counters") == 0) {
@@ -153,9 +118,7 @@ static void parse(int argc, char **argv, options *o)
         } else if (strcmp(a, "--model") == 0) {
             o->model_only = 1;
         } else {
-            fprintf(stderr, "%s: unknown argument '%s'\n", prog, a);
-            usage(stderr);
-            exit(CML_EXIT_USAGE);
+            cml_runner_unknown(&o->run, a);
         }
     }
 }
@@ -290,10 +253,10 @@ static int run_probe(const options *o, results *res)
                 break;  /* a sticky error poisons every later call */
             continue;
         }
-        if (o->check_only)
+        if (o->run.check_only)
             continue;
         double samples[256];
-        int n = o->repeat < 256 ? o->repeat : 256;
+        int n = o->run.repeat < 256 ? o->run.repeat : 256;
         for (int k = 0; k < n && pr.ok; ++k) {
             CML_CHECK(banks_probe_run(&b, (banks_pattern)p, o->rounds, &pr));
             samples[k] = pr.cycles_per_access;
@@ -381,7 +344,7 @@ static int run_abt(const options *o, uint64_t seed, cml_report *rep, results *re
     double bytes = 3.0 * (double)n * sizeof(float);  /* read A and B, write C */
     int wrong = 0, have_first = 0, first_step = 0;
     for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s) {
-        if (!(o->steps & STEP_BIT(s)))
+        if (!(o->run.steps & STEP_BIT(s)))
             continue;
         cml_row *row = cml_report_add(rep, CML_ROW_STEP, s, step_names[s - 1]);
         if (!check_abt(&d, s, a, b, ref, abs_ref, c, row)) {
@@ -401,11 +364,11 @@ static int run_abt(const options *o, uint64_t seed, cml_report *rep, results *re
         } else {
             snprintf(row->note, sizeof row->note, "same bits as step %d", first_step);
         }
-        if (o->check_only)
+        if (o->run.check_only)
             continue;
         abt_job job = {&d, s};
         cml_timing t;
-        CML_CHECK(cml_time_median(run_abt_job, &job, 3, o->repeat, &t));
+        CML_CHECK(cml_time_median(run_abt_job, &job, 3, o->run.repeat, &t));
         row->timed = 1;
         row->ms = t.median_ms;
         row->rate = bytes / (t.median_ms * 1e6);
@@ -441,7 +404,7 @@ static void collect_counters(const options *o, int sm_count, results *res)
     char steps[64] = "", batch[16];
     int expected = 0;
     for (int s = BANKS_FIRST_GPU_STEP; s <= BANKS_NUM_STEPS; ++s)
-        if (o->steps & STEP_BIT(s)) {
+        if (o->run.steps & STEP_BIT(s)) {
             snprintf(steps + strlen(steps), sizeof steps - strlen(steps), "%s%d", steps[0] ? "," : "", s);
             expected += s == BANKS_FIRST_GPU_STEP ? BANKS_NUM_PATTERNS : 1;
         }
@@ -463,11 +426,11 @@ static void collect_counters(const options *o, int sm_count, results *res)
     } else {
         res->counters_available = 1;
         int k = 0;
-        if (o->steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
+        if (o->run.steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
             for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
                 res->pat[p].conflicts = c->value[k++][0];
         for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s)
-            res->abt_conflicts[s - ABT_FIRST] = (o->steps & STEP_BIT(s)) ? c->value[k++][0] : -1.0;
+            res->abt_conflicts[s - ABT_FIRST] = (o->run.steps & STEP_BIT(s)) ? c->value[k++][0] : -1.0;
     }
     free(c);
 }
@@ -478,13 +441,13 @@ static void print_counters(const options *o, const results *res)
         printf("counters not available: %s\n", res->counters_reason);
         return;
     }
-    if (o->steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
+    if (o->run.steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
         for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
             printf("step %d probe %s: shared-load bank conflicts %.0f (%.2f wavefronts per load)\n",
                    BANKS_FIRST_GPU_STEP, banks_pattern_names[p], res->pat[p].conflicts,
                    1.0 + res->pat[p].conflicts / PROBE_LOADS_PER_ROUND);
     for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s)
-        if (o->steps & STEP_BIT(s))
+        if (o->run.steps & STEP_BIT(s))
             printf("step %d %s: shared-load bank conflicts %.0f (%d matrices, one wave of blocks)\n", s,
                    step_names[s - 1], res->abt_conflicts[s - ABT_FIRST], res->counter_batch);
 }
@@ -493,8 +456,6 @@ static void print_counters(const options *o, const results *res)
 
 int main(int argc, char **argv)
 {
-    const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
-    prog = slash ? slash + 1 : (argc > 0 ? argv[0] : prog);
     options o;
     parse(argc, argv, &o);
 
@@ -506,10 +467,10 @@ int main(int argc, char **argv)
 
     cml_device_info dev;
     char why[256];
-    int gpu_wanted = !o.model_only && (o.steps & GPU_STEPS);
+    int gpu_wanted = !o.model_only && (o.run.steps & GPU_STEPS);
     int have_gpu = gpu_wanted && cml_device_probe(&dev, why, sizeof why);
     if (!gpu_wanted || !have_gpu) {
-        if (!o.check_only && !o.counters) {
+        if (!o.run.check_only && !o.counters) {
             patterns_table(&res, 0, text, sizeof text);
             printf("Your bank model (steps 1-3) for each pattern, 4-byte loads:\n\n%s", text);
         }
@@ -538,15 +499,15 @@ int main(int argc, char **argv)
     rep.seed = seed;
     snprintf(rep.params, sizeof rep.params,
              "A*B^T of %d 32x32 float matrices (%.0f MiB read + written), median of %d runs; probe: %d rounds",
-             o.batch, 3.0 * o.batch * MATRIX_FLOATS * sizeof(float) / (1 << 20), o.check_only ? 0 : o.repeat,
+             o.batch, 3.0 * o.batch * MATRIX_FLOATS * sizeof(float) / (1 << 20), o.run.check_only ? 0 : o.run.repeat,
              o.rounds);
 
     int wrong = 0;
-    if (o.steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
+    if (o.run.steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
         wrong += run_probe(&o, &res);
     wrong += run_abt(&o, seed, &rep, &res);
 
-    if (!o.check_only) {
+    if (!o.run.check_only) {
         if (!o.no_counters)
             collect_counters(&o, dev.sm_count, &res);
         else
@@ -562,7 +523,7 @@ int main(int argc, char **argv)
         if (rep.nrows > 0) {
             size_t bytes = (size_t)o.batch * MATRIX_FLOATS * sizeof(float) * 3 / 2;
             cml_copy_ceiling c;
-            CML_CHECK(cml_measure_copy_ceiling(bytes, o.repeat, &c));
+            CML_CHECK(cml_measure_copy_ceiling(bytes, o.run.repeat, &c));
             rep.ceiling_rate = c.best_gbs;
             snprintf(rep.ceiling_name, sizeof rep.ceiling_name, "device copy (read + write)");
             const char *names[2] = {"cudaMemcpy device to device", "copy kernel, 16 B per thread"};
@@ -578,15 +539,15 @@ int main(int argc, char **argv)
     }
 
     static char md[16384];
-    if (res.probe_run && !o.check_only) {
+    if (res.probe_run && !o.run.check_only) {
         patterns_table(&res, 1, md, sizeof md);
         rep.extra_markdown = md;
         patterns_json(&res, json, sizeof json);
         rep.extra_json = json;
     }
-    if (o.json) {
+    if (o.run.json) {
         cml_report_print_json(&rep, stdout);
-    } else if (o.check_only) {
+    } else if (o.run.check_only) {
         if (res.probe_run)
             for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
                 printf("step 4 probe %-16s %s%s%s\n", banks_pattern_names[p], res.pat[p].why[0] ? "WRONG" : "ok",
@@ -608,11 +569,7 @@ int main(int argc, char **argv)
             printf("GB/s counts A and B read and C written; the copies count bytes read + written.\n");
         }
     }
-    for (int k = 0; k < o.nmarkdown; ++k) {
-        if (cml_report_write_markdown(&rep, o.markdown[k]) != 0) {
-            fprintf(stderr, "%s: cannot write %s: %s\n", prog, o.markdown[k], strerror(errno));
-            return CML_EXIT_FAIL;
-        }
-    }
+    if (cml_runner_write_markdown(&o.run, &rep) != CML_EXIT_OK)
+        return CML_EXIT_FAIL;
     return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
 }

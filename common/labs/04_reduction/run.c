@@ -3,7 +3,6 @@
  * (your labs/04_reduction/reduction.cu) and reduction_run_ref (the reference).
  * `reduction_run --help` tells how to use it. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +14,7 @@
 #include <cml/cml_device.h>
 #include <cml/cml_report.h>
 #include <cml/cml_rng.h>
+#include <cml/cml_runner.h>
 #include <cml/cml_timing.h>
 
 #include "cub_anchor.h"
@@ -30,15 +30,10 @@ static const char *step_names[] = {REDUCTION_STEPS(STEP_NAME)};
 static const char *step_whats[] = {REDUCTION_STEPS(STEP_WHAT)};
 
 typedef struct options {
-    unsigned steps;
+    cml_runner_args run;  /* --step, --repeat, --json, --markdown, --check-only */
     size_t n;
     int n_given;
     red_type type;
-    int repeat;
-    int json;
-    int check_only;
-    const char *markdown[4];
-    int nmarkdown;
 } options;
 
 static void usage(FILE *out)
@@ -73,23 +68,18 @@ static void help(void)
         printf("  %d  %-16s %s\n", s, step_names[s - 1], step_whats[s - 1]);
 }
 
-static void bad_arg(const char *opt, const char *value, const char *expect)
-{
-    fprintf(stderr, "%s: %s '%s' is not valid: expected %s\n", prog, opt, value ? value : "", expect);
-    usage(stderr);
-    exit(CML_EXIT_USAGE);
-}
-
 static void parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->steps = (1u << REDUCTION_NUM_STEPS) - 1u;
+    cml_runner_init(&o->run, argc > 0 ? argv[0] : NULL, prog, REDUCTION_NUM_STEPS, 50, usage);
+    prog = o->run.prog;
     o->n = DEFAULT_N;
     o->type = RED_INT;
-    o->repeat = 50;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cml_runner_arg(&o->run, argc, argv, &i))
+            continue;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             help();
             exit(CML_EXIT_OK);
@@ -97,21 +87,9 @@ static void parse(int argc, char **argv, options *o)
             for (int s = 1; s <= REDUCTION_NUM_STEPS; ++s)
                 printf("%d\t%s\t%s\n", s, step_names[s - 1], step_whats[s - 1]);
             exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--probe") == 0) {
-            cml_device_info dev;
-            char why[256];
-            if (!cml_device_probe(&dev, why, sizeof why)) {
-                printf("%s\n", why);
-                exit(CML_EXIT_NO_GPU);
-            }
-            exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--step") == 0) {
-            if (!cml_parse_steps(v, REDUCTION_NUM_STEPS, &o->steps))
-                bad_arg(a, v, "all, a step 1-8, a list like 1,4,7 or a range like 2-5");
-            ++i;
         } else if (strcmp(a, "--n") == 0) {
             if (!cml_parse_count(v, 1, (size_t)1 << 34, &o->n))
-                bad_arg(a, v, "a count from 1 to 2^34, like 1000003, 2^28+1 or 64M");
+                cml_runner_bad_arg(&o->run, a, v, "a count from 1 to 2^34, like 1000003, 2^28+1 or 64M");
             o->n_given = 1;
             ++i;
         } else if (strcmp(a, "--type") == 0) {
@@ -120,27 +98,10 @@ static void parse(int argc, char **argv, options *o)
             else if (v && strcmp(v, "float") == 0)
                 o->type = RED_FLOAT;
             else
-                bad_arg(a, v, "int or float");
+                cml_runner_bad_arg(&o->run, a, v, "int or float");
             ++i;
-        } else if (strcmp(a, "--repeat") == 0) {
-            if (!cml_parse_int(v, 1, 100000, &o->repeat))
-                bad_arg(a, v, "a number of runs from 1 to 100000");
-            ++i;
-        } else if (strcmp(a, "--markdown") == 0) {
-            if (v == NULL || v[0] == '\0' || v[0] == '-')
-                bad_arg(a, v, "a file name");
-            if (o->nmarkdown == 4)
-                bad_arg(a, v, "at most 4 --markdown files");
-            o->markdown[o->nmarkdown++] = v;
-            ++i;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--check-only") == 0) {
-            o->check_only = 1;
         } else {
-            fprintf(stderr, "%s: unknown argument '%s'\n", prog, a);
-            usage(stderr);
-            exit(CML_EXIT_USAGE);
+            cml_runner_unknown(&o->run, a);
         }
     }
 }
@@ -235,8 +196,6 @@ static size_t fit_n(size_t n, size_t elem, int given)
 
 int main(int argc, char **argv)
 {
-    const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
-    prog = slash ? slash + 1 : (argc > 0 ? argv[0] : prog);
     options o;
     parse(argc, argv, &o);
 
@@ -286,12 +245,12 @@ int main(int argc, char **argv)
     rep.device = dev;
     rep.seed = seed;
     snprintf(rep.params, sizeof rep.params, "n = %zu %s (%.2f GiB read), median of %d runs", n,
-             o.type == RED_INT ? "int" : "float", (double)bytes / (1 << 30), o.check_only ? 0 : o.repeat);
+             o.type == RED_INT ? "int" : "float", (double)bytes / (1 << 30), o.run.check_only ? 0 : o.run.repeat);
 
     int wrong = 0;
     double first_ms = 0.0, last_ms = 0.0;
     for (int s = 1; s <= REDUCTION_NUM_STEPS; ++s) {
-        if (!(o.steps & (1u << (s - 1))))
+        if (!(o.run.steps & (1u << (s - 1))))
             continue;
         cml_row *row = cml_report_add(&rep, CML_ROW_STEP, s, step_names[s - 1]);
         job j = {&buf, s, NULL, 0};
@@ -303,27 +262,27 @@ int main(int argc, char **argv)
             }
             continue;
         }
-        if (!o.check_only && time_job(&j, o.repeat, bytes, row)) {
+        if (!o.run.check_only && time_job(&j, o.run.repeat, bytes, row)) {
             if (first_ms == 0.0)
                 first_ms = row->ms;
             last_ms = row->ms;
         }
     }
 
-    if (!o.check_only) {
+    if (!o.run.check_only) {
         /* The library anchor: CUB on the same data, checked like a step. */
         cml_row *row = cml_report_add(&rep, CML_ROW_ANCHOR, 0, "CUB DeviceReduce::Sum");
         job j = {&buf, 0, NULL, 0};
         CML_CHECK(run_job(&j));  /* with temp NULL: asks for the size */
         CML_CHECK(cudaMalloc(&j.cub_temp, j.cub_bytes ? j.cub_bytes : 1));
         if (check_job(&j, &ref, row))
-            time_job(&j, o.repeat, bytes, row);
+            time_job(&j, o.run.repeat, bytes, row);
         cudaFree(j.cub_temp);
 
         /* The ceiling: the same number of bytes copied device to device. */
         red_buffers_free(&buf);
         cml_copy_ceiling c;
-        CML_CHECK(cml_measure_copy_ceiling(bytes, o.repeat, &c));
+        CML_CHECK(cml_measure_copy_ceiling(bytes, o.run.repeat, &c));
         rep.ceiling_rate = c.best_gbs;
         snprintf(rep.ceiling_name, sizeof rep.ceiling_name, "device copy (read + write)");
         const char *names[2] = {"cudaMemcpy device to device", "copy kernel, 16 B per thread"};
@@ -339,9 +298,9 @@ int main(int argc, char **argv)
         red_buffers_free(&buf);
     }
 
-    if (o.json) {
+    if (o.run.json) {
         cml_report_print_json(&rep, stdout);
-    } else if (!o.check_only) {
+    } else if (!o.run.check_only) {
         cml_report_print_table(&rep, stdout);
         printf("GB/s counts bytes read for the reductions and bytes read + written for the copies.\n");
         if (first_ms > 0.0 && last_ms > 0.0)
@@ -352,11 +311,7 @@ int main(int argc, char **argv)
                    rep.rows[i].status == CML_ROW_OK ? "ok" : "WRONG", rep.rows[i].note[0] ? ": " : "",
                    rep.rows[i].note);
     }
-    for (int k = 0; k < o.nmarkdown; ++k) {
-        if (cml_report_write_markdown(&rep, o.markdown[k]) != 0) {
-            fprintf(stderr, "%s: cannot write %s: %s\n", prog, o.markdown[k], strerror(errno));
-            return CML_EXIT_FAIL;
-        }
-    }
+    if (cml_runner_write_markdown(&o.run, &rep) != CML_EXIT_OK)
+        return CML_EXIT_FAIL;
     return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
 }

@@ -5,7 +5,6 @@
  * transpose_run_ref (the reference). `transpose_run --help` tells how to
  * use it. */
 #define _POSIX_C_SOURCE 200809L
-#include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +17,7 @@
 #include <cml/cml_ncu.h>
 #include <cml/cml_report.h>
 #include <cml/cml_rng.h>
+#include <cml/cml_runner.h>
 #include <cml/cml_timing.h>
 
 #include "transpose_host.h"
@@ -44,16 +44,11 @@ static const char *step_names[] = {TRANSPOSE_STEPS(STEP_NAME)};
 static const char *step_whats[] = {TRANSPOSE_STEPS(STEP_WHAT)};
 
 typedef struct options {
-    unsigned steps;
+    cml_runner_args run;  /* --step, --repeat, --json, --markdown, --check-only */
     int rows, cols;
     int rows_given, cols_given;
-    int repeat;
-    int json;
-    int check_only;
     int counters;     /* --counters: check, then print only the counter lines */
     int no_counters;  /* --no-counters: leave them out of the table */
-    const char *markdown[4];
-    int nmarkdown;
 } options;
 
 static void usage(FILE *out)
@@ -95,30 +90,25 @@ static void help(void)
         printf("  %d  %-16s %s\n", s, step_names[s - 1], step_whats[s - 1]);
 }
 
-static void bad_arg(const char *opt, const char *value, const char *expect)
-{
-    fprintf(stderr, "%s: %s '%s' is not valid: expected %s\n", prog, opt, value ? value : "", expect);
-    usage(stderr);
-    exit(CML_EXIT_USAGE);
-}
-
-static int parse_side(const char *opt, const char *v)
+static int parse_side(const options *o, const char *opt, const char *v)
 {
     size_t n = 0;
     if (!cml_parse_count(v, 1, INT_MAX, &n))
-        bad_arg(opt, v, "a count from 1 to 2^31-1, like 8191, 2^13 or 16K");
+        cml_runner_bad_arg(&o->run, opt, v, "a count from 1 to 2^31-1, like 8191, 2^13 or 16K");
     return (int)n;
 }
 
 static void parse(int argc, char **argv, options *o)
 {
     memset(o, 0, sizeof *o);
-    o->steps = (1u << TRANSPOSE_NUM_STEPS) - 1u;
+    cml_runner_init(&o->run, argc > 0 ? argv[0] : NULL, prog, TRANSPOSE_NUM_STEPS, 50, usage);
+    prog = o->run.prog;
     o->rows = o->cols = DEFAULT_SIDE;
-    o->repeat = 50;
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cml_runner_arg(&o->run, argc, argv, &i))
+            continue;
         if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
             help();
             exit(CML_EXIT_OK);
@@ -126,52 +116,23 @@ static void parse(int argc, char **argv, options *o)
             for (int s = 1; s <= TRANSPOSE_NUM_STEPS; ++s)
                 printf("%d\t%s\t%s\n", s, step_names[s - 1], step_whats[s - 1]);
             exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--probe") == 0) {
-            cml_device_info dev;
-            char why[256];
-            if (!cml_device_probe(&dev, why, sizeof why)) {
-                printf("%s\n", why);
-                exit(CML_EXIT_NO_GPU);
-            }
-            exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--step") == 0) {
-            if (!cml_parse_steps(v, TRANSPOSE_NUM_STEPS, &o->steps))
-                bad_arg(a, v, "all, a step 1-6, a list like 1,4,6 or a range like 2-5");
-            ++i;
         } else if (strcmp(a, "--rows") == 0) {
-            o->rows = parse_side(a, v);
+            o->rows = parse_side(o, a, v);
             o->rows_given = 1;
             ++i;
         } else if (strcmp(a, "--cols") == 0) {
-            o->cols = parse_side(a, v);
+            o->cols = parse_side(o, a, v);
             o->cols_given = 1;
             ++i;
-        } else if (strcmp(a, "--repeat") == 0) {
-            if (!cml_parse_int(v, 1, 100000, &o->repeat))
-                bad_arg(a, v, "a number of runs from 1 to 100000");
-            ++i;
-        } else if (strcmp(a, "--markdown") == 0) {
-            if (v == NULL || v[0] == '\0' || v[0] == '-')
-                bad_arg(a, v, "a file name");
-            if (o->nmarkdown == 4)
-                bad_arg(a, v, "at most 4 --markdown files");
-            o->markdown[o->nmarkdown++] = v;
-            ++i;
-        } else if (strcmp(a, "--json") == 0) {
-            o->json = 1;
-        } else if (strcmp(a, "--check-only") == 0) {
-            o->check_only = 1;
         } else if (strcmp(a, "--counters") == 0) {
             o->counters = 1;
         } else if (strcmp(a, "--no-counters") == 0) {
             o->no_counters = 1;
         } else {
-            fprintf(stderr, "%s: unknown argument '%s'\n", prog, a);
-            usage(stderr);
-            exit(CML_EXIT_USAGE);
+            cml_runner_unknown(&o->run, a);
         }
     }
-    if (o->counters && (o->check_only || o->json || o->nmarkdown > 0)) {
+    if (o->counters && (o->run.check_only || o->run.json || o->run.nmarkdown > 0)) {
         fprintf(stderr, "%s: --counters goes alone (with --step, --rows and --cols)\n", prog);
         usage(stderr);
         exit(CML_EXIT_USAGE);
@@ -345,7 +306,7 @@ static int counters_only(const options *o, uint64_t seed)
     run_data_init(&d, rows, cols, seed);
     int wrong = 0;
     for (int s = 1; s <= TRANSPOSE_NUM_STEPS; ++s) {
-        if (!(o->steps & (1u << (s - 1))))
+        if (!(o->run.steps & (1u << (s - 1))))
             continue;
         cml_row row;
         memset(&row, 0, sizeof row);
@@ -361,11 +322,11 @@ static int counters_only(const options *o, uint64_t seed)
 
     step_counts counts[TRANSPOSE_NUM_STEPS + 1];
     char why[300];
-    if (!read_counters(o->steps, rows, cols, counts, why, sizeof why)) {
+    if (!read_counters(o->run.steps, rows, cols, counts, why, sizeof why)) {
         printf("counters not available: %s\n", why);
     } else {
         for (int s = 1; s <= TRANSPOSE_NUM_STEPS; ++s) {
-            if (!(o->steps & (1u << (s - 1))))
+            if (!(o->run.steps & (1u << (s - 1))))
                 continue;
             if (counts[s].have)
                 printf("step %d %s: shared-load bank conflicts %.0f, shared-store bank conflicts %.0f\n", s,
@@ -410,8 +371,6 @@ static void print_comparison(const cml_report *rep, const cml_copy_ceiling *c, d
 
 int main(int argc, char **argv)
 {
-    const char *slash = argc > 0 ? strrchr(argv[0], '/') : NULL;
-    prog = slash ? slash + 1 : (argc > 0 ? argv[0] : prog);
     options o;
     parse(argc, argv, &o);
 
@@ -439,12 +398,12 @@ int main(int argc, char **argv)
     rep.device = dev;
     rep.seed = seed;
     snprintf(rep.params, sizeof rep.params, "%d x %d floats (%.2f GiB read + written), median of %d runs", o.rows,
-             o.cols, (double)bytes / (1 << 30), o.check_only ? 0 : o.repeat);
+             o.cols, (double)bytes / (1 << 30), o.run.check_only ? 0 : o.run.repeat);
 
     int wrong = 0;
     unsigned timed_steps = 0;
     for (int s = 1; s <= TRANSPOSE_NUM_STEPS; ++s) {
-        if (!(o.steps & (1u << (s - 1))))
+        if (!(o.run.steps & (1u << (s - 1))))
             continue;
         cml_row *row = cml_report_add(&rep, CML_ROW_STEP, s, step_names[s - 1]);
         if (!check_step(&d, s, row)) {
@@ -455,12 +414,12 @@ int main(int argc, char **argv)
             }
             continue;
         }
-        if (!o.check_only && time_step(&d, s, o.repeat, bytes, row))
+        if (!o.run.check_only && time_step(&d, s, o.run.repeat, bytes, row))
             timed_steps |= 1u << (s - 1);
     }
     run_data_free(&d);
 
-    if (o.check_only) {
+    if (o.run.check_only) {
         for (int i = 0; i < rep.nrows; ++i)
             printf("step %d %-16s %s%s%s\n", rep.rows[i].step, rep.rows[i].name,
                    rep.rows[i].status == CML_ROW_OK ? "ok" : "WRONG", rep.rows[i].note[0] ? ": " : "",
@@ -470,7 +429,7 @@ int main(int argc, char **argv)
 
     /* The speed limit: the same bytes copied device to device. */
     cml_copy_ceiling c;
-    CML_CHECK(cml_measure_copy_ceiling(bytes / 2, o.repeat, &c));
+    CML_CHECK(cml_measure_copy_ceiling(bytes / 2, o.run.repeat, &c));
     rep.ceiling_rate = c.best_gbs;
     snprintf(rep.ceiling_name, sizeof rep.ceiling_name, "device copy (read + write)");
     const char *names[2] = {"cudaMemcpy device to device", "copy kernel, 16 B per thread"};
@@ -538,7 +497,7 @@ int main(int argc, char **argv)
                  why);
     rep.extra_markdown = extra_md;
 
-    if (o.json) {
+    if (o.run.json) {
         cml_report_print_json(&rep, stdout);
         if (!have_counts)
             fprintf(stderr, "%s: counters not available: %s\n", prog, why);
@@ -546,11 +505,7 @@ int main(int argc, char **argv)
         cml_report_print_table(&rep, stdout);
         print_comparison(&rep, &c, copy_rate, have_counts, counts, why);
     }
-    for (int k = 0; k < o.nmarkdown; ++k) {
-        if (cml_report_write_markdown(&rep, o.markdown[k]) != 0) {
-            fprintf(stderr, "%s: cannot write %s: %s\n", prog, o.markdown[k], strerror(errno));
-            return CML_EXIT_FAIL;
-        }
-    }
+    if (cml_runner_write_markdown(&o.run, &rep) != CML_EXIT_OK)
+        return CML_EXIT_FAIL;
     return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
 }

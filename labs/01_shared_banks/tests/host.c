@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cml/cml_steps.h>
 #include "banks_host.h"
 
 Test(patterns, stay_inside_the_probe_array_and_say_what_they_read)
@@ -120,32 +121,27 @@ Test(abt, diagnosis_names_unwritten_elements_and_a_times_b)
 
 /* The opening comment of each student file lists the steps that are in it
  * (the "where" column of the step table), and only those. */
+#define STEP_NUM(num, ident, where, what) num,
+#define STEP_IDENT(num, ident, where, what) #ident,
+#define STEP_WHERE(num, ident, where, what) where,
+static const int step_nums[] = {BANKS_STEPS(STEP_NUM)};
+static const char *const step_idents[] = {BANKS_STEPS(STEP_IDENT)};
+static const char *const step_wheres[] = {BANKS_STEPS(STEP_WHERE)};
+
 static void comment_lists_the_steps_of(const char *dir, const char *file)
 {
-    char path[1024];
+    int nums[BANKS_NUM_STEPS];
+    const char *idents[BANKS_NUM_STEPS];
+    int n = 0;
+    for (int k = 0; k < BANKS_NUM_STEPS; ++k)
+        if (strcmp(step_wheres[k], file) == 0) {
+            nums[n] = step_nums[k];
+            idents[n++] = step_idents[k];
+        }
+    char path[1024], msg[2048];
     snprintf(path, sizeof path, "%s/%s", dir, file);
-    FILE *f = fopen(path, "r");
-    cr_assert(f != NULL, "cannot open %s", path);
-    static char text[8192];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = '\0';
-    char *end = strstr(text, "*/");
-    cr_assert(end != NULL, "%s does not open with a block comment", path);
-    *end = '\0';
-    int expected = 0;
-#define CHECK_STEP(num, ident, where, what)                                                       \
-    if (strcmp(where, file) == 0) {                                                               \
-        ++expected;                                                                               \
-        cr_expect(strstr(text, " *   " #num " " #ident " ") != NULL,                              \
-                  "%s: the opening comment has no line \" *   %d %s ...\"", path, num, #ident);   \
-    }
-    BANKS_STEPS(CHECK_STEP)
-#undef CHECK_STEP
-    int lines = 0;
-    for (char *p = text; (p = strstr(p, "\n *   ")) != NULL; ++p)
-        lines += p[6] >= '1' && p[6] <= '9';
-    cr_expect_eq(lines, expected, "%s lists %d steps, the table puts %d in it", path, lines, expected);
+    int problems = cml_check_step_comment(path, nums, idents, n, msg, sizeof msg);
+    cr_expect_eq(problems, 0, "%s", msg);
 }
 
 Test(step_table, matches_the_opening_comments_of_the_solution)

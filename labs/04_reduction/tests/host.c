@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cml/cml_steps.h>
 #include "reduction_host.h"
 
 Test(reference, int_range_keeps_every_partial_sum_inside_an_int)
@@ -100,38 +101,27 @@ Test(diagnosis, suggests_the_sanitizers_for_other_wrong_sums)
     cr_expect(strstr(red_diagnose_float(100.0f, 101.0, 1e-3), "racecheck") != NULL);
 }
 
-/* The opening comment of reduction.cu lists the steps; it must agree with
+/* The opening comment of the lab file lists the steps; it must agree with
  * the step table (the one list the runner, tests and grader use). */
-static void header_lists_every_step(const char *path)
+#define STEP_NUM(num, ident, what) num,
+#define STEP_IDENT(num, ident, what) #ident,
+static const int step_nums[] = {REDUCTION_STEPS(STEP_NUM)};
+static const char *const step_idents[] = {REDUCTION_STEPS(STEP_IDENT)};
+
+static void comment_lists_every_step(const char *path)
 {
-    FILE *f = fopen(path, "r");
-    cr_assert(f != NULL, "cannot open %s", path);
-    static char text[8192];
-    size_t len = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[len] = '\0';
-    char *end = strstr(text, "*/");
-    cr_assert(end != NULL, "%s does not open with a block comment", path);
-    *end = '\0';
-#define CHECK_STEP(num, ident, what)                                                     \
-    cr_expect(strstr(text, " *   " #num " " #ident " ") != NULL,                        \
-              "%s: the opening comment has no line \" *   %d %s ...\" for step %d", path, \
-              num, #ident, num);
-    REDUCTION_STEPS(CHECK_STEP)
-#undef CHECK_STEP
-    int lines = 0;
-    for (char *p = text; (p = strstr(p, "\n *   ")) != NULL; ++p)
-        lines += p[6] >= '1' && p[6] <= '9';
-    cr_expect_eq(lines, REDUCTION_NUM_STEPS, "%s lists %d steps, the table has %d", path, lines,
-                 REDUCTION_NUM_STEPS);
+    char msg[2048];
+    int problems = cml_check_step_comment(path, step_nums, step_idents,
+                                          (int)(sizeof step_nums / sizeof step_nums[0]), msg, sizeof msg);
+    cr_expect_eq(problems, 0, "%s", msg);
 }
 
 Test(step_table, matches_the_opening_comment_of_the_solution)
 {
-    header_lists_every_step(KIT_LAB_SOLUTION);
+    comment_lists_every_step(KIT_LAB_SOLUTION);
 }
 
 Test(step_table, matches_the_opening_comment_of_the_skeleton)
 {
-    header_lists_every_step(KIT_LAB_SKELETON);
+    comment_lists_every_step(KIT_LAB_SKELETON);
 }
