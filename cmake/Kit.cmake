@@ -214,5 +214,6 @@ function(kit_add_run_target)
     COMMAND "${CMAKE_COMMAND}" "-DRUNNERS=${runners}" -P "${PROJECT_SOURCE_DIR}/cmake/run_labs.cmake"
     DEPENDS ${targets}
     USES_TERMINAL
+    VERBATIM
     COMMENT "Running every lab's reference steps")
 endfunction()

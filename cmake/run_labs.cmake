@@ -12,6 +12,8 @@ foreach(entry IN LISTS runners)
     message("\nNo usable CUDA device, so no lab was run. What works without a GPU:\n"
             "  - building everything (you just did),\n"
             "  - the host tests:  ctest --preset host\n"
+            "  - lab 01's part 1, the bank model:  ctest --preset progress -R model,\n"
+            "    and its predictions per pattern:  ./build/banks_run --model\n"
             "  - the CPU references, data generators and skeleton checks (part of the host tests)\n"
             "See README.md, section \"Without a GPU\".")
     return()
