@@ -1,0 +1,92 @@
+"""CMake: configure a tree once, then build one named target at a time, so
+that a compile error costs only the targets that need the broken file.
+Commands go through an Executor (sandboxed, injectable for tests)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .sandbox import Executor
+
+MAX_MESSAGE_LINES = 40
+
+
+@dataclass
+class TargetBuild:
+    target: str
+    ok: bool
+    seconds: float
+    errors: list[str] = field(default_factory=list)   # the compiler's error lines, paths made relative
+    log_tail: str = ""
+
+
+@dataclass
+class TreeBuild:
+    configured: bool
+    configure_log: str = ""
+    targets: dict[str, TargetBuild] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    def ok(self, target: str) -> bool:
+        t = self.targets.get(target)
+        return bool(t and t.ok)
+
+
+_ERROR_LINE = re.compile(r"(error|Error \d|undefined reference|fatal)", re.I)
+_NOISE = re.compile(r"^(gmake|make)(\[\d+\])?: \*\*\*|^\s*$|Error \d+$")
+
+
+def compiler_errors(log: str, tree: Path) -> list[str]:
+    """The lines a student needs: the compiler's errors with a little context,
+    tree paths shown relative to the kit root."""
+    root = str(tree).rstrip("/") + "/"
+    lines = [ln.replace(root, "") for ln in log.splitlines()]
+    out: list[str] = []
+    for i, ln in enumerate(lines):
+        if _ERROR_LINE.search(ln) and not _NOISE.search(ln):
+            for extra in lines[i:i + 3]:
+                if extra not in out and not _NOISE.search(extra):
+                    out.append(extra)
+        if len(out) >= MAX_MESSAGE_LINES:
+            break
+    if not out:
+        out = [ln for ln in lines if ln.strip()][-15:]
+    return out[:MAX_MESSAGE_LINES]
+
+
+def configure(exe: Executor, src: Path, build: Path, arch: str, timeout: float, writable: list[Path]) -> tuple[bool, str]:
+    argv = ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
+    if arch:
+        argv.append(f"-DCMAKE_CUDA_ARCHITECTURES={arch}")
+    r = exe.run(argv, cwd=src, timeout=timeout, writable=writable)
+    if r.timed_out:
+        return False, f"cmake configure timed out after {timeout:.0f} s"
+    return r.rc == 0, r.output
+
+
+def build_target(exe: Executor, src: Path, build: Path, target: str, jobs: int, timeout: float,
+                 writable: list[Path]) -> TargetBuild:
+    r = exe.run(["cmake", "--build", str(build), "--target", target, "-j", str(max(1, jobs))],
+                cwd=src, timeout=timeout, writable=writable)
+    if r.timed_out:
+        return TargetBuild(target, False, r.seconds, [f"the build of {target} timed out after {timeout:.0f} s"])
+    if r.rc == 0:
+        return TargetBuild(target, True, r.seconds)
+    return TargetBuild(target, False, r.seconds, compiler_errors(r.output, src), r.output[-4000:])
+
+
+def build_tree(exe: Executor, src: Path, build: Path, targets: list[str], *, arch: str, jobs: int,
+               timeout: float, writable: list[Path], configured: bool = False) -> TreeBuild:
+    """Configures (unless already done) and builds each target in order.
+    Never raises for a failed build: the result says what failed."""
+    tb = TreeBuild(configured=configured)
+    if not configured:
+        ok, log = configure(exe, src, build, arch, timeout, writable)
+        tb.configured, tb.configure_log = ok, log[-6000:]
+        if not ok:
+            return tb
+    for t in targets:
+        tb.targets[t] = build_target(exe, src, build, t, jobs, timeout, writable)
+        tb.seconds += tb.targets[t].seconds
+    return tb

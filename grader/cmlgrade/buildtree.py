@@ -1,0 +1,67 @@
+"""Temporary source trees. A student's tree is the pristine kit (the
+instructor's tests, headers and common/ drivers) without solutions/: in its
+place each lab gets the public skeleton files, so CMake configures as usual
+but nothing secret is in reach. Only the student-editable files come from
+the submission. The reference is built from the kit itself."""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+# What of the kit a student tree needs (everything else stays out).
+KIT_PARTS = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "labs", "tools")
+SKIP_NAMES = {".git", "build", "__pycache__", ".ci"}
+
+
+class TreeError(Exception):
+    pass
+
+
+def check_kit(kit: Path) -> list[str]:
+    """What is missing from the kit for the grader to work (empty: fine)."""
+    missing = [p for p in ("CMakeLists.txt", "cmake", "common", "labs") if not (kit / p).exists()]
+    return [f"the kit at {kit} has no {m}" for m in missing]
+
+
+def _ignore(_dir: str, names: list[str]) -> set[str]:
+    return {n for n in names if n in SKIP_NAMES or n.startswith("build-")}
+
+
+def make_student_tree(kit: Path, dest: Path, files: dict[str, dict[str, bytes]]) -> Path:
+    """dest/src: a copy of the kit's public parts with the student's files
+    (lab -> file name -> bytes) in labs/<lab>/. Returns the source dir."""
+    src = dest / "src"
+    if src.exists():
+        shutil.rmtree(src)
+    src.mkdir(parents=True)
+    for part in KIT_PARTS:
+        p = kit / part
+        if p.is_dir():
+            shutil.copytree(p, src / part, ignore=_ignore, symlinks=False)
+        elif p.is_file():
+            shutil.copy2(p, src / part)
+    grader_cmake = kit / "grader" / "CMakeLists.txt"
+    (src / "grader" / "tests").mkdir(parents=True)
+    if grader_cmake.is_file():
+        shutil.copy2(grader_cmake, src / "grader" / "CMakeLists.txt")
+    # solutions/<lab>/: the skeleton's copy of each file the build names,
+    # never the reference, never the catalogue of mistakes.
+    sol = kit / "solutions"
+    if sol.is_dir():
+        for lab_dir in sorted(p for p in sol.iterdir() if p.is_dir()):
+            out = src / "solutions" / lab_dir.name
+            out.mkdir(parents=True)
+            for f in sorted(lab_dir.iterdir()):
+                if not f.is_file() or f.name == "mistakes.toml":
+                    continue
+                pub = kit / "labs" / lab_dir.name / f.name
+                (out / f.name).write_bytes(pub.read_bytes() if pub.is_file() else b"")
+    for lab, lab_files in files.items():
+        lab_dir = src / "labs" / lab
+        if not lab_dir.is_dir():
+            raise TreeError(f"the kit has no labs/{lab}")
+        for name, data in lab_files.items():
+            if "/" in name or name.startswith("."):
+                raise TreeError(f"refusing file name {name!r}")
+            (lab_dir / name).write_bytes(data)
+    return src

@@ -1,0 +1,174 @@
+"""Command line: python3 grader/grade.py SUBMISSION_OR_FOLDER [options].
+Exit status: 0 the grading run worked (whatever the students scored);
+2 bad options; 3 the grader could not do its job (no cmake, the kit or a
+rubric is unreadable, the reference does not build or --self-check failed)."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from .intake import Submission, is_archive, kit_file_names, looks_like_one_submission, read_batch, read_roster, read_submission
+from .labs import LabError, load_labs
+from .pipeline import GraderError, Options, Pipeline, parse_seed
+from .report import fmt, gradescope_json, write_all
+from .rubric import RubricError, load_override
+from .buildtree import check_kit
+
+EXIT_OK, EXIT_USAGE, EXIT_GRADER = 0, 2, 3
+SECRET_ENV = "CML_GRADER_SECRET_SEED"
+
+
+def default_kit() -> Path:
+    return Path(__file__).resolve().parent.parent.parent
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="grade.py", description=(
+        "Build, run, score and report CUDA Memory Labs submissions. A submission is a folder, .zip or "
+        ".tar.gz with the lab files (the kit's layout or just the files); a folder of those is a batch "
+        "(one per student, named by student id). Students: `python3 grader/grade.py labs/` grades your own "
+        "working copy with the public seed."))
+    p.add_argument("input", nargs="?", help="a submission, or a folder of submissions")
+    p.add_argument("--lab", action="append", metavar="LAB", help="grade only this lab (repeat for more)")
+    p.add_argument("--roster", type=Path, help="CSV of student ids: students with nothing submitted get a row too")
+    p.add_argument("--out", type=Path, default=Path("grader-out"), help="output folder (default ./grader-out)")
+    p.add_argument("--rubric-override", type=Path, metavar="FILE", help="instructor's TOML merged over the default rubrics")
+    p.add_argument("--secret-seed", metavar="N", help=f"secret data seed for the hidden tests (or ${SECRET_ENV})")
+    p.add_argument("--jobs", type=int, default=0, help="CPU jobs for builds (default: all cores)")
+    p.add_argument("--quiet", action="store_true", help="no progress and no summary (for scripts)")
+    p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
+    p.add_argument("--self-check", action="store_true", help="grade the reference solutions as a submission; "
+                   "exit 3 unless they get full marks")
+    p.add_argument("--batch", action="store_true", help="treat INPUT as a folder of submissions")
+    p.add_argument("--single", action="store_true", help="treat INPUT as one submission")
+    p.add_argument("--student", help="the student id of a single submission (default: its file or folder name)")
+    p.add_argument("--kit", type=Path, default=None, help="the pristine kit (default: the repository holding grader/)")
+    p.add_argument("--work", type=Path, help="keep build trees here (default: a temporary folder, removed)")
+    p.add_argument("--keep-work", action="store_true", help="do not remove the temporary build folder")
+    p.add_argument("--no-sandbox", action="store_true", help="do not use bubblewrap even when present")
+    p.add_argument("--cuda-arch", default=os.environ.get("CUDAARCHS", ""),
+                   help="CUDA architectures for the builds (default: $CUDAARCHS, else the kit's choice)")
+    p.add_argument("--timestamp", default="", help="write this timestamp into result.json (default: none, "
+                   "so the same inputs give the same files)")
+    p.add_argument("--timings", type=Path, metavar="FILE", help="write build and run seconds per student and lab (JSON)")
+    p.add_argument("--gradescope-results", type=Path, metavar="FILE",
+                   help="single submission: also write Gradescope's results.json here "
+                        "(/autograder/results/results.json)")
+    return p
+
+
+def _say(quiet: bool, *a) -> None:
+    if not quiet:
+        print(*a, file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if not args.input and not args.self_check:
+        parser().print_usage(sys.stderr)
+        print("grade.py: give a submission or a folder of submissions (or --self-check)", file=sys.stderr)
+        return EXIT_USAGE
+    if args.batch and args.single:
+        print("grade.py: --batch and --single exclude each other", file=sys.stderr)
+        return EXIT_USAGE
+    kit = (args.kit or default_kit()).resolve()
+    problems = check_kit(kit)
+    if problems:
+        print("grade.py: " + "; ".join(problems), file=sys.stderr)
+        return EXIT_GRADER
+    try:
+        override = load_override(args.rubric_override) if args.rubric_override else None
+        labs = load_labs(kit, override=override, only=args.lab)
+        seed_text = args.secret_seed if args.secret_seed is not None else os.environ.get(SECRET_ENV)
+        secret = parse_seed(seed_text) if seed_text else None
+    except (RubricError, LabError, GraderError) as e:
+        print(f"grade.py: {e}", file=sys.stderr)
+        return EXIT_GRADER
+    if not labs:
+        print(f"grade.py: no lab to grade in {kit}", file=sys.stderr)
+        return EXIT_GRADER
+    lab_files = {lab.name: list(lab.files) for lab in labs}
+    kit_names = kit_file_names(kit) - {f for lab in labs for f in lab.files}
+
+    subs: list[Submission] = []
+    batch_problems: list[str] = []
+    roster = None
+    if args.roster:
+        try:
+            roster = read_roster(args.roster)
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"grade.py: cannot read the roster {args.roster}: {e}", file=sys.stderr)
+            return EXIT_GRADER
+    if args.self_check:
+        files = {lab.name: {f: (kit / "solutions" / lab.name / f).read_bytes() for f in lab.files} for lab in labs}
+        subs.append(Submission(student="reference", source="solutions/", files=files))
+    else:
+        path = Path(args.input)
+        if not path.exists():
+            print(f"grade.py: {path} does not exist", file=sys.stderr)
+            return EXIT_USAGE
+        single = args.single or is_archive(path) or (
+            not args.batch and path.is_dir() and looks_like_one_submission(path, lab_files))
+        if single:
+            subs.append(read_submission(path.resolve(), lab_files, args.student, kit_names))
+        elif path.is_dir():
+            b = read_batch(path, lab_files, roster, kit_names)
+            subs, batch_problems = b.submissions, b.problems
+        else:
+            print(f"grade.py: {path} is neither a folder nor a .zip/.tar.gz", file=sys.stderr)
+            return EXIT_USAGE
+    for p in batch_problems:
+        _say(args.quiet, f"note: {p}")
+
+    hide = [Path(args.input).resolve()] if args.input else []
+    hide += [args.out.resolve()] + ([args.rubric_override.resolve()] if args.rubric_override else [])
+    if args.roster:
+        hide.append(args.roster.resolve())
+    opts = Options(kit=kit, work=args.work, keep_work=args.keep_work, secret_seed=secret, jobs=args.jobs,
+                   sandbox=not args.no_sandbox, arch=args.cuda_arch, hide=hide,
+                   progress=(args.progress or sys.stderr.isatty()) and not args.quiet)
+    pipe = Pipeline(opts, labs)
+    t0 = time.monotonic()
+    try:
+        pipe.prepare()
+        _say(args.quiet, f"grading {len(subs)} submission(s), labs {', '.join(l.name for l in labs)}; "
+                         f"GPUs: {', '.join(g for g in pipe.gpus if g is not None) or 'none'}"
+                         f"{'' if pipe.gpu_ok else ' (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}")
+        results, errors = pipe.grade(subs)
+    except GraderError as e:
+        print(f"grade.py: {e}", file=sys.stderr)
+        pipe.cleanup()
+        return EXIT_GRADER
+    finally:
+        pass
+    note = "" if pipe.gpu_ok else f"GPU checks not measured: {pipe.no_gpu_reason}"
+    write_all(args.out, results, [l.name for l in labs], args.timestamp, note)
+    if args.gradescope_results and len(results) == 1:
+        args.gradescope_results.parent.mkdir(parents=True, exist_ok=True)
+        args.gradescope_results.write_text(gradescope_json(results[0]), encoding="utf-8")
+    if args.timings:
+        t = {r.student: r.timings for r in results}
+        args.timings.write_text(json.dumps({"students": t, "wall_s": round(time.monotonic() - t0, 1)},
+                                           indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    pipe.cleanup()
+    if not args.quiet:
+        for r in results:
+            per = ", ".join(f"{ls.lab} {fmt(ls.points)}/{fmt(ls.max_points)}" for ls in r.labs)
+            print(f"{r.student}: {fmt(r.points)}/{fmt(r.max_points)} ({per})", file=sys.stderr)
+        print(f"outputs in {args.out}/ (gradebook.csv, junit.xml, students/<id>/feedback.md ...)", file=sys.stderr)
+    for e in errors:
+        print(f"grader error: {e}", file=sys.stderr)
+    if errors:
+        return EXIT_GRADER
+    if args.self_check:
+        short = [f"{ls.lab} {fmt(ls.points)}/{fmt(ls.max_points)}" for ls in results[0].labs
+                 if ls.points < ls.max_points]
+        if short:
+            print("self-check FAILED: the reference solutions lose points: " + ", ".join(short), file=sys.stderr)
+            return EXIT_GRADER
+        _say(args.quiet, "self-check passed: the reference solutions get full marks")
+    return EXIT_OK

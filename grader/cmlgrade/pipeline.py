@@ -1,0 +1,350 @@
+"""Batch orchestration: build the reference once, build every submission in
+its own tree over a pool of CPU workers, run each built lab on one of the GPU
+workers (one per visible GPU, pinned with CUDA_VISIBLE_DEVICES), then score.
+A student's problem never stops the run; a problem of the grader (no cmake,
+the reference does not build) raises GraderError."""
+from __future__ import annotations
+
+import os
+import queue
+import re
+import shutil
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import run as R
+from .build import build_tree
+from .buildtree import TreeError, make_student_tree
+from .intake import Submission
+from .labs import Lab
+from .results import LabRun, LabScore, StudentResult
+from .sandbox import Executor, Sandbox, detect_sandbox, run_process
+from .score import r2, score_lab
+from .static import run_static
+
+PUBLIC_SEED = 20261122  # the kit's default (common/include/cml/cml_rng.h)
+
+
+class GraderError(Exception):
+    pass
+
+
+@dataclass
+class Options:
+    kit: Path
+    work: Path | None = None
+    keep_work: bool = False
+    secret_seed: int | None = None
+    jobs: int = 0
+    sandbox: bool = True
+    arch: str = ""
+    hide: list[Path] = field(default_factory=list)   # also hidden from student code (inputs, override, outputs)
+    progress: bool = False
+
+
+def parse_seed(text: str) -> int:
+    t = text.strip()
+    try:
+        v = int(t, 16) if t.lower().startswith("0x") else int(t, 10)
+    except ValueError as e:
+        raise GraderError(f"the secret seed '{text}' is not a number (decimal or 0x hex)") from e
+    if not 0 <= v < 2**64:
+        raise GraderError("the secret seed must be between 0 and 2^64-1")
+    return v
+
+
+def safe_name(student: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", student)[:80] or "student"
+
+
+class Progress:
+    def __init__(self, enabled: bool, total: int):
+        self.enabled, self.total, self.done = enabled, total, 0
+        self.lock = threading.Lock()
+
+    def say(self, student: str, lab: str, what: str, finished: bool = False) -> None:
+        with self.lock:
+            if finished:
+                self.done += 1
+            if self.enabled:
+                print(f"[{self.done}/{self.total}] {student} {lab}: {what}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class _Job:
+    sub: Submission
+    lab: Lab
+    run: LabRun
+    build_dir: Path
+    tree: Path
+    gpu_key: str | None = None
+
+
+class Pipeline:
+    def __init__(self, opts: Options, labs: list[Lab], runner=run_process):
+        self.opts, self.labs, self.runner = opts, labs, runner
+        self.trusted = Executor(Sandbox(None, ""), runner)
+        self.sandbox: Sandbox | None = None
+        self.gpus: list[str | None] = []
+        self.gpu_ok = False
+        self.no_gpu_reason = ""
+        self.refs: dict[tuple, LabRun] = {}
+        self.ref_lock = threading.Lock()
+        self._tmp = None
+
+    # ------------------------------------------------------------ setup
+    def prepare(self) -> None:
+        for tool in ("cmake",):
+            if not shutil.which(tool):
+                raise GraderError(f"{tool} is not on the PATH: the grader builds every submission with it")
+        if self.opts.work:
+            self.work = self.opts.work.resolve()
+            self.work.mkdir(parents=True, exist_ok=True)
+        else:
+            self._tmp = tempfile.mkdtemp(prefix="cmlgrade-")
+            self.work = Path(self._tmp)
+        self.jobs = self.opts.jobs or os.cpu_count() or 2
+        self._build_reference()
+        ref_runner = self.ref_build / self.labs[0].ref_targets()[-1] if self.labs else None
+        gpus = R.list_gpus()
+        self.gpus = gpus or [None]
+        if ref_runner is not None:
+            ok, why = R.probe_gpu(ref_runner, self.gpus[0])
+            self.gpu_ok, self.no_gpu_reason = ok, ("" if ok else why)
+        hide = [self.opts.kit.resolve(), self.work] + [h.resolve() for h in self.opts.hide]
+        probe = [str(ref_runner), "--probe"] if self.gpu_ok and ref_runner else None
+        self.sandbox = detect_sandbox(hide, self.opts.sandbox, probe)
+        self.student_exe = Executor(self.sandbox, self.runner)
+
+    def cleanup(self) -> None:
+        if self._tmp and not self.opts.keep_work:
+            shutil.rmtree(self._tmp, ignore_errors=True)
+
+    def _build_reference(self) -> None:
+        self.ref_build = self.work / "reference" / "build"
+        targets = [t for lab in self.labs for t in lab.ref_targets()]
+        tb = build_tree(self.trusted, self.opts.kit.resolve(), self.ref_build, targets, arch=self.opts.arch,
+                        jobs=self.jobs, timeout=max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2
+                        if self.labs else 900, writable=[])
+        if not tb.configured:
+            raise GraderError("the kit does not configure (cmake):\n" + tb.configure_log[-3000:])
+        bad = [t for t, b in tb.targets.items() if not b.ok]
+        if bad:
+            msgs = "\n".join(tb.targets[bad[0]].errors[:20])
+            raise GraderError(f"the reference solution does not build ({', '.join(bad)}):\n{msgs}")
+
+    # ------------------------------------------------------------ builds (CPU)
+    def _build_submission(self, sub: Submission, progress: Progress) -> list[_Job]:
+        labs = [lab for lab in self.labs if lab.name in sub.files]
+        if not labs:
+            return []
+        tree = self.work / "students" / safe_name(sub.student)
+        files = {lab.name: sub.files[lab.name] for lab in labs}
+        runs = {lab.name: LabRun(lab.name) for lab in labs}
+        for lab in labs:
+            graded = {}
+            for f in lab.files:
+                data = files[lab.name].get(f)
+                skeleton = (self.opts.kit / "labs" / lab.name / f).read_bytes()
+                if data is None or data == skeleton:
+                    runs[lab.name].untouched.append(f)
+                data = skeleton if data is None else data
+                graded[f] = data.decode("utf-8", "replace")
+            runs[lab.name].static = run_static(lab.rubric.static, graded)
+        try:
+            src = make_student_tree(self.opts.kit, tree, files)
+        except (TreeError, OSError) as e:
+            for r in runs.values():
+                r.build_problem = f"grader error: cannot make the build tree ({e})"
+            return [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs]
+        build_dir = tree / "build"
+        configured = False
+        jobs_each = max(1, min(4, self.jobs // 2))
+        for lab in labs:
+            progress.say(sub.student, lab.name, "building")
+            t0 = time.monotonic()
+            tb = build_tree(self.student_exe, src, build_dir, lab.student_targets(), arch=self.opts.arch,
+                            jobs=jobs_each, timeout=lab.rubric.lab.build_timeout_s, writable=[tree],
+                            configured=configured)
+            run = runs[lab.name]
+            run.seconds["build"] = time.monotonic() - t0
+            if not tb.configured:
+                run.build_problem = "grader error: the build tree does not configure: " + tb.configure_log[-500:]
+                continue
+            configured = True
+            run.build_ok = {t: b.ok for t, b in tb.targets.items()}
+            for b in tb.targets.values():
+                for e in b.errors:
+                    if e not in run.build_errors:
+                        run.build_errors.append(e)
+        return [_Job(sub, lab, runs[lab.name], build_dir, tree) for lab in labs]
+
+    # ------------------------------------------------------------ reference runs (per GPU, cached)
+    def _seeds(self) -> list[tuple[str, int | None]]:
+        seeds = [("public", None)]
+        if self.opts.secret_seed is not None:
+            seeds.append(("hidden", self.opts.secret_seed))
+        return seeds
+
+    def reference(self, lab: Lab, gpu: str | None) -> LabRun:
+        key = (lab.name, gpu)
+        with self.ref_lock:
+            if key in self.refs:
+                return self.refs[key]
+        ref = LabRun(lab.name, gpu=gpu or "")
+        env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}
+        out = self.work / "reference" / "results" / f"{lab.name}-gpu{gpu}"
+        for kind, seed in self._seeds():
+            ref.tests[kind] = {}
+            for b in lab.test_binaries():
+                br = R.run_tests(self.trusted, self.ref_build / f"{b}_ref", out, kind,
+                                 seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
+                ref.tests[kind][b] = br
+        if self.gpu_ok and lab.rubric.counters.checks:
+            ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
+                                          [c.step for c in lab.rubric.counters.checks],
+                                          lab.rubric.counters.timeout_s, out, env, [])
+        with self.ref_lock:
+            self.refs[key] = ref
+        return ref
+
+    # ------------------------------------------------------------ GPU stage
+    def _run_lab(self, job: _Job, gpu: str | None, progress: Progress) -> None:
+        lab, run = job.lab, job.run
+        t0 = time.monotonic()
+        run.gpu = gpu or ""
+        job.gpu_key = gpu
+        ref = self.reference(lab, gpu)
+        deadline = R.Deadline(lab.rubric.lab.time_limit_s)
+        env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}
+        out = self.work / "results" / safe_name(job.sub.student) / lab.name
+        out.mkdir(parents=True, exist_ok=True)
+        readable = [job.tree]
+        bdir = job.build_dir
+        progress.say(job.sub.student, lab.name, "testing")
+        for kind, seed in self._seeds():
+            run.tests[kind] = {}
+            for b in lab.test_binaries():
+                if not run.build_ok.get(b, False):
+                    run.tests[kind][b] = R.BinaryRun(b, False, problem="not built")
+                    continue
+                if deadline.expired():
+                    run.tests[kind][b] = R.BinaryRun(b, True, problem="timed out: the lab's time limit ran out")
+                    run.timed_out.append(f"{b} ({kind} data)")
+                    continue
+                br = R.run_tests(self.student_exe, bdir / b, out, kind, seed, deadline.limit(lab.rubric.lab.time_limit_s),
+                                 env, readable)
+                if "timed out" in br.problem:
+                    run.timed_out.append(f"{b} ({kind} data)")
+                rb = ref.tests.get(kind, {}).get(b)
+                R.check_against(br, set(rb.outcomes) if rb else set())
+                run.tests[kind][b] = br
+        runner = bdir / lab.runner
+        if not run.build_ok.get(lab.runner, False):
+            run.gpu_note = "the runner did not build"
+        elif not self.gpu_ok:
+            run.gpu_note = self.no_gpu_reason or "no CUDA device"
+        else:
+            progress.say(job.sub.student, lab.name, "sanitizers")
+            for tool in lab.rubric.sanitizers.points:
+                if deadline.expired():
+                    run.timed_out.append(f"compute-sanitizer {tool}")
+                    continue
+                rep, cfg = R.run_sanitizer(self.student_exe, tool, runner, lab.rubric.sanitizers.runner_args, deadline,
+                                           lab.rubric.sanitizers.timeout_s, out, env, readable)
+                run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
+            if lab.rubric.counters.checks:
+                if deadline.expired():
+                    run.timed_out.append("counters")
+                else:
+                    progress.say(job.sub.student, lab.name, "counters")
+                    run.counters = R.run_counters(self.student_exe, runner, [c.step for c in lab.rubric.counters.checks],
+                                                  deadline.limit(lab.rubric.counters.timeout_s), out, env, readable)
+            pr = lab.rubric.performance
+            if pr.steps:
+                progress.say(job.sub.student, lab.name, "timing against the reference")
+            for s in pr.steps:
+                if deadline.expired():
+                    run.timed_out.append(f"performance step {s}")
+                    continue
+                run.perf[s] = R.run_perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
+                                         s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
+        run.seconds["gpu"] = time.monotonic() - t0
+        progress.say(job.sub.student, lab.name, "done", finished=True)
+
+    def _gpu_worker(self, gpu: str | None, q: queue.Queue, progress: Progress, errors: list) -> None:
+        while True:
+            job = q.get()
+            if job is None:
+                return
+            try:
+                self._run_lab(job, gpu, progress)
+            except Exception as e:  # a grader bug must not lose the rest of the class
+                job.run.build_problem = f"grader error while running: {type(e).__name__}: {e}"
+                errors.append(f"{job.sub.student} {job.lab.name}: {type(e).__name__}: {e}")
+                progress.say(job.sub.student, job.lab.name, "grader error", finished=True)
+
+    # ------------------------------------------------------------ everything
+    def grade(self, subs: list[Submission]) -> tuple[list[StudentResult], list[str]]:
+        """Returns the results (sorted by student) and grader errors."""
+        total = sum(1 for s in subs for lab in self.labs if lab.name in s.files)
+        progress = Progress(self.opts.progress, total)
+        q: queue.Queue = queue.Queue()
+        errors: list[str] = []
+        workers = [threading.Thread(target=self._gpu_worker, args=(g, q, progress, errors), daemon=True)
+                   for g in self.gpus]
+        for w in workers:
+            w.start()
+        jobs: dict[str, list[_Job]] = {}
+        build_workers = max(1, self.jobs // 2)
+        with ThreadPoolExecutor(max_workers=build_workers) as pool:
+            futs = {pool.submit(self._build_submission, s, progress): s for s in subs}
+            for fut in as_completed(futs):
+                s = futs[fut]
+                try:
+                    js = fut.result()
+                except Exception as e:
+                    errors.append(f"{s.student}: grader error while building: {type(e).__name__}: {e}")
+                    js = []
+                jobs[s.student] = js
+                for j in js:
+                    if j.run.build_problem.startswith("grader error"):
+                        errors.append(f"{s.student} {j.lab.name}: {j.run.build_problem[:200]}")
+                    q.put(j)
+        for _ in workers:
+            q.put(None)
+        for w in workers:
+            w.join()
+        results = []
+        for s in sorted(subs, key=lambda x: x.student):
+            results.append(self._score(s, {j.lab.name: j for j in jobs.get(s.student, [])}))
+        return results, errors
+
+    def _score(self, sub: Submission, jobs: dict[str, _Job]) -> StudentResult:
+        labs: list[LabScore] = []
+        timings = {}
+        for lab in self.labs:
+            job = jobs.get(lab.name)
+            machine = "" if self.gpu_ok else (self.no_gpu_reason or "no CUDA device")
+            if job is None:
+                ref = next((r for (n, _), r in sorted(self.refs.items(), key=lambda kv: str(kv[0]))
+                            if n == lab.name), None)
+                ls = score_lab(lab, LabRun(lab.name, submitted=False, machine_note=machine), ref or LabRun(lab.name))
+                if ref is None:  # nobody's run of this lab: the rubric's nominal maximum
+                    ls.max_points = r2(lab.rubric.max_points(len(lab.steps), self.opts.secret_seed is not None))
+                labs.append(ls)
+                continue
+            ref = self.refs.get((lab.name, job.gpu_key)) or self.reference(lab, job.gpu_key)
+            job.run.machine_note = machine
+            labs.append(score_lab(lab, job.run, ref))
+            timings[lab.name] = {k: round(v, 1) for k, v in job.run.seconds.items()}
+        pts = r2(sum(ls.points for ls in labs))
+        mx = r2(sum(ls.max_points for ls in labs))
+        return StudentResult(sub.student, sub.source, labs, list(sub.problems), list(sub.ignored), pts, mx,
+                             self.sandbox.note if self.sandbox else "", "secret" if self.opts.secret_seed is not None
+                             else "public", sub.on_roster, sub.missing, timings)

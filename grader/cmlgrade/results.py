@@ -1,0 +1,111 @@
+"""Dataclasses for what the grader gathers (facts from builds and runs) and
+what it concludes (scored items). Facts come from run/build; score.py turns
+them into items; report.py writes items out."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from .parsers import CounterReport, SanitizerReport, TestOutcome
+
+
+@dataclass
+class BinaryRun:
+    """One Criterion test binary, one seed."""
+    binary: str
+    built: bool
+    outcomes: dict[str, TestOutcome] = field(default_factory=dict)
+    problem: str = ""      # no report, rejected report, timed out, not built ...
+    seconds: float = 0.0
+
+
+@dataclass
+class PerfResult:
+    step: int
+    student_ms: float | None
+    ref_ms: float | None
+    correct: bool
+    note: str = ""
+    samples_student: list[float] = field(default_factory=list)
+    samples_ref: list[float] = field(default_factory=list)
+
+
+@dataclass
+class StaticResult:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class LabRun:
+    """Everything measured for one lab of one submission (or the reference)."""
+    lab: str
+    submitted: bool = True
+    build_ok: dict[str, bool] = field(default_factory=dict)      # target -> built
+    build_errors: list[str] = field(default_factory=list)        # compiler messages for the student
+    build_problem: str = ""                                      # configure failed, not submitted ...
+    tests: dict[str, dict[str, BinaryRun]] = field(default_factory=dict)   # seed kind -> binary -> run
+    sanitizers: dict[str, SanitizerReport] = field(default_factory=dict)  # tool -> report (worst config)
+    sanitizer_configs: dict[str, str] = field(default_factory=dict)       # tool -> runner args of that report
+    counters: CounterReport | None = None
+    perf: dict[int, PerfResult] = field(default_factory=dict)
+    static: list[StaticResult] = field(default_factory=list)
+    gpu_note: str = ""               # why GPU checks were not run (no GPU, not built, time limit)
+    timed_out: list[str] = field(default_factory=list)           # what the lab's wall clock cut off
+    seconds: dict[str, float] = field(default_factory=dict)      # stage -> seconds
+    gpu: str = ""
+    untouched: list[str] = field(default_factory=list)           # files identical to the kit's skeleton
+    machine_note: str = ""           # no GPU on this machine: GPU checks are not measured for anyone
+
+    def outcomes(self, seed: str) -> dict[str, TestOutcome]:
+        merged: dict[str, TestOutcome] = {}
+        for br in self.tests.get(seed, {}).values():
+            merged.update(br.outcomes)
+        return merged
+
+
+@dataclass
+class Item:
+    """One scored line: a step's tests, a sanitizer, a counter check, a
+    static check or a step's performance."""
+    name: str
+    category: str          # tests | hidden | sanitizer | counters | static | performance
+    max_points: float
+    points: float
+    status: str            # passed | partial | failed | not_measured | excluded
+    visibility: str
+    feedback: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)
+
+    @property
+    def counted(self) -> bool:
+        return self.status not in ("not_measured", "excluded")
+
+
+@dataclass
+class LabScore:
+    lab: str
+    title: str
+    submitted: bool
+    items: list[Item]
+    points: float
+    max_points: float
+    notes: list[str] = field(default_factory=list)
+    build_errors: list[str] = field(default_factory=list)
+    not_counted: list[str] = field(default_factory=list)   # tests the reference fails, not counted
+
+
+@dataclass
+class StudentResult:
+    student: str
+    source: str
+    labs: list[LabScore]
+    problems: list[str]
+    ignored: list[str]
+    points: float
+    max_points: float
+    sandbox: str
+    seed: str              # "public" | "secret"
+    on_roster: bool = True
+    missing: bool = False
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)  # lab -> stage -> s (not in outputs)

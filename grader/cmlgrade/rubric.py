@@ -1,0 +1,332 @@
+"""Rubrics: one TOML file per lab (grader/rubrics/<lab>.toml), read with
+tomllib, an instructor's override merged key by key, then validated into
+dataclasses. Errors name the file and the key."""
+from __future__ import annotations
+
+import copy
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+SANITIZER_TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+
+
+class RubricError(Exception):
+    pass
+
+
+@dataclass
+class LabInfo:
+    name: str
+    stem: str
+    title: str
+    files: list[str]
+    model_file: str
+    steps_macro: str
+    time_limit_s: float
+    build_timeout_s: float
+
+
+@dataclass
+class TestsRubric:
+    default_points: float
+    points: dict[int, float]
+    hidden_share: float
+    visibility: str
+    hidden_visibility: str
+    feedback: str
+    binaries: list[str]
+    step_feedback: dict[int, str]
+
+    def step_points(self, step: int) -> float:
+        return self.points.get(step, self.default_points)
+
+
+@dataclass
+class SanitizersRubric:
+    points: dict[str, float]
+    runner_args: list[str]
+    timeout_s: float
+    visibility: str
+    feedback: str
+
+
+@dataclass
+class CounterCheck:
+    step: int
+    expect: str  # "zero" | "nonzero"
+    points: float
+    feedback: str
+
+
+@dataclass
+class CountersRubric:
+    checks: list[CounterCheck]
+    visibility: str
+    timeout_s: float
+
+
+@dataclass
+class StaticCheck:
+    name: str
+    file: str  # a student file, or "*" for all of them
+    pattern: str
+    mode: str  # "require" | "forbid"
+    points: float
+    feedback: str
+    zero_lab: bool
+    strings: str  # "strip" | "keep": string literals removed before matching
+    visibility: str
+
+
+@dataclass
+class PerformanceRubric:
+    steps: list[int]
+    points_per_step: float
+    full_credit_ratio: float
+    repeats: int
+    runner_args: str
+    timeout_s: float
+    visibility: str
+    feedback: str
+
+
+@dataclass
+class MistakeFeedback:
+    feedback: str
+    kernel: str = ""
+
+
+@dataclass
+class Rubric:
+    source: str
+    lab: LabInfo
+    tests: TestsRubric
+    sanitizers: SanitizersRubric
+    counters: CountersRubric
+    static: list[StaticCheck]
+    performance: PerformanceRubric
+    mistakes: dict[str, MistakeFeedback] = field(default_factory=dict)
+
+    def check_steps(self, nums: list[int]) -> None:
+        known = set(nums)
+        used = ([("tests.points", s) for s in self.tests.points]
+                + [("counters.check", c.step) for c in self.counters.checks]
+                + [("performance.steps", s) for s in self.performance.steps])
+        for where, s in used:
+            if s not in known:
+                raise RubricError(f"{self.source}: {where} names step {s}, but the step table has "
+                                  f"steps {min(nums)}..{max(nums)}")
+
+    def max_points(self, nsteps: int, hidden: bool) -> float:
+        """Everything the rubric can give (before exclusions). A step's test
+        points are the same with or without the hidden run: with a secret
+        seed, hidden_share of them move to the hidden data."""
+        t = sum(self.tests.step_points(s) for s in range(1, nsteps + 1))
+        return (t + sum(self.sanitizers.points.values()) + sum(c.points for c in self.counters.checks)
+                + sum(c.points for c in self.static)
+                + self.performance.points_per_step * len(self.performance.steps))
+
+
+def merge(base: dict, over: dict) -> dict:
+    """Deep merge: tables merge key by key, everything else (lists included)
+    is replaced."""
+    out = copy.deepcopy(base)
+    for k, v in over.items():
+        if isinstance(v, dict) and isinstance(out.get(k), dict):
+            out[k] = merge(out[k], v)
+        else:
+            out[k] = copy.deepcopy(v)
+    return out
+
+
+class _Reader:
+    def __init__(self, source: str):
+        self.source = source
+
+    def err(self, key: str, msg: str) -> RubricError:
+        return RubricError(f"{self.source}: {key}: {msg}")
+
+    def get(self, table: dict, key: str, kind, where: str, default=..., check=None):
+        if key not in table:
+            if default is ...:
+                raise self.err(f"{where}.{key}", "missing")
+            return default
+        v = table[key]
+        kinds = kind if isinstance(kind, tuple) else (kind,)
+        if float in kinds and isinstance(v, int) and not isinstance(v, bool):
+            v = float(v)
+        if not isinstance(v, kinds) or (isinstance(v, bool) and bool not in kinds):
+            raise self.err(f"{where}.{key}", f"expected {' or '.join(k.__name__ for k in kinds)}, got {v!r}")
+        if check and not check(v):
+            raise self.err(f"{where}.{key}", f"value {v!r} is not allowed")
+        return v
+
+    def vis(self, table: dict, key: str, where: str, default: str = "visible") -> str:
+        v = self.get(table, key, str, where, default)
+        if v not in VISIBILITIES:
+            raise self.err(f"{where}.{key}", f"'{v}' is not one of {', '.join(VISIBILITIES)}")
+        return v
+
+
+def _nonneg(v) -> bool:
+    return v >= 0
+
+
+def _regex(r: _Reader, pattern: str, where: str) -> str:
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise r.err(where, f"bad regular expression: {e}") from e
+    return pattern
+
+
+def build_rubric(data: dict, source: str) -> Rubric:
+    r = _Reader(source)
+    for key in data:
+        if key not in ("lab", "tests", "sanitizers", "counters", "static", "performance", "mistakes"):
+            raise r.err(key, "unknown table")
+    lab_t = r.get(data, "lab", dict, "rubric")
+    files = r.get(lab_t, "files", list, "lab")
+    if not files or not all(isinstance(f, str) and f and "/" not in f for f in files):
+        raise r.err("lab.files", "a non-empty list of plain file names")
+    lab = LabInfo(
+        name=r.get(lab_t, "name", str, "lab"),
+        stem=r.get(lab_t, "stem", str, "lab", check=lambda s: re.fullmatch(r"\w+", s) is not None),
+        title=r.get(lab_t, "title", str, "lab", ""),
+        files=list(files),
+        model_file=r.get(lab_t, "model_file", str, "lab", ""),
+        steps_macro=r.get(lab_t, "steps_macro", str, "lab"),
+        time_limit_s=r.get(lab_t, "time_limit_s", float, "lab", 1800.0, _nonneg),
+        build_timeout_s=r.get(lab_t, "build_timeout_s", float, "lab", 900.0, _nonneg),
+    )
+    if lab.model_file and lab.model_file not in lab.files:
+        raise r.err("lab.model_file", f"'{lab.model_file}' must be one of lab.files")
+
+    t = r.get(data, "tests", dict, "rubric", {})
+    points = {}
+    for k, v in r.get(t, "points", dict, "tests", {}).items():
+        if not str(k).isdigit():
+            raise r.err(f"tests.points.{k}", "keys are step numbers, like \"3\" = 10")
+        points[int(k)] = r.get({"v": v}, "v", float, f"tests.points.{k}", check=_nonneg)
+    step_feedback = {int(k): v for k, v in r.get(t, "step_feedback", dict, "tests", {}).items()
+                     if str(k).isdigit()}
+    binaries = r.get(t, "binaries", list, "tests", [f"test_{lab.stem}"])
+    tests = TestsRubric(
+        default_points=r.get(t, "default_points", float, "tests", 10.0, _nonneg),
+        points=points,
+        hidden_share=r.get(t, "hidden_share", float, "tests", 0.0, lambda v: 0 <= v <= 1),
+        visibility=r.vis(t, "visibility", "tests"),
+        hidden_visibility=r.vis(t, "hidden_visibility", "tests", "after_due_date"),
+        feedback=r.get(t, "feedback", str, "tests", "step {step} ({ident}): {failed} of {total} tests fail"),
+        binaries=[str(b) for b in binaries],
+        step_feedback=step_feedback,
+    )
+
+    s = r.get(data, "sanitizers", dict, "rubric", {})
+    spoints = {}
+    for k, v in r.get(s, "points", dict, "sanitizers", {}).items():
+        if k not in SANITIZER_TOOLS:
+            raise r.err(f"sanitizers.points.{k}", f"unknown tool (known: {', '.join(SANITIZER_TOOLS)})")
+        spoints[k] = r.get({"v": v}, "v", float, f"sanitizers.points.{k}", check=_nonneg)
+    sargs = r.get(s, "runner_args", list, "sanitizers", [""])
+    if not sargs or not all(isinstance(a, str) for a in sargs):
+        raise r.err("sanitizers.runner_args", "a non-empty list of strings")
+    sanitizers = SanitizersRubric(points=spoints, runner_args=sargs,
+                                  timeout_s=r.get(s, "timeout_s", float, "sanitizers", 600.0, _nonneg),
+                                  visibility=r.vis(s, "visibility", "sanitizers"),
+                                  feedback=r.get(s, "feedback", str, "sanitizers",
+                                                 "compute-sanitizer {tool} is not clean: {summary}"))
+
+    c = r.get(data, "counters", dict, "rubric", {})
+    checks = []
+    for i, ch in enumerate(r.get(c, "check", list, "counters", [])):
+        where = f"counters.check[{i}]"
+        if not isinstance(ch, dict):
+            raise r.err(where, "expected a table")
+        checks.append(CounterCheck(step=r.get(ch, "step", int, where),
+                                   expect=r.get(ch, "expect", str, where, check=lambda v: v in ("zero", "nonzero")),
+                                   points=r.get(ch, "points", float, where, 1.0, _nonneg),
+                                   feedback=r.get(ch, "feedback", str, where, "")))
+    counters = CountersRubric(checks=checks, visibility=r.vis(c, "visibility", "counters"),
+                              timeout_s=r.get(c, "timeout_s", float, "counters", 600.0, _nonneg))
+
+    statics = []
+    names = set()
+    for i, st in enumerate(r.get(data, "static", list, "rubric", [])):
+        where = f"static[{i}]"
+        if not isinstance(st, dict):
+            raise r.err(where, "expected a table")
+        if ("require" in st) == ("forbid" in st):
+            raise r.err(where, "give exactly one of require = '<regex>' or forbid = '<regex>'")
+        mode = "require" if "require" in st else "forbid"
+        name = r.get(st, "name", str, where)
+        if name in names:
+            raise r.err(where, f"duplicate static check name '{name}'")
+        names.add(name)
+        f = r.get(st, "file", str, where, lab.files[0])
+        if f != "*" and f not in lab.files:
+            raise r.err(f"{where}.file", f"'{f}' is not one of lab.files ({', '.join(lab.files)}) or '*'")
+        statics.append(StaticCheck(
+            name=name, file=f, pattern=_regex(r, r.get(st, mode, str, where), f"{where}.{mode}"), mode=mode,
+            points=r.get(st, "points", float, where, 1.0, _nonneg), feedback=r.get(st, "feedback", str, where, ""),
+            zero_lab=r.get(st, "zero_lab", bool, where, False),
+            strings=r.get(st, "strings", str, where, "strip" if mode == "require" else "keep",
+                          lambda v: v in ("strip", "keep")),
+            visibility=r.vis(st, "visibility", where)))
+
+    p = r.get(data, "performance", dict, "rubric", {})
+    steps = r.get(p, "steps", list, "performance", [])
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in steps):
+        raise r.err("performance.steps", "a list of step numbers")
+    perf = PerformanceRubric(
+        steps=steps, points_per_step=r.get(p, "points_per_step", float, "performance", 0.0, _nonneg),
+        full_credit_ratio=r.get(p, "full_credit_ratio", float, "performance", 1.2, lambda v: v >= 1.0),
+        repeats=r.get(p, "repeats", int, "performance", 3, lambda v: v >= 1),
+        runner_args=r.get(p, "runner_args", str, "performance", ""),
+        timeout_s=r.get(p, "timeout_s", float, "performance", 300.0, _nonneg),
+        visibility=r.vis(p, "visibility", "performance"),
+        feedback=r.get(p, "feedback", str, "performance",
+                       "step {step}: {ratio:.2f}x the reference's time (full credit at {full:.1f}x or less)"))
+
+    mistakes = {}
+    for name, m in r.get(data, "mistakes", dict, "rubric", {}).items():
+        if not isinstance(m, dict):
+            raise r.err(f"mistakes.{name}", "expected a table with feedback = \"...\"")
+        mistakes[name] = MistakeFeedback(feedback=r.get(m, "feedback", str, f"mistakes.{name}"),
+                                         kernel=_regex(r, r.get(m, "kernel", str, f"mistakes.{name}", ""),
+                                                       f"mistakes.{name}.kernel"))
+    return Rubric(source=source, lab=lab, tests=tests, sanitizers=sanitizers, counters=counters, static=statics,
+                  performance=perf, mistakes=mistakes)
+
+
+def load_rubric(path: Path, override: dict | None = None) -> Rubric:
+    try:
+        with Path(path).open("rb") as f:
+            data = tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise RubricError(f"{path}: not valid TOML: {e}") from e
+    source = str(path)
+    if override:
+        data = merge(data, override)
+        source += " (+ override)"
+    return build_rubric(data, source)
+
+
+def load_override(path: Path) -> dict:
+    """An instructor's override file: one table per lab, e.g.
+    [04_reduction.performance] points_per_step = 10. Top-level keys must be
+    lab names."""
+    try:
+        with Path(path).open("rb") as f:
+            data = tomllib.load(f)
+    except OSError as e:
+        raise RubricError(f"{path}: cannot read the rubric override: {e.strerror}") from e
+    except tomllib.TOMLDecodeError as e:
+        raise RubricError(f"{path}: not valid TOML: {e}") from e
+    for k, v in data.items():
+        if not isinstance(v, dict):
+            raise RubricError(f"{path}: top-level key '{k}' must be a lab table like [04_reduction.tests]")
+    return data

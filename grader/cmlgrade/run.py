@@ -1,0 +1,211 @@
+"""The run stage: Criterion tests (JSON report into a grader-owned folder),
+compute-sanitizer, the runners' counters and performance against the
+reference, each under a timeout that never outlives the lab's wall clock."""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import statistics
+import time
+from pathlib import Path
+
+from .parsers import (CounterReport, ReportError, SanitizerReport, parse_counters, parse_criterion_json,
+                      parse_runner_json, parse_sanitizer)
+from .results import BinaryRun, PerfResult
+from .sandbox import Executor, run_process, scrubbed_env
+
+NO_GPU_RC = 77
+
+
+class Deadline:
+    """The lab's wall clock: every command gets min(its own limit, what is left)."""
+
+    def __init__(self, seconds: float):
+        self.end = time.monotonic() + seconds
+
+    def left(self) -> float:
+        return max(0.0, self.end - time.monotonic())
+
+    def limit(self, own: float) -> float:
+        return max(1.0, min(own, self.left()))
+
+    def expired(self) -> bool:
+        return self.left() <= 1.0
+
+
+def find_tool(name: str) -> str | None:
+    hit = shutil.which(name)
+    if hit:
+        return hit
+    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if base:
+            p = Path(base) / "bin" / name
+            if p.is_file() and os.access(p, os.X_OK):
+                return str(p)
+            p = Path(base) / "compute-sanitizer" / name
+            if p.is_file() and os.access(p, os.X_OK):
+                return str(p)
+    return None
+
+
+def list_gpus(env: dict[str, str] | None = None) -> list[str]:
+    """The GPUs to spread work over: CUDA_VISIBLE_DEVICES when set, else
+    nvidia-smi -L. Empty when there is none."""
+    env = os.environ if env is None else env
+    vis = env.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        return [v.strip() for v in vis.split(",") if v.strip() and v.strip() != "-1"]
+    smi = shutil.which("nvidia-smi")
+    if not smi:
+        return []
+    r = run_process([smi, "-L"], timeout=30, env=scrubbed_env())
+    if r.rc != 0:
+        return []
+    return [str(i) for i, ln in enumerate(l for l in r.stdout.splitlines() if l.startswith("GPU "))]
+
+
+def probe_gpu(runner: Path, gpu: str | None) -> tuple[bool, str]:
+    """Asks a (trusted, reference) runner whether a GPU is usable."""
+    env = scrubbed_env({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None)
+    r = run_process([str(runner), "--probe"], timeout=60, env=env)
+    if r.rc == 0:
+        return True, ""
+    why = (r.output.strip().splitlines() or [f"exit {r.rc}"])[-1]
+    return False, why if "CUDA" in why or "device" in why else f"no CUDA device: {why}"
+
+
+def run_tests(exe: Executor, binary: Path, out_dir: Path, tag: str, seed: int | None, timeout: float,
+              gpu_env: dict[str, str], readable: list[Path]) -> BinaryRun:
+    """Runs one Criterion binary with --json into out_dir (a fresh folder the
+    grader made; inside the sandbox it is the only writable place besides
+    /tmp). Only that JSON file is read: what the program prints is ignored."""
+    name = binary.name
+    if not binary.is_file():
+        return BinaryRun(name, False, problem="not built")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    report = out_dir / f"{name}.{tag}.json"
+    if report.exists():
+        report.unlink()
+    env = dict(gpu_env)
+    if seed is not None:
+        env["CML_SEED"] = str(seed)
+    r = exe.run([str(binary), f"--json={report}"], cwd=out_dir, timeout=timeout, writable=[out_dir],
+                readable=readable, env=env)
+    br = BinaryRun(name, True, seconds=r.seconds)
+    if r.timed_out:
+        br.problem = f"timed out: the lab's time limit ({timeout:.0f} s) ran out before the tests finished"
+    if not report.is_file():
+        br.problem = br.problem or f"the test program wrote no report (exit {r.rc})"
+        return br
+    try:
+        br.outcomes = parse_criterion_json(report.read_text(encoding="utf-8", errors="replace"))
+    except ReportError as e:
+        br.problem = f"the test report is unreadable: {e}"
+    return br
+
+
+def check_against(br: BinaryRun, expected: set[str]) -> None:
+    """A report whose test list is not the kit's (as the reference run lists
+    it) is rejected: nothing in it counts."""
+    if not br.outcomes or not expected:
+        return
+    got = set(br.outcomes)
+    if got != expected:
+        extra, lost = sorted(got - expected), sorted(expected - got)
+        br.problem = ("the test report was rejected: its test list differs from the kit's ("
+                      + ", ".join(filter(None, [f"unexpected {', '.join(extra[:3])}" if extra else "",
+                                                 f"missing {', '.join(lost[:3])}" if lost else ""])) + ")")
+        br.outcomes = {}
+
+
+def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], deadline: Deadline, own_timeout: float,
+                  cwd: Path, gpu_env: dict[str, str], readable: list[Path]) -> tuple[SanitizerReport, str]:
+    """compute-sanitizer --tool T on `runner --step all ARGS --check-only`
+    for each config; the first config that is not clean is the result."""
+    cs = find_tool("compute-sanitizer")
+    if not cs:
+        return SanitizerReport("unavailable", "compute-sanitizer not found", 0, None), ""
+    for cfg in configs:
+        if deadline.expired():
+            return SanitizerReport("incomplete", "the lab's time limit ran out", 0, None), cfg
+        argv = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "20", str(runner), "--step", "all",
+                *shlex.split(cfg), "--check-only"]
+        r = exe.run(argv, cwd=cwd, timeout=deadline.limit(own_timeout), writable=[cwd], readable=readable,
+                    env=gpu_env)
+        if r.timed_out:
+            return SanitizerReport("incomplete", "timed out (a kernel that never ends?)", 0, None, r.output), cfg
+        rep = parse_sanitizer(r.output, r.rc)
+        if rep.state != "clean":
+            return rep, cfg
+    return rep, ""
+
+
+def run_counters(exe: Executor, runner: Path, steps: list[int], timeout: float, cwd: Path,
+                 gpu_env: dict[str, str], readable: list[Path]) -> CounterReport:
+    r = exe.run([str(runner), "--step", ",".join(str(s) for s in sorted(set(steps))), "--counters"], cwd=cwd,
+                timeout=timeout, writable=[cwd], readable=readable, env=gpu_env)
+    if r.timed_out:
+        return CounterReport(False, "timed out")
+    rep = parse_counters(r.stdout)
+    if not rep.available and r.rc not in (0, 1) and rep.reason == "the runner printed no counter lines":
+        tail = (r.stderr.strip().splitlines() or [""])[-1]
+        return CounterReport(False, f"the runner failed (exit {r.rc}) {tail}".strip())
+    return rep
+
+
+def _one_timing(exe: Executor, runner: Path, step: int, args: list[str], timeout: float, cwd: Path,
+                gpu_env: dict[str, str], readable: list[Path]):
+    r = exe.run([str(runner), "--step", str(step), *args, "--json"], cwd=cwd, timeout=timeout, writable=[cwd],
+                readable=readable, env=gpu_env)
+    if r.timed_out:
+        return None, False, "timed out"
+    try:
+        rows = parse_runner_json(r.stdout)
+    except ReportError as e:
+        return None, False, f"{e} (exit {r.rc})"
+    row = rows.get(step)
+    if row is None:
+        return None, False, "the runner reported no row for the step"
+    return row.median_ms, row.correct and row.status == "ok", "" if row.status == "ok" else f"runner: {row.status}"
+
+
+def run_perf(exe_student: Executor, exe_ref: Executor, runner: Path, ref_runner: Path, step: int, args: str,
+             repeats: int, deadline: Deadline, own_timeout: float, cwd: Path, gpu_env: dict[str, str],
+             readable: list[Path]) -> PerfResult:
+    """Student and reference runs alternate (S R R S S R ...), `repeats` each;
+    the result is the median of each side's median_ms."""
+    a = shlex.split(args)
+    res = PerfResult(step, None, None, True)
+    for i in range(repeats):
+        order = ("s", "r") if i % 2 == 0 else ("r", "s")
+        for who in order:
+            if deadline.expired():
+                res.note = "the lab's time limit ran out"
+                break
+            if who == "s":
+                ms, ok, note = _one_timing(exe_student, runner, step, a, deadline.limit(own_timeout), cwd, gpu_env,
+                                           readable)
+                if not ok:
+                    res.correct, res.note = False, note or "wrong answer"
+                    return res
+                res.samples_student.append(ms)
+            else:
+                ms, ok, note = _one_timing(exe_ref, ref_runner, step, a, deadline.limit(own_timeout), cwd, gpu_env, [])
+                if ms is None:
+                    res.note = f"the reference could not be timed: {note}"
+                    return res
+                res.samples_ref.append(ms)
+    if res.samples_student and res.samples_ref:
+        res.student_ms = statistics.median(res.samples_student)
+        res.ref_ms = statistics.median(res.samples_ref)
+    return res
+
+
+def first_lines(text: str, n: int = 5) -> str:
+    return "\n".join(ln for ln in text.splitlines() if ln.strip())[:n]
+
+
+def is_no_gpu(text: str) -> bool:
+    return re.search(r"no CUDA device", text) is not None

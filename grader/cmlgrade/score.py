@@ -1,0 +1,318 @@
+"""Pure arithmetic: facts (LabRun) + rubric -> scored items. No I/O.
+
+Rules
+- A test counts only when the reference passes it in the same run; the
+  others are listed as not counted (the reference fails it, or it was
+  skipped, e.g. no GPU) and leave both the points and the maximum.
+- "not measured" (no GPU, counters unavailable, no sanitizer) is neither a
+  pass nor a fail: the item leaves both the points and the maximum, and the
+  report says so.
+- Performance: full credit at t <= R * t_ref (R = full_credit_ratio, 1.2),
+  R * t_ref / t below that, nothing when the step's answer is wrong.
+- Counter and performance credit need the step's tests to pass (an empty
+  kernel has no bank conflicts and is very fast).
+- A failed static check with zero_lab scores the whole lab 0."""
+from __future__ import annotations
+
+import re
+
+from .labs import Lab
+from .parsers import TestOutcome
+from .results import Item, LabRun, LabScore
+
+MAX_MESSAGES = 3
+
+
+def r2(x: float) -> float:
+    return round(x + 0.0, 2)
+
+
+def perf_credit(t: float | None, t_ref: float | None, full_ratio: float, correct: bool) -> float:
+    if not correct or not t or not t_ref or t <= 0 or t_ref <= 0:
+        return 0.0
+    return min(1.0, full_ratio * t_ref / t)
+
+
+def _short(msg: str) -> str:
+    """A test message without the test file's path prefix."""
+    return re.sub(r"^\S*?/?tests/\w+\.c:\d+: ", "", msg.strip())
+
+
+def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, failing_keys: list[str], text: str,
+                   kernels: list[str] | None = None) -> list[str]:
+    """The rubric's line for each cataloged mistake whose signature (failing
+    tests, message, kernel) the results show. None for an untouched skeleton
+    file: its failures are unfinished steps, not mistakes."""
+    out = []
+    for m in lab.mistakes:
+        fb = lab.rubric.mistakes.get(m.name)
+        if not fb or m.caught_by != caught_by or m.file in run.untouched:
+            continue
+        if step is not None and m.step != step and caught_by in ("tests", "counters"):
+            continue
+        if m.expect_failing and not any(re.search(m.expect_failing, k) for k in failing_keys):
+            continue
+        if m.expect_message and not re.search(m.expect_message, text):
+            continue
+        if fb.kernel and kernels is not None and not any(re.search(fb.kernel, k) for k in kernels):
+            continue
+        out.append(f"Likely mistake ({m.name}): {fb.feedback}")
+    return out
+
+
+def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list[str]) -> list[Item]:
+    tr = lab.rubric.tests
+    hidden = seed == "hidden"
+    share = tr.hidden_share if hidden else (1.0 - tr.hidden_share if "hidden" in ref.tests else 1.0)
+    mine, theirs = run.outcomes(seed), ref.outcomes(seed)
+    items = []
+    for step in lab.steps:
+        keys = sorted(k for k, o in theirs.items() if o.step == step.num)
+        counted = [k for k in keys if theirs[k].status == "PASSED"]
+        for k in keys:
+            if theirs[k].status != "PASSED":
+                why = ("skipped: " + _short(theirs[k].messages[0]) if theirs[k].status == "SKIPPED" and theirs[k].messages
+                       else f"the reference's result is {theirs[k].status}")
+                not_counted.append(f"{k}{' (hidden data)' if hidden else ''}: not counted, {why}")
+        pts = tr.step_points(step.num) * share
+        name = f"step {step.num} {step.ident}" + (" (hidden data)" if hidden else "")
+        vis = tr.hidden_visibility if hidden else tr.visibility
+        if not counted:
+            reason = "no test of this step ran on the reference"
+            skipped = [theirs[k] for k in keys if theirs[k].status == "SKIPPED"]
+            if skipped and skipped[0].messages:
+                reason = _short(skipped[0].messages[0])
+            elif not keys:
+                reason = "the reference reported no tests for this step"
+            items.append(Item(name, "hidden" if hidden else "tests", r2(pts), 0.0, "not_measured", vis,
+                              [f"not measured: {reason}"]))
+            continue
+        failing: list[TestOutcome] = []
+        missing: list[str] = []
+        for k in counted:
+            o = mine.get(k)
+            if o is None:
+                missing.append(k)
+            elif o.status != "PASSED":
+                failing.append(o)
+        bad = len(failing) + len(missing)
+        got = pts * (len(counted) - bad) / len(counted)
+        status = "passed" if bad == 0 else ("failed" if bad == len(counted) else "partial")
+        fb, details = [], []
+        if bad:
+            line = tr.step_feedback.get(step.num, tr.feedback)
+            fb.append(line.format(step=step.num, ident=step.ident, what=step.what, failed=bad, total=len(counted)))
+            for o in failing[:MAX_MESSAGES]:
+                kind = {"TIMEOUT": "timed out", "CRASHED": "crashed"}.get(o.status, "failed")
+                msg = "; ".join(_short(m) for m in o.messages[:MAX_MESSAGES]) or "(no message)"
+                details.append(f"{o.key} {kind}: {msg}")
+            for k in missing[:MAX_MESSAGES]:
+                details.append(f"{k}: no result ({_binary_problem(run, seed, k) or 'not run'})")
+            text = "\n".join(m for o in failing for m in o.messages)
+            fb += _mistake_lines(lab, run, "tests", step.num, [o.key for o in failing], text)
+        items.append(Item(name, "hidden" if hidden else "tests", r2(pts), r2(got), status, vis, fb, details))
+    return items
+
+
+def _binary_problem(run: LabRun, seed: str, key: str) -> str:
+    for br in run.tests.get(seed, {}).values():
+        if br.problem:
+            return br.problem
+    return ""
+
+
+def _step_tests_pass(items: list[Item], step: int) -> bool | None:
+    for it in items:
+        if it.category == "tests" and it.name.startswith(f"step {step} "):
+            if it.status == "not_measured":
+                return None
+            return it.status == "passed"
+    return None
+
+
+def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
+    sr = lab.rubric.sanitizers
+    items = []
+    runner_built = run.build_ok.get(lab.runner, False)
+    for tool, pts in sr.points.items():
+        name = f"compute-sanitizer {tool}"
+        rep, rref = run.sanitizers.get(tool), ref.sanitizers.get(tool)
+        if run.machine_note:
+            items.append(Item(name, "sanitizer", pts, 0.0, "not_measured", sr.visibility,
+                              [f"not measured: {run.machine_note}"]))
+            continue
+        if not run.submitted or not runner_built:
+            items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility,
+                              [f"not run: {run.build_problem or 'the runner did not build'}"]))
+            continue
+        if rref is not None and rref.state == "errors":
+            items.append(Item(name, "sanitizer", pts, 0.0, "excluded", sr.visibility,
+                              [f"not counted: the reference is not clean either ({rref.summary})"]))
+            continue
+        if rep is None or rep.state == "unavailable":
+            why = run.gpu_note or (rep.summary if rep else "not run")
+            items.append(Item(name, "sanitizer", pts, 0.0, "not_measured", sr.visibility, [f"not measured: {why}"]))
+            continue
+        if rep.state == "clean":
+            items.append(Item(name, "sanitizer", pts, pts, "passed", sr.visibility))
+            continue
+        fb = [sr.feedback.format(tool=tool, summary=rep.summary)]
+        details = []
+        if rep.first:
+            where = " at " + rep.first.location if rep.first.location else ""
+            kern = f" in kernel {rep.first.kernel}" if rep.first.kernel else ""
+            details.append(f"first finding{kern}{where}: {rep.first.what}")
+        if run.sanitizer_configs.get(tool):
+            details.append(f"runner arguments: --step all {run.sanitizer_configs[tool]} --check-only")
+        if rep.state == "incomplete":
+            fb = [f"compute-sanitizer {tool} did not finish: {rep.summary}"]
+        kernels = re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", rep.text) + ([rep.first.kernel] if rep.first else [])
+        fb += _mistake_lines(lab, run, tool, None, [], rep.text, kernels)
+        items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility, fb, details))
+    return items
+
+
+def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -> list[Item]:
+    cr = lab.rubric.counters
+    items = []
+    for chk in cr.checks:
+        step = lab.step(chk.step)
+        name = f"bank conflicts step {chk.step} {step.ident if step else ''}".rstrip()
+        want = "no shared-load bank conflicts" if chk.expect == "zero" else "shared-load bank conflicts"
+        rep = run.counters
+        if run.machine_note or (ref.counters is not None and not ref.counters.available):
+            why = run.machine_note or f"counters unavailable ({ref.counters.reason})"
+            items.append(Item(name, "counters", chk.points, 0.0, "not_measured", cr.visibility, [f"not measured: {why}"]))
+            continue
+        if not run.submitted or not run.build_ok.get(lab.runner, False):
+            items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility,
+                              [f"not run: {run.build_problem or 'the runner did not build'}"]))
+            continue
+        if rep is None:
+            items.append(Item(name, "counters", chk.points, 0.0, "not_measured", cr.visibility,
+                              [f"not measured: {run.gpu_note or 'counters not run'}"]))
+            continue
+        if not rep.available or chk.step in rep.missing or chk.step not in rep.conflicts:
+            why = rep.reason if not rep.available else rep.missing.get(chk.step, "no value for this step")
+            items.append(Item(name, "counters", chk.points, 0.0, "not_measured", cr.visibility,
+                              [f"not measured: counters unavailable ({why})"]))
+            continue
+        rref = ref.counters
+        if rref is not None and rref.available and chk.step in rref.conflicts:
+            rv = rref.conflicts[chk.step]
+            if (rv == 0) != (chk.expect == "zero"):
+                items.append(Item(name, "counters", chk.points, 0.0, "excluded", cr.visibility,
+                                  [f"not counted: the reference itself has {rv:.0f} conflicts here"]))
+                continue
+        passing = _step_tests_pass(test_items, chk.step)
+        v = rep.conflicts[chk.step]
+        detail = [f"Nsight Compute: {v:,.0f} shared-load bank conflicts (expected {want})"]
+        if passing is False:
+            items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility,
+                              [f"step {chk.step}'s tests fail: no credit for its bank conflicts"], detail))
+            continue
+        ok = (v == 0) if chk.expect == "zero" else (v > 0)
+        if ok:
+            items.append(Item(name, "counters", chk.points, chk.points, "passed", cr.visibility, [], detail))
+        else:
+            line = f"step {chk.step} {step.ident if step else ''}: shared-load bank conflicts {v:.0f}"
+            fb = [chk.feedback or f"expected {want}"] + _mistake_lines(lab, run, "counters", chk.step, [], line)
+            items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility, fb, detail))
+    return items
+
+
+def _static_items(lab: Lab, run: LabRun) -> list[Item]:
+    items = []
+    by_name = {s.name: s for s in run.static}
+    for chk in lab.rubric.static:
+        res = by_name.get(chk.name)
+        if res is None:
+            items.append(Item(f"static {chk.name}", "static", chk.points, 0.0, "failed", chk.visibility,
+                              ["not checked: nothing submitted"]))
+        elif res.ok:
+            items.append(Item(f"static {chk.name}", "static", chk.points, chk.points, "passed", chk.visibility))
+        else:
+            items.append(Item(f"static {chk.name}", "static", chk.points, 0.0, "failed", chk.visibility,
+                              [chk.feedback or f"static check {chk.name} fails"], [res.detail] if res.detail else []))
+    return items
+
+
+def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
+    pr = lab.rubric.performance
+    items = []
+    for s in pr.steps:
+        step = lab.step(s)
+        name = f"performance step {s} {step.ident if step else ''}".rstrip()
+        pts = pr.points_per_step
+        res = run.perf.get(s)
+        if run.machine_note:
+            items.append(Item(name, "performance", pts, 0.0, "not_measured", pr.visibility,
+                              [f"not measured: {run.machine_note}"]))
+            continue
+        if not run.submitted or not run.build_ok.get(lab.runner, False):
+            items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
+                              [f"not run: {run.build_problem or 'the runner did not build'}"]))
+            continue
+        if res is None:
+            items.append(Item(name, "performance", pts, 0.0, "not_measured", pr.visibility,
+                              [f"not measured: {run.gpu_note or 'not run'}"]))
+            continue
+        passing = _step_tests_pass(test_items, s)
+        correct = res.correct and passing is not False
+        if not correct:
+            items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
+                              [f"step {s} gives a wrong answer: no performance credit"], [res.note] if res.note else []))
+            continue
+        if res.student_ms is None or res.ref_ms is None:
+            items.append(Item(name, "performance", pts, 0.0, "not_measured", pr.visibility,
+                              [f"not measured: {res.note or 'no timing'}"]))
+            continue
+        credit = perf_credit(res.student_ms, res.ref_ms, pr.full_credit_ratio, True)
+        ratio = res.student_ms / res.ref_ms
+        detail = [f"median {res.student_ms:.4f} ms against the reference's {res.ref_ms:.4f} ms "
+                  f"({len(res.samples_student)} alternating runs each)"]
+        fb = [] if credit >= 1.0 else [pr.feedback.format(step=s, ratio=ratio, full=pr.full_credit_ratio)]
+        items.append(Item(name, "performance", pts, r2(pts * credit), "passed" if credit >= 1.0 else "partial",
+                          pr.visibility, fb, detail))
+    return items
+
+
+def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
+    not_counted: list[str] = []
+    test_items = _test_items(lab, run, ref, "public", not_counted)
+    items = list(test_items)
+    if "hidden" in ref.tests:
+        items += _test_items(lab, run, ref, "hidden", not_counted)
+    items += _sanitizer_items(lab, run, ref)
+    items += _counter_items(lab, run, ref, test_items)
+    items += _static_items(lab, run)
+    items += _perf_items(lab, run, test_items)
+    notes = []
+    if not run.submitted:
+        notes.append("not submitted")
+        for it in items:
+            if it.status != "excluded" and it.status != "not_measured":
+                it.points, it.status, it.feedback, it.details = 0.0, "failed", ["not submitted"], []
+    if run.submitted and run.untouched:
+        notes.append("untouched skeleton (no change from the kit): " + ", ".join(run.untouched))
+    if run.build_errors:
+        notes.append("does not compile: the compiler's messages are below; every check that needs the "
+                     "broken file scores 0")
+    if run.build_problem and run.submitted:
+        notes.append(run.build_problem)
+    if run.timed_out:
+        notes.append("the lab's wall-clock limit cut off: " + ", ".join(run.timed_out))
+    if "hidden" not in ref.tests and lab.rubric.tests.hidden_share > 0:
+        notes.append(f"hidden tests not run here (public seed): in the instructor's run, "
+                     f"{lab.rubric.tests.hidden_share:.0%} of each step's points come from the same tests on secret data")
+    zero = [s for s in lab.rubric.static if s.zero_lab and any(i.name == f"static {s.name}" and i.status == "failed"
+                                                                 for i in items)]
+    if zero:
+        notes.insert(0, "scored 0: " + "; ".join(s.feedback or s.name for s in zero))
+        for it in items:
+            if it.counted:
+                it.points = 0.0
+    points = r2(sum(i.points for i in items if i.counted))
+    max_points = r2(sum(i.max_points for i in items if i.counted))
+    return LabScore(lab.name, lab.title, run.submitted, items, points, max_points, notes, run.build_errors,
+                    not_counted)

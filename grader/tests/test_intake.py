@@ -1,0 +1,160 @@
+"""Archives and folders in: every unsafe or odd input gets a message, the
+rest is still read."""
+import io
+import os
+import tarfile
+import unittest
+import zipfile
+from pathlib import Path
+
+from helpers import LAB_FILES, tmpdir
+
+from cmlgrade import intake
+from cmlgrade.intake import read_batch, read_roster, read_submission, looks_like_one_submission
+
+GOOD = b"__global__ void k() {}\n"
+
+
+def make_zip(path: Path, members):
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, data, *mode in members:
+            info = zipfile.ZipInfo(name)
+            if mode:
+                info.external_attr = mode[0] << 16
+            zf.writestr(info, data)
+    return path
+
+
+def make_tar(path: Path, members):
+    with tarfile.open(path, "w:gz") as tf:
+        for name, data, *kind in members:
+            info = tarfile.TarInfo(name)
+            if kind:
+                info.type = kind[0]
+                info.linkname = "/etc/passwd"
+                tf.addfile(info)
+            else:
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+    return path
+
+
+class ArchiveTests(unittest.TestCase):
+    def setUp(self):
+        self.d = tmpdir(self)
+
+    def test_flat_zip_is_matched_by_name(self):
+        z = make_zip(self.d / "alice.zip", [("reduction.cu", GOOD), ("notes.txt", b"hi")])
+        s = read_submission(z, LAB_FILES)
+        self.assertEqual(s.student, "alice")
+        self.assertEqual(s.files, {"04_reduction": {"reduction.cu": GOOD}})
+        self.assertIn("notes.txt", s.ignored)
+
+    def test_kit_layout_in_a_tar_prefers_the_lab_folder(self):
+        t = make_tar(self.d / "bob.tar.gz", [("kit/labs/06_transpose/transpose.cu", GOOD),
+                                             ("kit/old/transpose.cu", b"old\n")])
+        s = read_submission(t, LAB_FILES)
+        self.assertEqual(s.files["06_transpose"]["transpose.cu"], GOOD)
+        self.assertTrue(any("2 copies" in p for p in s.problems))
+
+    def test_dotdot_and_absolute_members_are_refused_and_the_rest_read(self):
+        z = make_zip(self.d / "eve.zip", [("../../grader/cmlgrade/score.py", b"x"), ("/etc/evil.cu", b"x"),
+                                          ("reduction.cu", GOOD)])
+        s = read_submission(z, LAB_FILES)
+        self.assertTrue(any("'..'" in p for p in s.problems))
+        self.assertTrue(any("absolute" in p for p in s.problems))
+        self.assertIn("04_reduction", s.files)
+
+    def test_tar_dotdot_only_grades_nothing(self):
+        t = make_tar(self.d / "mallory.tar.gz", [("../reduction.cu", GOOD)])
+        s = read_submission(t, LAB_FILES)
+        self.assertEqual(s.files, {})
+        self.assertTrue(any("refused" in p for p in s.problems))
+        self.assertTrue(any("nothing graded" in p for p in s.problems))
+
+    def test_symlinks_hardlinks_and_devices_are_refused(self):
+        z = make_zip(self.d / "a.zip", [("reduction.cu", b"/etc/passwd", 0o120777)])
+        self.assertTrue(any("symbolic link" in p for p in read_submission(z, LAB_FILES).problems))
+        t = make_tar(self.d / "b.tar.gz", [("reduction.cu", b"", tarfile.SYMTYPE),
+                                           ("transpose.cu", b"", tarfile.LNKTYPE),
+                                           ("banks.cu", b"", tarfile.CHRTYPE)])
+        s = read_submission(t, LAB_FILES)
+        self.assertEqual(s.files, {})
+        text = "\n".join(s.problems)
+        self.assertIn("symbolic link", text)
+        self.assertIn("hard link", text)
+        self.assertIn("not a regular file", text)
+
+    def test_huge_file_is_not_read(self):
+        z = make_zip(self.d / "big.zip", [("reduction.cu", b"/" * (intake.MAX_FILE_BYTES + 10))])
+        s = read_submission(z, LAB_FILES)
+        self.assertEqual(s.files, {})
+        self.assertTrue(any("limit" in p for p in s.problems))
+
+    def test_binary_junk_and_empty_source_are_rejected(self):
+        z = make_zip(self.d / "junk.zip", [("reduction.cu", b"\x7fELF\x00\x01\x02" * 50), ("transpose.cu", b"  \n")])
+        s = read_submission(z, LAB_FILES)
+        self.assertEqual(s.files, {})
+        text = "\n".join(s.problems)
+        self.assertIn("binary data", text)
+        self.assertIn("is empty", text)
+
+    def test_empty_archive_and_damaged_archive(self):
+        z = make_zip(self.d / "empty.zip", [])
+        self.assertTrue(any("empty submission" in p for p in read_submission(z, LAB_FILES).problems))
+        bad = self.d / "broken.zip"
+        bad.write_bytes(b"PK\x03\x04 not really")
+        self.assertTrue(any("not a readable zip" in p for p in read_submission(bad, LAB_FILES).problems))
+
+    def test_misnamed_file_gets_a_suggestion(self):
+        z = make_zip(self.d / "c.zip", [("reductions.cu", GOOD)])
+        s = read_submission(z, LAB_FILES)
+        self.assertTrue(any("did you mean reduction.cu" in p for p in s.problems))
+        self.assertEqual(s.files, {})
+
+    def test_partial_lab_says_which_file_is_missing(self):
+        z = make_zip(self.d / "d.zip", [("bank_model.c", b"int bank_of(unsigned a) { return 0; }\n")])
+        s = read_submission(z, LAB_FILES)
+        self.assertTrue(any("banks.cu not submitted" in p for p in s.problems))
+
+
+class FolderAndBatchTests(unittest.TestCase):
+    def setUp(self):
+        self.d = tmpdir(self)
+
+    def test_folder_with_symlink_is_refused(self):
+        sub = self.d / "carol"
+        (sub / "labs" / "04_reduction").mkdir(parents=True)
+        (sub / "labs" / "04_reduction" / "reduction.cu").write_bytes(GOOD)
+        os.symlink("/etc/passwd", sub / "transpose.cu")
+        s = read_submission(sub, LAB_FILES)
+        self.assertIn("04_reduction", s.files)
+        self.assertNotIn("06_transpose", s.files)
+        self.assertTrue(any("symbolic link" in p for p in s.problems))
+        self.assertTrue(looks_like_one_submission(sub, LAB_FILES))
+
+    def test_batch_with_roster(self):
+        batch = self.d / "class"
+        batch.mkdir()
+        make_zip(batch / "alice.zip", [("reduction.cu", GOOD)])
+        (batch / "bob").mkdir()
+        (batch / "bob" / "transpose.cu").write_bytes(GOOD)
+        (batch / "stray.txt").write_text("x")
+        roster = self.d / "roster.csv"
+        roster.write_text("student_id,name\nalice,A\nbob,B\ndave,D\n")
+        self.assertFalse(looks_like_one_submission(batch, LAB_FILES))
+        b = read_batch(batch, LAB_FILES, read_roster(roster))
+        self.assertEqual([s.student for s in b.submissions], ["alice", "bob", "dave"])
+        self.assertTrue(b.submissions[2].missing)
+        self.assertTrue(any("stray.txt" in p for p in b.problems))
+
+    def test_roster_columns(self):
+        r = self.d / "r.csv"
+        r.write_text("Email,Name\nzoe@uni.edu,Z\n")
+        self.assertEqual(read_roster(r), ["zoe"])
+        r.write_text("x1\nx2\n")
+        self.assertEqual(read_roster(r), ["x1", "x2"])
+
+
+if __name__ == "__main__":
+    unittest.main()

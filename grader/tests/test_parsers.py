@@ -1,0 +1,87 @@
+"""Criterion JSON, compute-sanitizer reports, counter lines, runner JSON."""
+import unittest
+
+from helpers import fixture
+
+from cmlgrade.parsers import (ReportError, ncu_number, parse_counters, parse_criterion_json, parse_runner_json,
+                              parse_sanitizer)
+
+
+class CriterionTests(unittest.TestCase):
+    def test_statuses_and_messages(self):
+        o = parse_criterion_json(fixture("criterion_mixed.json"))
+        self.assertEqual(o["step3::sums_ints_exactly"].status, "PASSED")
+        f = o["step3::sums_floats"]
+        self.assertEqual(f.status, "FAILED")
+        self.assertIn("reads past the end", f.messages[0])
+        self.assertIn("\\path", f.messages[1])          # unescaped backslash tolerated
+        self.assertEqual(o["step3::sums_2_pow_28"].status, "TIMEOUT")
+        self.assertEqual(o["step3::sums_awkward"].status, "CRASHED")
+        self.assertEqual(o["step4::sums_ints_exactly"].status, "SKIPPED")
+        self.assertEqual(o["step4::sums_ints_exactly"].step, 4)
+
+    def test_malformed_reports(self):
+        for bad in ("", "{", '{"test_suites": 3}', '{"test_suites": [{"name": "s", "tests": [{"name": "t"}]}]}',
+                    '{"test_suites": [{"name": "s", "tests": [{"name": "t", "status": "GREAT"}]}]}'):
+            with self.assertRaises(ReportError):
+                parse_criterion_json(bad)
+
+
+class SanitizerTests(unittest.TestCase):
+    def test_memcheck_finding(self):
+        r = parse_sanitizer(fixture("memcheck_errors.txt"), 99)
+        self.assertEqual(r.state, "errors")
+        self.assertEqual(r.errors, 48)
+        self.assertEqual(r.summary, "ERROR SUMMARY: 48 errors")
+        self.assertEqual(r.first.kernel, "reduce_kernel3")
+        self.assertEqual(r.first.location, "reduction.cu:131")
+        self.assertIn("Invalid __shared__ write", r.first.what)
+
+    def test_racecheck_both_formats(self):
+        r = parse_sanitizer(fixture("racecheck_errors.txt"), 99)
+        self.assertEqual((r.state, r.errors, r.first.kernel, r.first.location),
+                         ("errors", 1, "reduce_kernel5", "reduction.cu:212"))
+        r = parse_sanitizer(fixture("racecheck_old_format.txt"), 99)
+        self.assertEqual((r.first.kernel, r.first.location), ("transpose_kernel3", "transpose.cu:190"))
+
+    def test_clean_wrong_result_no_gpu_and_incomplete(self):
+        self.assertEqual(parse_sanitizer(fixture("sanitizer_clean.txt"), 0).state, "clean")
+        self.assertEqual(parse_sanitizer(fixture("sanitizer_clean.txt"), 1).state, "clean")
+        self.assertEqual(parse_sanitizer("reduction_run: no CUDA device: x\n", 77).state, "unavailable")
+        r = parse_sanitizer("========= Target application returned an error\n", -11)
+        self.assertEqual(r.state, "incomplete")
+        self.assertIn("exit -11", r.summary)
+
+
+class CounterTests(unittest.TestCase):
+    def test_lines_with_separators_and_missing_values(self):
+        c = parse_counters(fixture("counters_banks.txt"))
+        self.assertTrue(c.available)
+        self.assertEqual(c.conflicts, {5: 261888.0, 6: 0.0})
+        self.assertIn(7, c.missing)
+
+    def test_not_available(self):
+        c = parse_counters("counters not available: ncu: ERR_NVGPUCTRPERM: no permission\n")
+        self.assertFalse(c.available)
+        self.assertIn("ERR_NVGPUCTRPERM", c.reason)
+        self.assertFalse(parse_counters("").available)
+
+    def test_ncu_numbers(self):
+        self.assertEqual(ncu_number('"4,063,232"'), 4063232.0)
+        self.assertEqual(ncu_number("n/a"), -1.0)
+
+
+class RunnerJsonTests(unittest.TestCase):
+    def test_rows_after_student_output(self):
+        rows = parse_runner_json(fixture("runner_reduction.json"))
+        self.assertEqual(sorted(rows), [7, 8])
+        self.assertEqual(rows[8].median_ms, 0.38)
+        self.assertTrue(rows[8].correct)
+        self.assertFalse(rows[7].correct)
+        self.assertIsNone(rows[7].median_ms)
+        with self.assertRaises(ReportError):
+            parse_runner_json("no json here")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,75 @@
+"""One real end-to-end run of lab 01 (needs cmake, nvcc and Criterion; no
+GPU): the reference's files get full model-test points, the untouched
+skeleton none, a syntax error a compile-error feedback with the compiler's
+message. Skipped, with the reason, when the tools are missing."""
+import os
+import shutil
+import subprocess
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from helpers import KIT, labs, tmpdir
+
+from cmlgrade.intake import Submission
+from cmlgrade.pipeline import Options, Pipeline
+from cmlgrade.report import write_all
+
+
+def missing_tools() -> str:
+    for tool in ("cmake", "nvcc"):
+        if not shutil.which(tool) and not (tool == "nvcc" and Path("/usr/local/cuda/bin/nvcc").exists()):
+            return f"{tool} not found"
+    pc = shutil.which("pkg-config")
+    if pc and subprocess.run([pc, "--exists", "criterion"]).returncode != 0:
+        return "Criterion not found (pkg-config criterion)"
+    return ""
+
+
+WHY = missing_tools()
+
+
+@unittest.skipIf(WHY, f"real build test skipped: {WHY}")
+class RealBuildTests(unittest.TestCase):
+    def test_lab01_model_reference_skeleton_and_syntax_error(self):
+        lab = labs(["01_shared_banks"])["01_shared_banks"]
+        sol = {f: (KIT / "solutions" / lab.name / f).read_bytes() for f in lab.files}
+        skel = {f: (KIT / "labs" / lab.name / f).read_bytes() for f in lab.files}
+        broken = dict(sol, **{"bank_model.c": sol["bank_model.c"] + b"\nint oops_a_typo = ;\n"})
+        subs = [Submission("ref", "", {lab.name: sol}), Submission("skeleton", "", {lab.name: skel}),
+                Submission("typo", "", {lab.name: broken})]
+        work = Path(os.environ.get("CMLGRADE_TEST_BUILD_DIR") or tmpdir(self) / "work")
+        if work.exists():
+            shutil.rmtree(work / "students", ignore_errors=True)
+        env = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
+        with mock.patch.dict(os.environ, env):
+            p = Pipeline(Options(kit=KIT, work=work, keep_work=True, arch="90", jobs=os.cpu_count() or 2), [lab])
+            p.prepare()
+            results, errors = p.grade(subs)
+        self.assertEqual(errors, [])
+        by = {r.student: r.labs[0] for r in results}
+        model_steps = [f"step {s.num} {s.ident}" for s in lab.steps if s.where == lab.model_file]
+
+        def items(ls):
+            return {i.name: i for i in ls.items}
+
+        ref = items(by["ref"])
+        for name in model_steps:
+            self.assertEqual(ref[name].status, "passed", ref[name])
+            self.assertEqual(ref[name].points, ref[name].max_points)
+        if not p.gpu_ok:  # without a GPU: every counted point is earned, the GPU checks are "not measured"
+            self.assertEqual(by["ref"].points, by["ref"].max_points)
+        sk = items(by["skeleton"])
+        self.assertEqual(sum(sk[n].points for n in model_steps), 0)
+        self.assertTrue(any("untouched skeleton" in n for n in by["skeleton"].notes))
+        typo = by["typo"]
+        self.assertTrue(any("does not compile" in n for n in typo.notes))
+        self.assertTrue(any("bank_model.c" in e and "error" in e for e in typo.build_errors), typo.build_errors)
+        self.assertEqual(sum(items(typo)[n].points for n in model_steps), 0)
+        out = tmpdir(self)
+        write_all(out, results, [lab.name])
+        self.assertIn("oops_a_typo", (out / "students" / "typo" / "feedback.md").read_text())
+
+
+if __name__ == "__main__":
+    unittest.main()

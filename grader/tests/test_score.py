@@ -1,0 +1,178 @@
+"""Score arithmetic on synthetic facts (no build, no GPU)."""
+import unittest
+
+from helpers import labs
+
+from cmlgrade.parsers import CounterReport, SanitizerFinding, SanitizerReport, TestOutcome
+from cmlgrade.results import BinaryRun, LabRun, PerfResult, StaticResult
+from cmlgrade.score import perf_credit, score_lab
+from cmlgrade.static import run_static, strip_source
+
+LABS = labs()
+
+
+def outcomes(spec):
+    """{"step3::a": "PASSED", ...} -> BinaryRun outcomes."""
+    out = {}
+    for key, st in spec.items():
+        suite, name = key.split("::")
+        status, *msg = st if isinstance(st, tuple) else (st,)
+        out[key] = TestOutcome(suite, name, status, list(msg))
+    return out
+
+
+def lab_run(lab, spec, binary=None, **kw):
+    r = LabRun(lab.name, build_ok={t: True for t in lab.student_targets()}, **kw)
+    r.tests["public"] = {binary or lab.test_binaries()[0]: BinaryRun("b", True, outcomes(spec))}
+    r.static = [StaticResult(s.name, True) for s in lab.rubric.static]
+    return r
+
+
+def all_tests(lab, status="PASSED"):
+    return {f"step{s.num}::t{i}": status for s in lab.steps for i in range(2)}
+
+
+def item(ls, name):
+    return next(i for i in ls.items if i.name == name)
+
+
+class ScoreTests(unittest.TestCase):
+    lab = LABS["04_reduction"]
+
+    def clean(self, run):
+        run.sanitizers = {t: SanitizerReport("clean", "ERROR SUMMARY: 0 errors", 0, None)
+                          for t in self.lab.rubric.sanitizers.points}
+        run.perf = {s: PerfResult(s, 1.0, 1.0, True, samples_student=[1.0], samples_ref=[1.0])
+                    for s in self.lab.rubric.performance.steps}
+        return run
+
+    def test_reference_against_itself_is_full_marks(self):
+        ref = lab_run(self.lab, all_tests(self.lab))
+        ls = score_lab(self.lab, self.clean(lab_run(self.lab, all_tests(self.lab))), ref)
+        self.assertEqual(ls.points, ls.max_points)
+        self.assertEqual(ls.max_points, self.lab.rubric.max_points(8, hidden=False))
+
+    def test_a_test_the_reference_fails_is_not_counted(self):
+        spec = all_tests(self.lab)
+        ref_spec = dict(spec, **{"step3::t1": ("FAILED", "flaky")})
+        stud_spec = dict(spec, **{"step3::t1": ("FAILED", "flaky")})
+        ls = score_lab(self.lab, self.clean(lab_run(self.lab, stud_spec)), lab_run(self.lab, ref_spec))
+        self.assertEqual(item(ls, "step 3 sequential").status, "passed")
+        self.assertEqual(item(ls, "step 3 sequential").points, 10)
+        self.assertTrue(any("step3::t1" in n and "not counted" in n for n in ls.not_counted))
+
+    def test_partial_step_and_mistake_line(self):
+        spec = dict(all_tests(self.lab), **{"step3::t0": ("FAILED", "/k/tests/gpu.c:9: n = 33: the step reads past "
+                                                                   "the end of the array")})
+        ls = score_lab(self.lab, self.clean(lab_run(self.lab, spec)), lab_run(self.lab, all_tests(self.lab)))
+        it = item(ls, "step 3 sequential")
+        self.assertEqual((it.status, it.points), ("partial", 5.0))
+        self.assertTrue(any("no_bounds_check_on_load" in f for f in it.feedback), it.feedback)
+        self.assertTrue(any(d.startswith("step3::t0 failed: n = 33") for d in it.details), it.details)
+
+    def test_skipped_everywhere_is_not_measured(self):
+        spec = {k: ("SKIPPED", "no CUDA device: none") for k in all_tests(self.lab)}
+        ls = score_lab(self.lab, lab_run(self.lab, spec), lab_run(self.lab, spec))
+        it = item(ls, "step 1 interleaved")
+        self.assertEqual(it.status, "not_measured")
+        self.assertIn("no CUDA device", it.feedback[0])
+        self.assertFalse(it.counted)
+
+    def test_perf_credit_curve(self):
+        self.assertEqual(perf_credit(1.2, 1.0, 1.2, True), 1.0)
+        self.assertEqual(perf_credit(0.5, 1.0, 1.2, True), 1.0)
+        self.assertAlmostEqual(perf_credit(2.4, 1.0, 1.2, True), 0.5)
+        self.assertEqual(perf_credit(1.0, 1.0, 1.2, False), 0.0)
+        self.assertEqual(perf_credit(None, 1.0, 1.2, True), 0.0)
+
+    def test_perf_needs_a_right_answer(self):
+        run = self.clean(lab_run(self.lab, dict(all_tests(self.lab), **{"step8::t0": "FAILED"})))
+        run.perf[7] = PerfResult(7, 2.4, 1.0, True, samples_student=[2.4], samples_ref=[1.0])
+        ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+        self.assertEqual(item(ls, "performance step 8 shuffle_vec4").points, 0)
+        self.assertIn("wrong answer", item(ls, "performance step 8 shuffle_vec4").feedback[0])
+        p7 = item(ls, "performance step 7 many_per_thread")
+        self.assertEqual((p7.status, p7.points), ("partial", 2.5))
+
+    def test_sanitizer_failure_names_kernel_line_and_mistake(self):
+        run = self.clean(lab_run(self.lab, all_tests(self.lab)))
+        run.sanitizers["racecheck"] = SanitizerReport(
+            "errors", "RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)", 1,
+            SanitizerFinding("Error: Race reported between Write access", "reduce_kernel3", "reduction.cu:134"),
+            "Error: Race reported between Write access at void reduce_kernel3<int>(...)")
+        ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+        it = item(ls, "compute-sanitizer racecheck")
+        self.assertEqual(it.points, 0)
+        self.assertIn("in kernel reduce_kernel3 at reduction.cu:134", it.details[0])
+        self.assertTrue(any("no_barrier_in_tree_loop" in f for f in it.feedback))
+        self.assertFalse(any("last_warp_without_syncwarp" in f for f in it.feedback))
+
+    def test_not_submitted_and_compile_error(self):
+        ref = lab_run(self.lab, all_tests(self.lab))
+        ls = score_lab(self.lab, LabRun(self.lab.name, submitted=False), ref)
+        self.assertEqual(ls.points, 0)
+        self.assertGreater(ls.max_points, 0)
+        run = lab_run(self.lab, {})
+        run.build_ok = {t: False for t in self.lab.student_targets()}
+        run.tests["public"] = {"test_reduction": BinaryRun("test_reduction", False, problem="not built")}
+        run.build_errors = ["labs/04_reduction/reduction.cu(12): error: expected a \";\""]
+        ls = score_lab(self.lab, run, ref)
+        self.assertEqual(ls.points, sum(i.points for i in ls.items if i.category == "static"))
+        self.assertTrue(any("does not compile" in n for n in ls.notes))
+
+    def test_zero_lab_static_check(self):
+        run = self.clean(lab_run(self.lab, all_tests(self.lab)))
+        run.static = run_static(self.lab.rubric.static,
+                                {"reduction.cu": '#include "../../solutions/04_reduction/reduction.cu"\n__shared__ int x;'})
+        ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+        self.assertEqual(ls.points, 0)
+        self.assertIn("reaches outside its lab", ls.notes[0])
+
+
+class CounterScoreTests(unittest.TestCase):
+    lab = LABS["06_transpose"]
+
+    def run_with(self, counters, spec=None):
+        run = lab_run(self.lab, spec or all_tests(self.lab))
+        run.counters = counters
+        return score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+
+    def test_unavailable_counters_are_not_measured(self):
+        ls = self.run_with(CounterReport(False, "ERR_NVGPUCTRPERM"))
+        it = item(ls, "bank conflicts step 4 padded")
+        self.assertEqual(it.status, "not_measured")
+        self.assertEqual(it.feedback, ["not measured: counters unavailable (ERR_NVGPUCTRPERM)"])
+        full = self.run_with(CounterReport(True, "", {3: 9.0, 4: 0.0, 5: 0.0, 6: 0.0}))
+        self.assertEqual(full.max_points - ls.max_points, sum(c.points for c in self.lab.rubric.counters.checks))
+
+    def test_conflicts_where_none_belong_and_the_mistake_line(self):
+        ls = self.run_with(CounterReport(True, "", {3: 9.0, 4: 261888.0, 5: 0.0, 6: 0.0}))
+        it = item(ls, "bank conflicts step 4 padded")
+        self.assertEqual(it.status, "failed")
+        self.assertTrue(any("padded_tile_indexed_without_the_padding" in f for f in it.feedback))
+
+    def test_no_credit_when_the_step_is_wrong(self):
+        spec = dict(all_tests(self.lab), **{"step5::t0": "FAILED"})
+        ls = self.run_with(CounterReport(True, "", {3: 9.0, 4: 0.0, 5: 0.0, 6: 0.0}), spec)
+        self.assertEqual(item(ls, "bank conflicts step 5 swizzled").points, 0)
+
+
+class StaticTests(unittest.TestCase):
+    def test_comments_and_strings(self):
+        src = 'int a; // __shared__\n/* __shared__\n */ const char *s = "__shared__"; int b;\n'
+        self.assertNotIn("__shared__", strip_source(src))
+        self.assertEqual(strip_source(src).count("\n"), src.count("\n"))
+        self.assertIn("__shared__", strip_source(src, strip_strings=False))
+
+    def test_forbidden_library_calls(self):
+        lab = LABS["04_reduction"]
+        r = {x.name: x for x in run_static(lab.rubric.static, {"reduction.cu": "// cub::DeviceReduce\n__shared__ int s;"})}
+        self.assertTrue(r["no_library_reduction"].ok)
+        r = {x.name: x for x in run_static(lab.rubric.static, {"reduction.cu": "#include <cub/cub.cuh>\ncub::DeviceReduce::Sum();"})}
+        self.assertFalse(r["no_library_reduction"].ok)
+        self.assertFalse(r["uses_shared_memory"].ok)
+        self.assertIn("reduction.cu:1", r["no_library_reduction"].detail)
+
+
+if __name__ == "__main__":
+    unittest.main()

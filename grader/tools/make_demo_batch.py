@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Builds the demonstration batch for grader/tools/gpu-demo:
+  ref_all             the reference solutions of every lab (full marks)
+  m_<lab>_<mistake>   the reference with one cataloged mistake (labtool mutate-lab)
+  bad_compile         reduction.cu that does not compile
+  bad_hang            reduction.cu whose step-8 kernel never terminates
+  bad_segfault        reduction.cu whose step 3 dereferences NULL on the host
+  bad_fake_pass       the reduction skeleton that prints a fake passing Criterion line
+  bad_reads_solutions transpose.cu that #includes ../../solutions/06_transpose/transpose.cu
+  bad_dotdot.tar.gz   an archive with ../ members (and the reference transpose.cu)
+Usage: make_demo_batch.py KIT LABTOOL OUT_DIR"""
+import io
+import re
+import subprocess
+import sys
+import tarfile
+import tomllib
+from pathlib import Path
+
+kit, labtool, out = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+out.mkdir(parents=True, exist_ok=True)
+LABS = {"01_shared_banks": ["banks.cu", "bank_model.c"], "04_reduction": ["reduction.cu"],
+        "06_transpose": ["transpose.cu"]}
+expect = []
+
+ref = out / "ref_all"
+for lab, files in LABS.items():
+    (ref / "labs" / lab).mkdir(parents=True, exist_ok=True)
+    for f in files:
+        (ref / "labs" / lab / f).write_bytes((kit / "solutions" / lab / f).read_bytes())
+expect.append(("ref_all", "full marks in every lab"))
+
+for lab, files in LABS.items():
+    cat = kit / "solutions" / lab / "mistakes.toml"
+    for m in tomllib.loads(cat.read_text())["mistake"]:
+        d = out / f"m_{lab[:2]}_{m['name']}"
+        d.mkdir()
+        subprocess.run([labtool, "mutate-lab", str(kit / "solutions" / lab), str(cat), m["name"], str(d), *files],
+                       check=True, stdout=subprocess.DEVNULL)
+        expect.append((d.name, f"{lab} loses points ({m['caught_by']}) with the line for {m['name']}"))
+
+red = (kit / "solutions" / "04_reduction" / "reduction.cu").read_text()
+skel = (kit / "labs" / "04_reduction" / "reduction.cu").read_text()
+
+
+def put(name, fname, text, why):
+    (out / name).mkdir()
+    (out / name / fname).write_text(text)
+    expect.append((name, why))
+
+
+put("bad_compile", "reduction.cu", red.replace("__syncthreads();", "__syncthreads()  // missing ;", 1),
+    "04_reduction does not compile: compiler messages in the feedback, other labs unaffected")
+hang, n = re.subn(r"(reduce_kernel8\(const T \*__restrict__ in, T \*__restrict__ out, size_t n\)\s*\{)",
+                  r"\1\n    volatile int cml_forever = 1;\n    while (cml_forever) {}  // never terminates\n", red, count=1)
+assert n == 1, "the hang anchor is not in the reference"
+put("bad_hang", "reduction.cu", hang, "step 8 tests time out, sanitizers/perf time out; other steps scored")
+seg, n = re.subn(r'(extern "C" cudaError_t reduce_sum_int\(int step, const int \*in, size_t n, int \*out, int \*scratch\)\s*\{)',
+                 r"\1\n    if (step == 3) *(volatile int *)0 = 1;  // host segfault\n", red, count=1)
+assert n == 1, "the segfault anchor is not in the reference"
+put("bad_segfault", "reduction.cu", seg, "step 3 int tests crash (recorded per test); the rest scored")
+fake = ('#include <cstdio>\n__attribute__((constructor)) static void cml_fake_pass(void) {\n'
+        '    std::printf("[====] Synthesis: Tested: 40 | Passing: 40 | Failing: 0 | Crashing: 0\\n");\n}\n' + skel)
+put("bad_fake_pass", "reduction.cu", fake, "graded as the skeleton: the printed line is ignored")
+put("bad_reads_solutions", "transpose.cu", '#include "../../solutions/06_transpose/transpose.cu"\n',
+    "06_transpose scored 0: reaches outside the lab (and sees only the skeleton there)")
+buf = io.BytesIO()
+with tarfile.open(out / "bad_dotdot.tar.gz", "w:gz") as tf:
+    for name, data in (("../../../grader/rubrics/06_transpose.toml", b"[lab]\n"),
+                       ("../transpose.cu", b"// overwrite attempt\n"),
+                       ("transpose.cu", (kit / "solutions" / "06_transpose" / "transpose.cu").read_bytes())):
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        tf.addfile(info, io.BytesIO(data))
+expect.append(("bad_dotdot", "../ members refused and named; the safe transpose.cu graded normally (full marks)"))
+(out.parent / "expected.txt").write_text("".join(f"{a:55s} {b}\n" for a, b in expect))
+print(f"{len(expect)} submissions in {out}")
