@@ -11,6 +11,9 @@ Rules
   R * t_ref / t below that, nothing when the step's answer is wrong.
 - Counter and performance credit need the step's tests to pass (an empty
   kernel has no bank conflicts and is very fast).
+- Sanitizer and static credit need working code: a lab that does not
+  compile, or passes no step's tests, earns nothing for them (an untouched
+  skeleton has no races and no library calls).
 - A failed static check with zero_lab scores the whole lab 0."""
 from __future__ import annotations
 
@@ -287,6 +290,14 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
     items += _counter_items(lab, run, ref, test_items)
     items += _static_items(lab, run)
     items += _perf_items(lab, run, test_items)
+    earned = any(i.category in ("tests", "hidden") and i.points > 0 for i in items)
+    if run.submitted and (run.build_errors or not earned):
+        why = "does not compile" if run.build_errors else "passes no step's tests yet"
+        for it in items:
+            if it.category in ("sanitizer", "static") and it.counted and it.points > 0:
+                it.points, it.status = 0.0, "failed"
+                it.feedback = [f"no credit while the lab {why}: the checks beyond the tests count for "
+                               f"working code only"]
     notes = []
     if not run.submitted:
         notes.append("not submitted")

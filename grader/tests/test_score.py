@@ -52,6 +52,17 @@ class ScoreTests(unittest.TestCase):
         self.assertEqual(ls.points, ls.max_points)
         self.assertEqual(ls.max_points, self.lab.rubric.max_points(8, hidden=False))
 
+    def test_sanitizer_and_static_credit_need_a_passing_step(self):
+        ref = lab_run(self.lab, all_tests(self.lab))
+        ls = score_lab(self.lab, self.clean(lab_run(self.lab, all_tests(self.lab, "FAILED"))), ref)
+        self.assertEqual(ls.points, 0.0, "an untouched skeleton is clean and calls no library: no credit")
+        san = item(ls, "compute-sanitizer memcheck")
+        self.assertEqual(san.status, "failed")
+        self.assertIn("passes no step's tests yet", san.feedback[0])
+        one = dict(all_tests(self.lab, "FAILED"), **{"step1::t0": "PASSED", "step1::t1": "PASSED"})
+        ls = score_lab(self.lab, self.clean(lab_run(self.lab, one)), ref)
+        self.assertEqual(item(ls, "compute-sanitizer memcheck").status, "passed")
+
     def test_a_test_the_reference_fails_is_not_counted(self):
         spec = all_tests(self.lab)
         ref_spec = dict(spec, **{"step3::t1": ("FAILED", "flaky")})

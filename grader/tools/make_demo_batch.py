@@ -52,7 +52,8 @@ def put(name, fname, text, why):
 put("bad_compile", "reduction.cu", red.replace("__syncthreads();", "__syncthreads()  // missing ;", 1),
     "04_reduction does not compile: compiler messages in the feedback, other labs unaffected")
 hang, n = re.subn(r"(reduce_kernel8\(const T \*__restrict__ in, T \*__restrict__ out, size_t n\)\s*\{)",
-                  r"\1\n    volatile int cml_forever = 1;\n    while (cml_forever) {}  // never terminates\n", red, count=1)
+                  r"\1\n    // never terminates: a volatile global load the compiler cannot drop or prove false\n"
+                  r"    while (((volatile const T *)in)[0] == ((volatile const T *)in)[0]) {}\n", red, count=1)
 assert n == 1, "the hang anchor is not in the reference"
 put("bad_hang", "reduction.cu", hang, "step 8 tests time out, sanitizers/perf time out; other steps scored")
 seg, n = re.subn(r'(extern "C" cudaError_t reduce_sum_int\(int step, const int \*in, size_t n, int \*out, int \*scratch\)\s*\{)',
