@@ -79,7 +79,7 @@ class SanitizerFinding:
 
 @dataclass
 class SanitizerReport:
-    state: str          # clean | errors | incomplete | unavailable
+    state: str          # clean | errors | incomplete | unavailable | not_run
     summary: str        # the tool's summary line
     errors: int
     first: SanitizerFinding | None

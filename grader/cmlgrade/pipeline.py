@@ -237,12 +237,18 @@ class Pipeline:
                     run.tests[kind][b] = R.BinaryRun(b, True, problem="timed out: the lab's time limit ran out")
                     run.timed_out.append(f"{b} ({kind} data)")
                     continue
-                br = R.run_tests(self.student_exe, bdir / b, out, kind, seed, deadline.limit(lab.rubric.lab.time_limit_s),
-                                 env, readable)
-                if "timed out" in br.problem:
-                    run.timed_out.append(f"{b} ({kind} data)")
                 rb = ref.tests.get(kind, {}).get(b)
-                R.check_against(br, set(rb.outcomes) if rb else set())
+                if rb and rb.outcomes:
+                    # one step at a time: a step that hangs costs that step only
+                    br, late = R.run_tests_by_step(self.student_exe, bdir / b, out, kind, seed, rb,
+                                                   lab.rubric.tests.step_time_limit_s, deadline, env, readable)
+                    run.timed_out += [f"{b} {suite} ({kind} data)" for suite in late]
+                else:
+                    br = R.run_tests(self.student_exe, bdir / b, out, kind, seed,
+                                     deadline.limit(lab.rubric.lab.time_limit_s), env, readable)
+                    if "timed out" in br.problem:
+                        run.timed_out.append(f"{b} ({kind} data)")
+                    R.check_against(br, set(rb.outcomes) if rb else set())
                 run.tests[kind][b] = br
         runner = bdir / lab.runner
         if not run.build_ok.get(lab.runner, False):
@@ -251,24 +257,34 @@ class Pipeline:
             run.gpu_note = self.no_gpu_reason or "no CUDA device"
         else:
             progress.say(job.sub.student, lab.name, "sanitizers")
+            # only the steps that pass their tests: a wrong or hanging step
+            # has already lost its points, and would stall the tools
+            steps = R.passing_steps(run.tests.get("public", {}))
             for tool in lab.rubric.sanitizers.points:
+                if not steps:
+                    run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
+                    continue
                 if deadline.expired():
                     run.timed_out.append(f"compute-sanitizer {tool}")
                     continue
                 rep, cfg = R.run_sanitizer(self.student_exe, tool, runner, lab.rubric.sanitizers.runner_args, deadline,
-                                           lab.rubric.sanitizers.timeout_s, out, env, readable)
+                                           lab.rubric.sanitizers.timeout_s, out, env, readable,
+                                           ",".join(map(str, steps)))
                 run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
-            if lab.rubric.counters.checks:
+            counter_steps = [c.step for c in lab.rubric.counters.checks if c.step in steps]
+            if counter_steps:
                 if deadline.expired():
                     run.timed_out.append("counters")
                 else:
                     progress.say(job.sub.student, lab.name, "counters")
-                    run.counters = R.run_counters(self.student_exe, runner, [c.step for c in lab.rubric.counters.checks],
+                    run.counters = R.run_counters(self.student_exe, runner, counter_steps,
                                                   deadline.limit(lab.rubric.counters.timeout_s), out, env, readable)
             pr = lab.rubric.performance
             if pr.steps:
                 progress.say(job.sub.student, lab.name, "timing against the reference")
             for s in pr.steps:
+                if s not in steps:
+                    continue  # a wrong or hanging step is not timed
                 if deadline.expired():
                     run.timed_out.append(f"performance step {s}")
                     continue

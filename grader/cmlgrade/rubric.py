@@ -39,6 +39,7 @@ class TestsRubric:
     feedback: str
     binaries: list[str]
     step_feedback: dict[int, str]
+    step_time_limit_s: float = 240.0  # one step's tests (a Criterion suite) of a submission
 
     def step_points(self, step: int) -> float:
         return self.points.get(step, self.default_points)
@@ -223,6 +224,7 @@ def build_rubric(data: dict, source: str) -> Rubric:
         feedback=r.get(t, "feedback", str, "tests", "step {step} ({ident}): {failed} of {total} tests fail"),
         binaries=[str(b) for b in binaries],
         step_feedback=step_feedback,
+        step_time_limit_s=r.get(t, "step_time_limit_s", float, "tests", 240.0, _nonneg),
     )
 
     s = r.get(data, "sanitizers", dict, "rubric", {})

@@ -11,7 +11,7 @@ import statistics
 import time
 from pathlib import Path
 
-from .parsers import (CounterReport, ReportError, SanitizerReport, parse_counters, parse_criterion_json,
+from .parsers import (CounterReport, ReportError, SanitizerReport, TestOutcome, parse_counters, parse_criterion_json,
                       parse_runner_json, parse_sanitizer)
 from .results import BinaryRun, PerfResult
 from .sandbox import Executor, run_process, scrubbed_env
@@ -77,25 +77,27 @@ def probe_gpu(runner: Path, gpu: str | None) -> tuple[bool, str]:
 
 
 def run_tests(exe: Executor, binary: Path, out_dir: Path, tag: str, seed: int | None, timeout: float,
-              gpu_env: dict[str, str], readable: list[Path]) -> BinaryRun:
+              gpu_env: dict[str, str], readable: list[Path], suite: str | None = None) -> BinaryRun:
     """Runs one Criterion binary with --json into out_dir (a fresh folder the
     grader made; inside the sandbox it is the only writable place besides
-    /tmp). Only that JSON file is read: what the program prints is ignored."""
+    /tmp). Only that JSON file is read: what the program prints is ignored.
+    With suite, only that suite's tests run (--filter 'suite/*')."""
     name = binary.name
     if not binary.is_file():
         return BinaryRun(name, False, problem="not built")
     out_dir.mkdir(parents=True, exist_ok=True)
-    report = out_dir / f"{name}.{tag}.json"
+    report = out_dir / f"{name}.{tag}{'.' + suite if suite else ''}.json"
     if report.exists():
         report.unlink()
     env = dict(gpu_env)
     if seed is not None:
         env["CML_SEED"] = str(seed)
-    r = exe.run([str(binary), f"--json={report}"], cwd=out_dir, timeout=timeout, writable=[out_dir],
-                readable=readable, env=env)
+    argv = [str(binary), f"--json={report}"] + ([f"--filter={suite}/*"] if suite else [])
+    r = exe.run(argv, cwd=out_dir, timeout=timeout, writable=[out_dir], readable=readable, env=env)
     br = BinaryRun(name, True, seconds=r.seconds)
     if r.timed_out:
-        br.problem = f"timed out: the lab's time limit ({timeout:.0f} s) ran out before the tests finished"
+        what = f"{suite}'s tests" if suite else "the tests"
+        br.problem = f"timed out: the time limit ({timeout:.0f} s) ran out before {what} finished"
     if not report.is_file():
         br.problem = br.problem or f"the test program wrote no report (exit {r.rc})"
         return br
@@ -104,6 +106,52 @@ def run_tests(exe: Executor, binary: Path, out_dir: Path, tag: str, seed: int | 
     except ReportError as e:
         br.problem = f"the test report is unreadable: {e}"
     return br
+
+
+def run_tests_by_step(exe: Executor, binary: Path, out_dir: Path, tag: str, seed: int | None,
+                      ref: BinaryRun, step_limit: float, deadline: Deadline, gpu_env: dict[str, str],
+                      readable: list[Path]) -> tuple[BinaryRun, list[str]]:
+    """Runs a submission's tests one suite (one step) at a time, the suites
+    the reference run listed, so a step whose kernel never ends costs that
+    step only: its tests get TIMEOUT, and the next steps still run. Each
+    suite's report is checked against the reference's test list for that
+    suite. Returns the merged run and the suites that timed out."""
+    merged = BinaryRun(binary.name, binary.is_file())
+    if not binary.is_file():
+        merged.problem = "not built"
+        return merged, []
+    timed_out: list[str] = []
+    for suite in sorted({o.suite for o in ref.outcomes.values()}):
+        expected = {k: o for k, o in ref.outcomes.items() if o.suite == suite}
+        if deadline.expired():
+            part = BinaryRun(binary.name, True, problem="not run: the lab's time limit ran out")
+        else:
+            part = run_tests(exe, binary, out_dir, tag, seed, deadline.limit(step_limit), gpu_env, readable, suite)
+            # Criterion's report also lists the tests --filter left out (as skipped)
+            part.outcomes = {k: o for k, o in part.outcomes.items() if o.suite == suite}
+            check_against(part, set(expected))
+        merged.seconds += part.seconds
+        if "timed out" in part.problem or "not run" in part.problem:
+            timed_out.append(suite)
+        for key, o in expected.items():
+            got = part.outcomes.get(key)
+            if got is None:
+                status = "TIMEOUT" if suite in timed_out else "ERRORED"
+                got = TestOutcome(o.suite, o.name, status, [part.problem or "no result"])
+            merged.outcomes[key] = got
+    return merged, timed_out
+
+
+def passing_steps(tests: dict[str, BinaryRun]) -> list[int]:
+    """The steps (suites stepN) whose every test passed in these runs."""
+    ok: dict[int, bool] = {}
+    for br in tests.values():
+        for o in br.outcomes.values():
+            m = re.fullmatch(r"step(\d+)", o.suite)
+            if m:
+                n = int(m.group(1))
+                ok[n] = ok.get(n, True) and o.status == "PASSED"
+    return sorted(n for n, good in ok.items() if good)
 
 
 def check_against(br: BinaryRun, expected: set[str]) -> None:
@@ -121,8 +169,9 @@ def check_against(br: BinaryRun, expected: set[str]) -> None:
 
 
 def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], deadline: Deadline, own_timeout: float,
-                  cwd: Path, gpu_env: dict[str, str], readable: list[Path]) -> tuple[SanitizerReport, str]:
-    """compute-sanitizer --tool T on `runner --step all ARGS --check-only`
+                  cwd: Path, gpu_env: dict[str, str], readable: list[Path],
+                  steps: str = "all") -> tuple[SanitizerReport, str]:
+    """compute-sanitizer --tool T on `runner --step STEPS ARGS --check-only`
     for each config; the first config that is not clean is the result."""
     cs = find_tool("compute-sanitizer")
     if not cs:
@@ -130,15 +179,16 @@ def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], de
     for cfg in configs:
         if deadline.expired():
             return SanitizerReport("incomplete", "the lab's time limit ran out", 0, None), cfg
-        argv = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "20", str(runner), "--step", "all",
+        argv = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "20", str(runner), "--step", steps,
                 *shlex.split(cfg), "--check-only"]
         r = exe.run(argv, cwd=cwd, timeout=deadline.limit(own_timeout), writable=[cwd], readable=readable,
                     env=gpu_env)
         if r.timed_out:
-            return SanitizerReport("incomplete", "timed out (a kernel that never ends?)", 0, None, r.output), cfg
+            return SanitizerReport("incomplete", "timed out (a kernel that never ends?)", 0, None, r.output), \
+                f"--step {steps} {cfg}"
         rep = parse_sanitizer(r.output, r.rc)
         if rep.state != "clean":
-            return rep, cfg
+            return rep, f"--step {steps} {cfg}"
     return rep, ""
 
 

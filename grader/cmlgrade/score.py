@@ -159,6 +159,9 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
         if rep.state == "clean":
             items.append(Item(name, "sanitizer", pts, pts, "passed", sr.visibility))
             continue
+        if rep.state == "not_run":
+            items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility, [f"not run: {rep.summary}"]))
+            continue
         fb = [sr.feedback.format(tool=tool, summary=rep.summary)]
         details = []
         if rep.first:
@@ -166,7 +169,7 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
             kern = f" in kernel {rep.first.kernel}" if rep.first.kernel else ""
             details.append(f"first finding{kern}{where}: {rep.first.what}")
         if run.sanitizer_configs.get(tool):
-            details.append(f"runner arguments: --step all {run.sanitizer_configs[tool]} --check-only")
+            details.append(f"runner arguments: {run.sanitizer_configs[tool]} --check-only")
         if rep.state == "incomplete":
             fb = [f"compute-sanitizer {tool} did not finish: {rep.summary}"]
         kernels = re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", rep.text) + ([rep.first.kernel] if rep.first else [])
@@ -190,6 +193,10 @@ def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -
         if not run.submitted or not run.build_ok.get(lab.runner, False):
             items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility,
                               [f"not run: {run.build_problem or 'the runner did not build'}"]))
+            continue
+        if _step_tests_pass(test_items, chk.step) is False:  # counted for passing steps only
+            items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility,
+                              [f"step {chk.step} fails its tests: no credit for its bank conflicts"]))
             continue
         if rep is None:
             items.append(Item(name, "counters", chk.points, 0.0, "not_measured", cr.visibility,
@@ -256,11 +263,15 @@ def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
             items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
                               [f"not run: {run.build_problem or 'the runner did not build'}"]))
             continue
+        passing = _step_tests_pass(test_items, s)
+        if res is None and passing is False:  # not timed: the grader times passing steps only
+            items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
+                              [f"step {s} fails its tests: no performance credit"]))
+            continue
         if res is None:
             items.append(Item(name, "performance", pts, 0.0, "not_measured", pr.visibility,
                               [f"not measured: {run.gpu_note or 'not run'}"]))
             continue
-        passing = _step_tests_pass(test_items, s)
         correct = res.correct and passing is not False
         if not correct:
             items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
