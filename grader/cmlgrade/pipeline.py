@@ -242,7 +242,8 @@ class Pipeline:
                     # one step at a time: a step that hangs costs that step only
                     br, late = R.run_tests_by_step(self.student_exe, bdir / b, out, kind, seed, rb,
                                                    lab.rubric.tests.step_time_limit_s, deadline, env, readable)
-                    run.timed_out += [f"{b} {suite} ({kind} data)" for suite in late]
+                    run.timed_out += [f"{b} {suite} ({kind} data, step limit "
+                                      f"{lab.rubric.tests.step_time_limit_s:.0f} s)" for suite in late]
                 else:
                     br = R.run_tests(self.student_exe, bdir / b, out, kind, seed,
                                      deadline.limit(lab.rubric.lab.time_limit_s), env, readable)

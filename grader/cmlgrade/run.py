@@ -97,7 +97,7 @@ def run_tests(exe: Executor, binary: Path, out_dir: Path, tag: str, seed: int | 
     br = BinaryRun(name, True, seconds=r.seconds)
     if r.timed_out:
         what = f"{suite}'s tests" if suite else "the tests"
-        br.problem = f"timed out: the time limit ({timeout:.0f} s) ran out before {what} finished"
+        br.problem = f"timed out: the limit of {timeout:.0f} s ran out before {what} finished"
     if not report.is_file():
         br.problem = br.problem or f"the test program wrote no report (exit {r.rc})"
         return br
@@ -137,7 +137,10 @@ def run_tests_by_step(exe: Executor, binary: Path, out_dir: Path, tag: str, seed
             got = part.outcomes.get(key)
             if got is None:
                 status = "TIMEOUT" if suite in timed_out else "ERRORED"
-                got = TestOutcome(o.suite, o.name, status, [part.problem or "no result"])
+                why = part.problem or "no result"
+                if status == "TIMEOUT":  # the outcome already says "timed out"
+                    why = why.removeprefix("timed out: ")
+                got = TestOutcome(o.suite, o.name, status, [why])
             merged.outcomes[key] = got
     return merged, timed_out
 

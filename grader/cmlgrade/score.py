@@ -323,7 +323,7 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
     if run.build_problem and run.submitted:
         notes.append(run.build_problem)
     if run.timed_out:
-        notes.append("the lab's wall-clock limit cut off: " + ", ".join(run.timed_out))
+        notes.append("cut off by a time limit: " + ", ".join(run.timed_out))
     if "hidden" not in ref.tests and lab.rubric.tests.hidden_share > 0:
         notes.append(f"hidden tests not run here (public seed): in the instructor's run, "
                      f"{lab.rubric.tests.hidden_share:.0%} of each step's points come from the same tests on secret data")
