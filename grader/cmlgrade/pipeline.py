@@ -272,6 +272,18 @@ class Pipeline:
                                            lab.rubric.sanitizers.timeout_s, out, env, readable,
                                            ",".join(map(str, steps)))
                 run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
+            # diagnosis, no points: where the mistake catalog names a tool for
+            # a step whose tests fail (a race that garbles the answer), run it
+            # on that step so the feedback can say why
+            failing = R.failing_steps(run.tests.get("public", {}))
+            for tool in lab.rubric.sanitizers.points:
+                diag = sorted({m.step for m in lab.mistakes if m.caught_by == tool and m.step in failing})
+                if not diag or deadline.expired():
+                    continue
+                rep, _ = R.run_sanitizer(self.student_exe, tool, runner, lab.rubric.sanitizers.runner_args[:1],
+                                         deadline, lab.rubric.sanitizers.timeout_s, out, env, readable,
+                                         ",".join(map(str, diag)))
+                run.diagnoses[tool] = (diag, rep)
             counter_steps = [c.step for c in lab.rubric.counters.checks if c.step in steps]
             if counter_steps:
                 if deadline.expired():

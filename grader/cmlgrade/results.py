@@ -47,6 +47,9 @@ class LabRun:
     tests: dict[str, dict[str, BinaryRun]] = field(default_factory=dict)   # seed kind -> binary -> run
     sanitizers: dict[str, SanitizerReport] = field(default_factory=dict)  # tool -> report (worst config)
     sanitizer_configs: dict[str, str] = field(default_factory=dict)       # tool -> runner args of that report
+    # diagnosis only (no points): a tool the mistake catalog names, run on the
+    # failing steps it can explain; tool -> (steps, report)
+    diagnoses: dict[str, tuple[list[int], SanitizerReport]] = field(default_factory=dict)
     counters: CounterReport | None = None
     perf: dict[int, PerfResult] = field(default_factory=dict)
     static: list[StaticResult] = field(default_factory=list)

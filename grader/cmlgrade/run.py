@@ -157,6 +157,18 @@ def passing_steps(tests: dict[str, BinaryRun]) -> list[int]:
     return sorted(n for n, good in ok.items() if good)
 
 
+def failing_steps(tests: dict[str, BinaryRun]) -> list[int]:
+    """The steps with a test that failed or crashed but none that timed out:
+    a sanitizer can still run them to the end."""
+    state: dict[int, set[str]] = {}
+    for br in tests.values():
+        for o in br.outcomes.values():
+            m = re.fullmatch(r"step(\d+)", o.suite)
+            if m:
+                state.setdefault(int(m.group(1)), set()).add(o.status)
+    return sorted(n for n, st in state.items() if st - {"PASSED", "SKIPPED"} and "TIMEOUT" not in st)
+
+
 def check_against(br: BinaryRun, expected: set[str]) -> None:
     """A report whose test list is not the kit's (as the reference run lists
     it) is rejected: nothing in it counts."""

@@ -63,6 +63,11 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
     return out
 
 
+def _kernels(rep) -> list[str]:
+    """The kernel names a sanitizer report mentions."""
+    return re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", rep.text) + ([rep.first.kernel] if rep.first else [])
+
+
 def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list[str]) -> list[Item]:
     tr = lab.rubric.tests
     hidden = seed == "hidden"
@@ -113,6 +118,17 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
                 details.append(f"{k}: no result ({_binary_problem(run, seed, k) or 'not run'})")
             text = "\n".join(m for o in failing for m in o.messages)
             fb += _mistake_lines(lab, run, "tests", step.num, [o.key for o in failing], text)
+            if not hidden:
+                for tool, (steps, rep) in sorted(run.diagnoses.items()):
+                    if step.num not in steps or rep.state != "errors":
+                        continue
+                    first = rep.first
+                    where = f" in kernel {first.kernel}" if first and first.kernel else ""
+                    where += f" at {first.location}" if first and first.location else ""
+                    details.append(f"compute-sanitizer {tool} on step {step.num} ({', '.join(map(str, steps))} run): "
+                                   f"{rep.summary}" + (f"; first{where}: {first.what}" if first else ""))
+                    fb += [line for line in _mistake_lines(lab, run, tool, None, [], rep.text, _kernels(rep))
+                           if line not in fb]
         items.append(Item(name, "hidden" if hidden else "tests", r2(pts), r2(got), status, vis, fb, details))
     return items
 
@@ -172,8 +188,7 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
             details.append(f"runner arguments: {run.sanitizer_configs[tool]} --check-only")
         if rep.state == "incomplete":
             fb = [f"compute-sanitizer {tool} did not finish: {rep.summary}"]
-        kernels = re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", rep.text) + ([rep.first.kernel] if rep.first else [])
-        fb += _mistake_lines(lab, run, tool, None, [], rep.text, kernels)
+        fb += _mistake_lines(lab, run, tool, None, [], rep.text, _kernels(rep))
         items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility, fb, details))
     return items
 

@@ -3,8 +3,10 @@ import unittest
 
 from helpers import fixture
 
-from cmlgrade.parsers import (ReportError, ncu_number, parse_counters, parse_criterion_json, parse_runner_json,
-                              parse_sanitizer)
+from cmlgrade.parsers import (ReportError, TestOutcome, ncu_number, parse_counters, parse_criterion_json,
+                              parse_runner_json, parse_sanitizer)
+from cmlgrade.results import BinaryRun
+from cmlgrade.run import failing_steps, passing_steps
 
 
 class CriterionTests(unittest.TestCase):
@@ -81,6 +83,25 @@ class RunnerJsonTests(unittest.TestCase):
         self.assertIsNone(rows[7].median_ms)
         with self.assertRaises(ReportError):
             parse_runner_json("no json here")
+
+
+class StepSelectionTests(unittest.TestCase):
+    """Which steps get the credited sanitizer runs (all tests pass) and which
+    a diagnosis (a failure a tool can explain; not a hang)."""
+
+    def test_passing_and_failing_steps(self):
+        o = parse_criterion_json(fixture("criterion_mixed.json"))
+        br = BinaryRun("gpu_tests", True, o)
+        other = BinaryRun("model_tests", True, {
+            "step1::a": TestOutcome("step1", "a", "PASSED", []),
+            "step2::a": TestOutcome("step2", "a", "FAILED", ["wrong"]),
+            "step5::a": TestOutcome("step5", "a", "CRASHED", []),
+            "helpers::a": TestOutcome("helpers", "a", "FAILED", []),
+        })
+        runs = {"gpu_tests": br, "model_tests": other}
+        self.assertEqual(passing_steps(runs), [1])
+        # step 3 has a TIMEOUT (a sanitizer would hang too); step 4 was skipped
+        self.assertEqual(failing_steps(runs), [2, 5])
 
 
 if __name__ == "__main__":

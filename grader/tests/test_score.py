@@ -118,6 +118,28 @@ class ScoreTests(unittest.TestCase):
         self.assertTrue(any("no_barrier_in_tree_loop" in f for f in it.feedback))
         self.assertFalse(any("last_warp_without_syncwarp" in f for f in it.feedback))
 
+    def test_a_race_that_fails_the_tests_is_explained_on_the_step(self):
+        lab = LABS["06_transpose"]
+        spec = dict(all_tests(lab), **{"step3::t0": ("FAILED", "/k/tests/gpu.c:40: out[5,7] = 0, expected 12")})
+        run = lab_run(lab, spec)
+        race = SanitizerReport("errors", "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)", 2,
+                               SanitizerFinding("Error: Race reported between Write access", "transpose_kernel3",
+                                                "transpose.cu:88"),
+                               "Error: Race reported between Write access at void transpose_kernel3(...)")
+        run.diagnoses["racecheck"] = ([3], race)
+        ls = score_lab(lab, run, lab_run(lab, all_tests(lab)))
+        it = item(ls, "step 3 " + lab.step(3).ident)
+        self.assertEqual(it.status, "partial")
+        self.assertTrue(any("no_barrier_between_tile_write_and_read" in f for f in it.feedback), it.feedback)
+        self.assertTrue(any("racecheck on step 3" in d and "transpose.cu:88" in d for d in it.details), it.details)
+        other = item(ls, "step 4 " + lab.step(4).ident)
+        self.assertEqual(other.feedback, [], "the diagnosis belongs to the step it ran on")
+        self.assertEqual(ls.points, score_lab(lab, lab_run(lab, spec), lab_run(lab, all_tests(lab))).points,
+                         "a diagnosis carries no points")
+        run.diagnoses["racecheck"] = ([3], SanitizerReport("clean", "RACECHECK SUMMARY: 0 hazards", 0, None))
+        it = item(score_lab(lab, run, lab_run(lab, all_tests(lab))), "step 3 " + lab.step(3).ident)
+        self.assertFalse(any("Likely mistake" in f for f in it.feedback), "a clean diagnosis names no mistake")
+
     def test_not_submitted_and_compile_error(self):
         ref = lab_run(self.lab, all_tests(self.lab))
         ls = score_lab(self.lab, LabRun(self.lab.name, submitted=False), ref)
