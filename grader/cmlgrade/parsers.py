@@ -115,7 +115,9 @@ def _finding_at(text: str, start: int, what: str) -> SanitizerFinding:
 
 def parse_sanitizer(text: str, rc: int | None) -> SanitizerReport:
     """The report of `compute-sanitizer --tool T --error-exitcode 99 ...`."""
-    summaries = _SUMMARY.findall(text)
+    # memcheck past --print-limit adds "ERROR SUMMARY: N errors were not
+    # printed. Use --print-limit ...": a note, not the summary
+    summaries = [s for s in _SUMMARY.findall(text) if "not printed" not in s]
     summary = summaries[-1].strip() if summaries else ""
     errors = 0
     for s in summaries:

@@ -226,7 +226,7 @@ class Pipeline:
         out.mkdir(parents=True, exist_ok=True)
         readable = [job.tree]
         bdir = job.build_dir
-        progress.say(job.sub.student, lab.name, "testing")
+        progress.say(job.sub.student, lab.name, "testing" + (f" on GPU {gpu}" if gpu is not None else ""))
         for kind, seed in self._seeds():
             run.tests[kind] = {}
             for b in lab.test_binaries():

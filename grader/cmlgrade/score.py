@@ -64,8 +64,10 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
 
 
 def _kernels(rep) -> list[str]:
-    """The kernel names a sanitizer report mentions."""
-    return re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", rep.text) + ([rep.first.kernel] if rep.first else [])
+    """The kernels and device functions a sanitizer report names (a race in
+    a __device__ helper is reported at the helper, not the kernel)."""
+    return (re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", rep.text)
+            + re.findall(r"\bat (?:void )?([A-Za-z_]\w*)[<(]", rep.text) + ([rep.first.kernel] if rep.first else []))
 
 
 def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list[str]) -> list[Item]:
@@ -339,10 +341,10 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
         notes.append(run.build_problem)
     if run.timed_out:
         notes.append("cut off by a time limit: " + ", ".join(run.timed_out))
-    if "hidden" not in ref.tests and lab.rubric.tests.hidden_share > 0:
+    if run.submitted and "hidden" not in ref.tests and lab.rubric.tests.hidden_share > 0:
         notes.append(f"hidden tests not run here (public seed): in the instructor's run, "
                      f"{lab.rubric.tests.hidden_share:.0%} of each step's points come from the same tests on secret data")
-    zero = [s for s in lab.rubric.static if s.zero_lab and any(i.name == f"static {s.name}" and i.status == "failed"
+    zero = [s for s in lab.rubric.static if run.submitted and s.zero_lab and any(i.name == f"static {s.name}" and i.status == "failed"
                                                                  for i in items)]
     if zero:
         notes.insert(0, "scored 0: " + "; ".join(s.feedback or s.name for s in zero))

@@ -39,6 +39,14 @@ class SanitizerTests(unittest.TestCase):
         self.assertEqual(r.first.location, "reduction.cu:131")
         self.assertIn("Invalid __shared__ write", r.first.what)
 
+    def test_past_the_print_limit(self):
+        text = fixture("memcheck_errors.txt").replace(
+            "========= ERROR SUMMARY: 48 errors",
+            "========= ERROR SUMMARY: 28 errors were not printed. Use --print-limit option to adjust the number of "
+            "printed errors\n========= ERROR SUMMARY: 48 errors")
+        r = parse_sanitizer(text, 99)
+        self.assertEqual((r.summary, r.errors), ("ERROR SUMMARY: 48 errors", 48))
+
     def test_racecheck_both_formats(self):
         r = parse_sanitizer(fixture("racecheck_errors.txt"), 99)
         self.assertEqual((r.state, r.errors, r.first.kernel, r.first.location),

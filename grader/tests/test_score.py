@@ -140,10 +140,26 @@ class ScoreTests(unittest.TestCase):
         it = item(score_lab(lab, run, lab_run(lab, all_tests(lab))), "step 3 " + lab.step(3).ident)
         self.assertFalse(any("Likely mistake" in f for f in it.feedback), "a clean diagnosis names no mistake")
 
+    def test_a_race_in_a_device_helper_names_the_mistake_of_its_step(self):
+        """Races in __device__ helpers are reported at the helper (warp_tail),
+        not at the kernel: the rubric's kernel regex names the helper too."""
+        spec = dict(all_tests(self.lab), **{"step5::t0": ("FAILED", "n = 255: expected 7530, got 2703")})
+        run = self.clean(lab_run(self.lab, spec))
+        text = ("========= Warning: Race reported between Read access at void warp_tail<int>(T1 *, unsigned int)+0x370 "
+                "in reduction.cu:183\n=========     and Write access at void warp_tail<int>(T1 *, unsigned int)+0x390 "
+                "in reduction.cu:183 [8 hazards]\n")
+        run.diagnoses["racecheck"] = ([5], SanitizerReport(
+            "errors", "RACECHECK SUMMARY: 2 hazards displayed (0 errors, 2 warnings)", 2,
+            SanitizerFinding("Warning: Race reported between Read access", "warp_tail", "reduction.cu:183"), text))
+        fb = item(score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab))), "step 5 last_warp").feedback
+        self.assertTrue(any("last_warp_without_syncwarp" in f for f in fb), fb)
+        self.assertFalse(any("no_barrier_in_tree_loop" in f for f in fb), fb)
+
     def test_not_submitted_and_compile_error(self):
         ref = lab_run(self.lab, all_tests(self.lab))
         ls = score_lab(self.lab, LabRun(self.lab.name, submitted=False), ref)
         self.assertEqual(ls.points, 0)
+        self.assertEqual(ls.notes, ["not submitted"], "nothing submitted reaches outside the lab")
         self.assertGreater(ls.max_points, 0)
         run = lab_run(self.lab, {})
         run.build_ok = {t: False for t in self.lab.student_targets()}
