@@ -14,6 +14,9 @@ Rules
 - Sanitizer and static credit need working code: a lab that does not
   compile, or passes no step's tests, earns nothing for them (an untouched
   skeleton has no races and no library calls).
+- A sanitizer run on failing steps to explain them (run.diagnoses) adds
+  its finding and mistake line to the step; errors it finds also fail that
+  sanitizer's item (the code is not clean).
 - A failed static check with zero_lab scores the whole lab 0."""
 from __future__ import annotations
 
@@ -158,6 +161,13 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
     for tool, pts in sr.points.items():
         name = f"compute-sanitizer {tool}"
         rep, rref = run.sanitizers.get(tool), ref.sanitizers.get(tool)
+        cfg = run.sanitizer_configs.get(tool, "")
+        diag_steps, diag = run.diagnoses.get(tool, ([], None))
+        if diag is not None and diag.state == "errors" and (rep is None or rep.state in ("clean", "not_run")):
+            # the tool found errors in code whose tests fail: not clean
+            rep = diag
+            cfg = (f"--step {','.join(map(str, diag_steps))} {sr.runner_args[0] if sr.runner_args else ''}".rstrip()
+                   + " (steps that fail their tests, run to explain them)")
         if run.machine_note:
             items.append(Item(name, "sanitizer", pts, 0.0, "not_measured", sr.visibility,
                               [f"not measured: {run.machine_note}"]))
@@ -186,8 +196,8 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
             where = " at " + rep.first.location if rep.first.location else ""
             kern = f" in kernel {rep.first.kernel}" if rep.first.kernel else ""
             details.append(f"first finding{kern}{where}: {rep.first.what}")
-        if run.sanitizer_configs.get(tool):
-            details.append(f"runner arguments: {run.sanitizer_configs[tool]} --check-only")
+        if cfg:
+            details.append(f"runner arguments: {cfg} --check-only")
         if rep.state == "incomplete":
             fb = [f"compute-sanitizer {tool} did not finish: {rep.summary}"]
         fb += _mistake_lines(lab, run, tool, None, [], rep.text, _kernels(rep))

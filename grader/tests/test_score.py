@@ -118,10 +118,17 @@ class ScoreTests(unittest.TestCase):
         self.assertTrue(any("no_barrier_in_tree_loop" in f for f in it.feedback))
         self.assertFalse(any("last_warp_without_syncwarp" in f for f in it.feedback))
 
+    @staticmethod
+    def clean_06(run):
+        lab = LABS["06_transpose"]
+        run.sanitizers = {t: SanitizerReport("clean", "ERROR SUMMARY: 0 errors", 0, None)
+                          for t in lab.rubric.sanitizers.points}
+        return run
+
     def test_a_race_that_fails_the_tests_is_explained_on_the_step(self):
         lab = LABS["06_transpose"]
         spec = dict(all_tests(lab), **{"step3::t0": ("FAILED", "/k/tests/gpu.c:40: out[5,7] = 0, expected 12")})
-        run = lab_run(lab, spec)
+        run = self.clean_06(lab_run(lab, spec))
         race = SanitizerReport("errors", "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)", 2,
                                SanitizerFinding("Error: Race reported between Write access", "transpose_kernel3",
                                                 "transpose.cu:88"),
@@ -134,8 +141,12 @@ class ScoreTests(unittest.TestCase):
         self.assertTrue(any("racecheck on step 3" in d and "transpose.cu:88" in d for d in it.details), it.details)
         other = item(ls, "step 4 " + lab.step(4).ident)
         self.assertEqual(other.feedback, [], "the diagnosis belongs to the step it ran on")
-        self.assertEqual(ls.points, score_lab(lab, lab_run(lab, spec), lab_run(lab, all_tests(lab))).points,
-                         "a diagnosis carries no points")
+        san = item(ls, "compute-sanitizer racecheck")
+        self.assertEqual((san.status, san.points), ("failed", 0.0), "a race the tool found is not clean")
+        self.assertTrue(any("steps that fail their tests" in d for d in san.details), san.details)
+        clean = self.clean_06(lab_run(lab, spec))
+        self.assertEqual(score_lab(lab, clean, lab_run(lab, all_tests(lab))).points - ls.points,
+                         lab.rubric.sanitizers.points["racecheck"], "the race costs the racecheck points only")
         run.diagnoses["racecheck"] = ([3], SanitizerReport("clean", "RACECHECK SUMMARY: 0 hazards", 0, None))
         it = item(score_lab(lab, run, lab_run(lab, all_tests(lab))), "step 3 " + lab.step(3).ident)
         self.assertFalse(any("Likely mistake" in f for f in it.feedback), "a clean diagnosis names no mistake")
