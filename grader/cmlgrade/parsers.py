@@ -87,10 +87,10 @@ class SanitizerReport:
 
 
 _SUMMARY = re.compile(r"(ERROR SUMMARY: [^\n]*|RACECHECK SUMMARY: [^\n]*)")
-_FINDING = re.compile(r"^=+\s+((?:(?:Error|ERROR|Warning|WARNING): )?(?:Invalid|Race reported|Barrier error|Uninitialized|Misaligned|"
+FINDING = re.compile(r"^=+\s+((?:(?:Error|ERROR|Warning|WARNING): )?(?:Invalid|Race reported|Barrier error|Uninitialized|Misaligned|"
                       r"Out-of-range|Program hit|Illegal|Warning: Race|Address|Divergent|Detected)[^\n]*)", re.M)
 _LOCATION = re.compile(r"([\w.+-]+\.(?:cu|cuh|c|h|cpp|hpp)):(\d+)")
-_KERNEL_NEW = re.compile(r"\bat (?:void )?([A-Za-z_][\w:]*)(?:<[^()]*>)?\(")
+_KERNEL_NEW = re.compile(r"\bat (?:void )?([A-Za-z_][\w:]*)[<(]")
 _KERNEL_OLD = re.compile(r"\.(?:cu|cuh|c|cpp):\d+:(?:void )?([A-Za-z_][\w:]*)")
 NO_GPU = re.compile(r"no CUDA device|all CUDA-capable devices are busy|CUDA driver version is insufficient", re.I)
 
@@ -124,7 +124,7 @@ def parse_sanitizer(text: str, rc: int | None) -> SanitizerReport:
         m = re.search(r"\((\d+) errors?", s) or re.search(r"SUMMARY: (\d+) errors?", s)
         if m:
             errors += int(m.group(1))
-    f = _FINDING.search(text)
+    f = FINDING.search(text)
     first = _finding_at(text, f.start(), f.group(1)) if f else None
     if rc == 77 or (NO_GPU.search(text) and not summaries):
         return SanitizerReport("unavailable", "no CUDA device", 0, None, text)

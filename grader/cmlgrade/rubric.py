@@ -98,6 +98,7 @@ class PerformanceRubric:
 class MistakeFeedback:
     feedback: str
     kernel: str = ""
+    finding: str = ""
 
 
 @dataclass
@@ -299,7 +300,9 @@ def build_rubric(data: dict, source: str) -> Rubric:
             raise r.err(f"mistakes.{name}", "expected a table with feedback = \"...\"")
         mistakes[name] = MistakeFeedback(feedback=r.get(m, "feedback", str, f"mistakes.{name}"),
                                          kernel=_regex(r, r.get(m, "kernel", str, f"mistakes.{name}", ""),
-                                                       f"mistakes.{name}.kernel"))
+                                                       f"mistakes.{name}.kernel"),
+                                         finding=_regex(r, r.get(m, "finding", str, f"mistakes.{name}", ""),
+                                                        f"mistakes.{name}.finding"))
     return Rubric(source=source, lab=lab, tests=tests, sanitizers=sanitizers, counters=counters, static=statics,
                   performance=perf, mistakes=mistakes)
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from .labs import Lab
-from .parsers import TestOutcome
+from .parsers import FINDING, TestOutcome
 from .results import Item, LabRun, LabScore
 
 MAX_MESSAGES = 3
@@ -45,10 +45,13 @@ def _short(msg: str) -> str:
 
 
 def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, failing_keys: list[str], text: str,
-                   kernels: list[str] | None = None) -> list[str]:
+                   findings: list[tuple[str, list[str]]] | None = None, up_to_step: int | None = None) -> list[str]:
     """The rubric's line for each cataloged mistake whose signature (failing
-    tests, message, kernel) the results show. None for an untouched skeleton
-    file: its failures are unfinished steps, not mistakes."""
+    tests, message, and for a sanitizer one finding that names the rubric's
+    kernel and matches its `finding` regex) the results show. up_to_step
+    leaves out mistakes made in a later step (staged code calls only what
+    earlier steps wrote). None for an untouched skeleton file: its failures
+    are unfinished steps, not mistakes."""
     out = []
     for m in lab.mistakes:
         fb = lab.rubric.mistakes.get(m.name)
@@ -56,21 +59,36 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
             continue
         if step is not None and m.step != step and caught_by in ("tests", "counters"):
             continue
+        if up_to_step is not None and m.step and m.step > up_to_step:
+            continue
         if m.expect_failing and not any(re.search(m.expect_failing, k) for k in failing_keys):
             continue
         if m.expect_message and not re.search(m.expect_message, text):
             continue
-        if fb.kernel and kernels is not None and not any(re.search(fb.kernel, k) for k in kernels):
+        if findings is not None and (fb.kernel or fb.finding) and not any(
+                (not fb.kernel or any(re.search(fb.kernel, k) for k in kernels))
+                and (not fb.finding or re.search(fb.finding, head)) for head, kernels in findings):
             continue
         out.append(f"Likely mistake ({m.name}): {fb.feedback}")
     return out
 
 
-def _kernels(rep) -> list[str]:
-    """The kernels and device functions a sanitizer report names (a race in
-    a __device__ helper is reported at the helper, not the kernel)."""
-    return (re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", rep.text)
-            + re.findall(r"\bat (?:void )?([A-Za-z_]\w*)[<(]", rep.text) + ([rep.first.kernel] if rep.first else []))
+def _findings(rep) -> list[tuple[str, list[str]]]:
+    """Each finding of a sanitizer report: its first line ("Warning: Race
+    reported ...") and the kernels and device functions it names (a race in
+    a __device__ helper is reported at the helper, not the kernel; a race
+    names both accesses). A report whose findings are not recognised is one
+    finding with no first line."""
+    def kernels(block: str) -> list[str]:
+        return (re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", block)
+                + re.findall(r"\bat (?:void )?([A-Za-z_]\w*)[<(]", block))
+    text = rep.text or ""
+    starts = [(m.start(), m.group(1)) for m in FINDING.finditer(text)]
+    out = [(head, kernels(text[at:(starts[i + 1][0] if i + 1 < len(starts) else len(text))]))
+           for i, (at, head) in enumerate(starts)]
+    if not out:
+        out = [("", kernels(text) + ([rep.first.kernel] if rep.first and rep.first.kernel else []))]
+    return out
 
 
 def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list[str]) -> list[Item]:
@@ -132,8 +150,8 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
                     where += f" at {first.location}" if first and first.location else ""
                     details.append(f"compute-sanitizer {tool} on step {step.num} ({', '.join(map(str, steps))} run): "
                                    f"{rep.summary}" + (f"; first{where}: {first.what}" if first else ""))
-                    fb += [line for line in _mistake_lines(lab, run, tool, None, [], rep.text, _kernels(rep))
-                           if line not in fb]
+                    fb += [line for line in _mistake_lines(lab, run, tool, None, [], rep.text, _findings(rep),
+                                                          up_to_step=step.num) if line not in fb]
         items.append(Item(name, "hidden" if hidden else "tests", r2(pts), r2(got), status, vis, fb, details))
     return items
 
@@ -200,7 +218,7 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
             details.append(f"runner arguments: {cfg} --check-only")
         if rep.state == "incomplete":
             fb = [f"compute-sanitizer {tool} did not finish: {rep.summary}"]
-        fb += _mistake_lines(lab, run, tool, None, [], rep.text, _kernels(rep))
+        fb += _mistake_lines(lab, run, tool, None, [], rep.text, _findings(rep))
         items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility, fb, details))
     return items
 

@@ -166,6 +166,38 @@ class ScoreTests(unittest.TestCase):
         self.assertTrue(any("last_warp_without_syncwarp" in f for f in fb), fb)
         self.assertFalse(any("no_barrier_in_tree_loop" in f for f in fb), fb)
 
+    def test_a_tree_loop_race_into_the_warp_tail_is_not_the_warp_tails_mistake(self):
+        """Without the tree loop's barrier, racecheck also reports Errors at
+        warp_tail (it reads what other warps wrote). Those are races across
+        warps, not the last warp's own Warning: only no_barrier_in_tree_loop
+        is named, and never on a step before the mistake's own."""
+        spec = dict(all_tests(self.lab), **{"step3::t0": ("FAILED", "n = 255: expected 7530, got 2703"),
+                                            "step5::t0": ("FAILED", "n = 255: expected 7530, got 2703")})
+        run = self.clean(lab_run(self.lab, spec))
+        text = ("========= Error: Race reported between Write access at void tree_down_to<int>(T1 *, unsigned int, "
+                "unsigned int)+0x1f0 in reduction.cu:118\n=========     and Read access at void tree_down_to<int>"
+                "(T1 *, unsigned int, unsigned int)+0x1d0 in reduction.cu:118 [64 hazards]\n=========\n"
+                "========= Error: Race reported between Write access at void tree_down_to<int>(T1 *, unsigned int, "
+                "unsigned int)+0x1f0 in reduction.cu:118\n=========     and Read access at void warp_tail<int>"
+                "(T1 *, unsigned int)+0x370 in reduction.cu:183 [32 hazards]\n")
+        run.diagnoses["racecheck"] = ([3, 5], SanitizerReport(
+            "errors", "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)", 2,
+            SanitizerFinding("Error: Race reported between Write access", "tree_down_to", "reduction.cu:118"), text))
+        ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+        for name in ("step 3 sequential", "step 5 last_warp", "compute-sanitizer racecheck"):
+            fb = item(ls, name).feedback
+            self.assertTrue(any("no_barrier_in_tree_loop" in f for f in fb), (name, fb))
+            self.assertFalse(any("last_warp_without_syncwarp" in f for f in fb), (name, fb))
+        run.diagnoses["racecheck"] = ([3, 5], SanitizerReport(
+            "errors", "RACECHECK SUMMARY: 3 hazards displayed (2 errors, 1 warnings)", 3, None,
+            text + "========= Warning: Race reported between Read access at void warp_tail<int>(T1 *, unsigned int)"
+                   "+0x370 in reduction.cu:183\n=========     and Write access at void warp_tail<int>(T1 *, "
+                   "unsigned int)+0x390 in reduction.cu:183 [8 hazards]\n"))
+        ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+        self.assertTrue(any("last_warp_without_syncwarp" in f for f in item(ls, "step 5 last_warp").feedback))
+        self.assertFalse(any("last_warp_without_syncwarp" in f for f in item(ls, "step 3 sequential").feedback),
+                         "a step-5 mistake does not explain step 3, which does not call warp_tail")
+
     def test_not_submitted_and_compile_error(self):
         ref = lab_run(self.lab, all_tests(self.lab))
         ls = score_lab(self.lab, LabRun(self.lab.name, submitted=False), ref)
