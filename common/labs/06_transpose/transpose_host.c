@@ -134,10 +134,17 @@ size_t tr_compare(const float *in, const float *out, int rows, int cols, tr_mode
 
 tr_cause tr_likely_cause(const tr_check *chk)
 {
+    /* The guard value cannot turn up by chance: any one names the cause. The
+     * others are values that a race can also leave in a few elements (a stale
+     * tile word that happens to equal in[k]), so the cause that explains the
+     * most wrong elements wins; ties go to the more specific one. */
+    if (chk->by_cause[TR_CAUSE_GUARD_VALUE] > 0)
+        return TR_CAUSE_GUARD_VALUE;
+    int best = TR_CAUSE_OTHER;
     for (int c = 0; c < TR_NUM_CAUSES; ++c)
-        if (chk->by_cause[c] > 0)
-            return (tr_cause)c;
-    return TR_CAUSE_OTHER;
+        if (chk->by_cause[c] > chk->by_cause[best] || (chk->by_cause[c] == chk->by_cause[best] && c < best))
+            best = c;
+    return (tr_cause)best;
 }
 
 /* Appends printf-style text at buf + *used, never past len. */

@@ -77,8 +77,9 @@ typedef struct tr_check {
  * what it must hold. Returns the number of wrong elements. */
 size_t tr_compare(const float *in, const float *out, int rows, int cols, tr_mode mode, tr_check *chk);
 
-/* The most specific cause among the wrong elements (TR_CAUSE_OTHER when
- * none is wrong). */
+/* The likely cause of the wrong elements: the guard value if any holds it,
+ * else the cause of the most wrong elements, the more specific one on a tie
+ * (TR_CAUSE_OTHER when none is wrong). */
 tr_cause tr_likely_cause(const tr_check *chk);
 
 /* "3 of 777000 elements of out are wrong (3 never written): out(0, 32)
