@@ -1,0 +1,102 @@
+"""The sandbox for real: a process started the way the grader starts student
+code (hidden kit and work folders, the student's own tree readable and
+writable) tries to read the solutions, another student's files and the
+instructor's rubric override, to overwrite the grader's results, to reach
+the network and to see the grader's environment. Runs where bubblewrap
+works (CI installs it); elsewhere it skips and says why."""
+import json
+import os
+import socket
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+from unittest import mock
+
+import helpers  # noqa: F401  (import path)
+
+from cmlgrade.sandbox import Executor, detect_sandbox
+
+PROBE = r"""
+import json, os, pathlib, socket, sys
+kit, work, override, own = map(pathlib.Path, sys.argv[1:5])
+port = int(sys.argv[5])
+def read(p):
+    try:
+        return p.read_text()
+    except OSError as e:
+        return "refused: " + type(e).__name__
+seen = {"solution": read(kit / "solutions" / "04_reduction" / "reduction.cu"),
+        "other_student": read(work / "students" / "bob" / "reduction.cu"),
+        "override": read(override),
+        "own": read(own / "reduction.cu")}
+try:
+    (work / "results" / "alice.json").write_text('{"points": 1000}')
+except OSError as e:
+    pass
+(own / "build.log").write_text("built")
+try:
+    socket.create_connection(("127.0.0.1", port), timeout=3).close()
+    seen["network"] = "connected"
+except OSError as e:
+    seen["network"] = "refused: " + type(e).__name__
+seen["secret_seed_env"] = os.environ.get("CML_GRADER_SECRET_SEED", "")
+print(json.dumps(seen))
+"""
+
+
+def outside_tmp(testcase) -> Path:
+    """A scratch folder outside /tmp: the sandbox puts an empty tmpfs on /tmp,
+    which would hide a fake kit there whether or not the grader hides it."""
+    for base in (os.environ.get("CMLGRADE_TEST_BUILD_DIR"), "/var/tmp"):
+        if base and not Path(base).resolve().is_relative_to("/tmp"):
+            try:
+                Path(base).mkdir(parents=True, exist_ok=True)
+                d = tempfile.TemporaryDirectory(prefix="cmlgrade-sandbox-", dir=base)
+            except OSError:
+                continue
+            testcase.addCleanup(d.cleanup)
+            return Path(d.name).resolve()
+    testcase.skipTest("no writable folder outside /tmp for the fake kit")
+
+
+class SandboxTests(unittest.TestCase):
+    def test_student_code_sees_only_its_own_tree(self):
+        root = outside_tmp(self)
+        kit, work, override = root / "kit", root / "work", root / "override.toml"
+        (kit / "solutions" / "04_reduction").mkdir(parents=True)
+        (kit / "solutions" / "04_reduction" / "reduction.cu").write_text("THE SOLUTION")
+        own, bob = work / "students" / "alice", work / "students" / "bob"
+        own.mkdir(parents=True)
+        bob.mkdir(parents=True)
+        (own / "reduction.cu").write_text("ALICE'S CODE")
+        (bob / "reduction.cu").write_text("BOB'S CODE")
+        (work / "results").mkdir()
+        (work / "results" / "alice.json").write_text('{"points": 3}')
+        override.write_text("[tests]\nsecret_seed = 42\n")
+
+        sb = detect_sandbox([kit, work, override])
+        if not sb.active:
+            self.skipTest(f"bubblewrap is not usable here: {sb.note}")
+        # a server on the grader's loopback: reachable from any process that
+        # shares the grader's network
+        server = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(server.close)
+        port = server.getsockname()[1]
+        with mock.patch.dict(os.environ, {"CML_GRADER_SECRET_SEED": "987654321"}):
+            res = Executor(sb).run([sys.executable, "-c", PROBE, kit, work, override, own, port], cwd=own,
+                                   timeout=60, writable=[own], readable=[own])
+        self.assertEqual(res.rc, 0, res.output)
+        seen = json.loads(res.stdout.strip().splitlines()[-1])
+        self.assertEqual(seen["own"], "ALICE'S CODE", "the student's own tree stays readable")
+        self.assertEqual((own / "build.log").read_text(), "built", "and writable")
+        for key, secret in (("solution", "THE SOLUTION"), ("other_student", "BOB'S CODE"), ("override", "secret_seed")):
+            self.assertNotIn(secret, seen[key], f"{key} is readable from student code")
+        self.assertEqual((work / "results" / "alice.json").read_text(), '{"points": 3}',
+                         "student code changed the grader's results")
+        self.assertTrue(seen["network"].startswith("refused"), seen["network"])
+        self.assertEqual(seen["secret_seed_env"], "", "the grader's environment reached student code")
+
+
+if __name__ == "__main__":
+    unittest.main()
