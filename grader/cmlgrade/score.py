@@ -84,8 +84,10 @@ def _findings(rep) -> list[tuple[str, list[str]]]:
                 + re.findall(r"\bat (?:void )?([A-Za-z_]\w*)[<(]", block))
     text = rep.text or ""
     starts = [(m.start(), m.group(1)) for m in FINDING.finditer(text)]
-    out = [(head, kernels(text[at:(starts[i + 1][0] if i + 1 < len(starts) else len(text))]))
-           for i, (at, head) in enumerate(starts)]
+    ends = [at for at, _ in starts[1:]] + [len(text)]
+    # a finding is its lines up to the next one, at most a few frames (the
+    # last one is followed by the summary and the program's own output)
+    out = [(head, kernels(text[at:min(end, at + 2000)])) for (at, head), end in zip(starts, ends)]
     if not out:
         out = [("", kernels(text) + ([rep.first.kernel] if rep.first and rep.first.kernel else []))]
     return out
