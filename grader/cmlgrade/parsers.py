@@ -87,7 +87,7 @@ class SanitizerReport:
 
 
 _SUMMARY = re.compile(r"(ERROR SUMMARY: [^\n]*|RACECHECK SUMMARY: [^\n]*)")
-FINDING = re.compile(r"^=+\s+((?:(?:Error|ERROR|Warning|WARNING): )?(?:Invalid|Race reported|Barrier error|Uninitialized|Misaligned|"
+_FINDING = re.compile(r"^=+\s+((?:(?:Error|ERROR|Warning|WARNING): )?(?:Invalid|Race reported|Barrier error|Uninitialized|Misaligned|"
                       r"Out-of-range|Program hit|Illegal|Warning: Race|Address|Divergent|Detected)[^\n]*)", re.M)
 _LOCATION = re.compile(r"([\w.+-]+\.(?:cu|cuh|c|h|cpp|hpp)):(\d+)")
 _KERNEL_NEW = re.compile(r"\bat (?:void )?([A-Za-z_][\w:]*)[<(]")
@@ -95,8 +95,26 @@ _KERNEL_OLD = re.compile(r"\.(?:cu|cuh|c|cpp):\d+:(?:void )?([A-Za-z_][\w:]*)")
 NO_GPU = re.compile(r"no CUDA device|all CUDA-capable devices are busy|CUDA driver version is insufficient", re.I)
 
 
+_FINDING_SPAN = 2000  # a finding's own lines and frames; the last one is followed by the program's output
+
+
+def finding_blocks(text: str) -> list[tuple[str, str]]:
+    """Each finding of a report: its first line ("Warning: Race reported
+    ...") and its text, up to the next finding or _FINDING_SPAN characters."""
+    starts = [(m.start(), m.group(1).strip()) for m in _FINDING.finditer(text)]
+    ends = [at for at, _ in starts[1:]] + [len(text)]
+    return [(head, text[at:min(end, at + _FINDING_SPAN)]) for (at, head), end in zip(starts, ends)]
+
+
+def names_in(text: str) -> list[str]:
+    """The kernels and __device__ functions a piece of a report names (a race
+    in a helper is reported at the helper; a race names both accesses)."""
+    return (re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", text)
+            + [m.group(1).split("::")[-1] for rx in (_KERNEL_NEW, _KERNEL_OLD) for m in rx.finditer(text)])
+
+
 def _finding_at(text: str, start: int, what: str) -> SanitizerFinding:
-    window = text[start:start + 1500]
+    window = text[start:start + _FINDING_SPAN]
     lines = window.splitlines()[:6]
     kernel, loc = "", ""
     for ln in lines:
@@ -124,7 +142,7 @@ def parse_sanitizer(text: str, rc: int | None) -> SanitizerReport:
         m = re.search(r"\((\d+) errors?", s) or re.search(r"SUMMARY: (\d+) errors?", s)
         if m:
             errors += int(m.group(1))
-    f = FINDING.search(text)
+    f = _FINDING.search(text)
     first = _finding_at(text, f.start(), f.group(1)) if f else None
     if rc == 77 or (NO_GPU.search(text) and not summaries):
         return SanitizerReport("unavailable", "no CUDA device", 0, None, text)

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 
 from .labs import Lab
-from .parsers import FINDING, TestOutcome
+from .parsers import TestOutcome, finding_blocks, names_in
 from .results import Item, LabRun, LabScore
 
 MAX_MESSAGES = 3
@@ -74,23 +74,12 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
 
 
 def _findings(rep) -> list[tuple[str, list[str]]]:
-    """Each finding of a sanitizer report: its first line ("Warning: Race
-    reported ...") and the kernels and device functions it names (a race in
-    a __device__ helper is reported at the helper, not the kernel; a race
-    names both accesses). A report whose findings are not recognised is one
-    finding with no first line."""
-    def kernels(block: str) -> list[str]:
-        return (re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", block)
-                + re.findall(r"\bat (?:void )?([A-Za-z_]\w*)[<(]", block))
+    """Each finding of a sanitizer report: its first line and the kernels and
+    device functions it names. A report whose findings are not recognised is
+    one finding with no first line."""
     text = rep.text or ""
-    starts = [(m.start(), m.group(1)) for m in FINDING.finditer(text)]
-    ends = [at for at, _ in starts[1:]] + [len(text)]
-    # a finding is its lines up to the next one, at most a few frames (the
-    # last one is followed by the summary and the program's own output)
-    out = [(head, kernels(text[at:min(end, at + 2000)])) for (at, head), end in zip(starts, ends)]
-    if not out:
-        out = [("", kernels(text) + ([rep.first.kernel] if rep.first and rep.first.kernel else []))]
-    return out
+    found = [(head, names_in(block)) for head, block in finding_blocks(text)]
+    return found or [("", names_in(text) + ([rep.first.kernel] if rep.first and rep.first.kernel else []))]
 
 
 def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list[str]) -> list[Item]:
