@@ -42,7 +42,7 @@ function(_kit_lab_variant lab stem variant src_dir)
   set(kern "${stem}_kernels_${variant}")
   list(TRANSFORM KIT_LAB_FILES PREPEND "${src_dir}/" OUTPUT_VARIABLE sources)
   add_library(${kern} OBJECT ${sources})
-  target_include_directories(${kern} PRIVATE "${lab_dir}")
+  target_include_directories(${kern} PRIVATE "${lab_dir}" "${PROJECT_BINARY_DIR}/kit/include/${lab}")
   target_link_libraries(${kern} PRIVATE cml kit::cuda_flags)
 
   if(variant STREQUAL "student")
@@ -67,7 +67,7 @@ function(_kit_lab_variant lab stem variant src_dir)
   if(KIT_LAB_MODEL)
     set(model_tests "test_${stem}_model${suffix}")
     add_executable(${model_tests} "${lab_dir}/tests/model.c" "${src_dir}/${KIT_LAB_MODEL}")
-    target_include_directories(${model_tests} PRIVATE "${lab_dir}" "${drv_dir}")
+    target_include_directories(${model_tests} PRIVATE "${lab_dir}" "${drv_dir}" "${PROJECT_BINARY_DIR}/kit/include/${lab}")
     target_link_libraries(${model_tests} PRIVATE cml cml_criterion_main kit::criterion kit::warnings)
     set(model_tests_${variant} ${model_tests} PARENT_SCOPE)
   endif()
@@ -80,51 +80,145 @@ function(_kit_script_test name script labels)
     SKIP_REGULAR_EXPRESSION "${KIT_TEST_LABEL_SKIP}" TIMEOUT 900)
 endfunction()
 
-# kit_add_lab(<lab> <stem> [FILES <file>...] [MODEL <file>] [SANITIZE "<args>"...])
-#   labs/<lab>/: the student's files (FILES, default <stem>.cu; the first is
-#   the kernel file), <stem>.h, tests/gpu.c, tests/host.c (optional) and,
-#   with MODEL, tests/model.c: host tests of the plain-C model file MODEL
-#   (one of FILES) that need no GPU.
-#   solutions/<lab>/: the reference copies of FILES and mistakes.toml.
+# A student's progress on one test binary: Criterion's run with one line
+# per step (cmake/student_progress.cmake).
+function(_kit_progress_test name binaries lab labels)
+  add_test(NAME "${name}" COMMAND "${CMAKE_COMMAND}" "-DTESTS=${binaries}"
+    "-DMANIFEST=${PROJECT_SOURCE_DIR}/labs/${lab}/lab.json"
+    "-DWORK=${PROJECT_BINARY_DIR}/kit-checks/progress/${name}"
+    -P "${PROJECT_SOURCE_DIR}/cmake/student_progress.cmake")
+  set_tests_properties("${name}" PROPERTIES LABELS "${labels}" TIMEOUT 1800
+    SKIP_REGULAR_EXPRESSION "${KIT_TEST_LABEL_SKIP}")
+endfunction()
+
+# The opening comment of every student file in <dir> lists the manifest's
+# steps of that file, and only those (one kit_step_comment run per file).
+function(_kit_step_comment_test name dir)
+  foreach(file IN LISTS LAB_FILES)
+    set(args "")
+    foreach(k RANGE 1 ${LAB_NSTEPS})
+      if(LAB_STEP_${k}_FILE STREQUAL file)
+        list(APPEND args ${k} ${LAB_STEP_${k}_IDENT})
+      endif()
+    endforeach()
+    add_test(NAME "${name}.${file}" COMMAND kit_step_comment "${dir}/${file}" ${args})
+    set_tests_properties("${name}.${file}" PROPERTIES LABELS "host;skeleton")
+  endforeach()
+endfunction()
+
+# The runner `cmake --workflow --preset run` runs for a lab.
+function(_kit_register_runner lab target)
+  set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNERS "${lab}=$<TARGET_FILE:${target}>")
+  set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNER_TARGETS ${target})
+endfunction()
+
+# kit_add_labs(): every lab folder with a manifest, in name order, then the
+# kit's description of them (<build>/kit/labs.json) and the run target.
+function(kit_add_labs)
+  file(GLOB manifests RELATIVE "${PROJECT_SOURCE_DIR}/labs" CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/labs/*/lab.json")
+  list(SORT manifests)
+  foreach(m IN LISTS manifests)
+    get_filename_component(lab "${m}" DIRECTORY)
+    kit_add_lab(${lab})
+  endforeach()
+  get_property(names GLOBAL PROPERTY KIT_LAB_NAMES)
+  if(NOT names)
+    message(FATAL_ERROR "no lab found: every lab has a manifest labs/<lab>/lab.json (docs/lab-manifest.md)")
+  endif()
+  set(json "{\"format\": 1, \"labs\": []}")
+  set(i 0)
+  foreach(lab IN LISTS names)
+    # One property per lab: a description holds ';', a list separator.
+    get_property(d GLOBAL PROPERTY KIT_LAB_DESCRIPTION_${lab})
+    string(JSON json SET "${json}" labs ${i} "${d}")
+    math(EXPR i "${i} + 1")
+  endforeach()
+  file(CONFIGURE OUTPUT "${PROJECT_BINARY_DIR}/kit/labs.json" CONTENT "${json}\n" @ONLY)
+  list(JOIN names ", " shown)
+  message(STATUS "Labs: ${shown}")
+  kit_add_run_target()
+  kit_add_progress_target()
+endfunction()
+
+# kit_add_lab(<lab>): everything of one lab, from its manifest
+# labs/<lab>/lab.json (docs/lab-manifest.md):
+#   labs/<lab>/: the student's files ("files"; the first is the kernel file),
+#   <stem>.h, tests/gpu.c, tests/host.c (optional) and, with a "model",
+#   tests/model.c: host tests of the plain-C model file that need no GPU.
+#   solutions/<lab>/: the reference copies of the files and mistakes.toml
+#   (absent in a student release: then only the student's targets exist).
 #   common/labs/<lab>/: the runner's run.c and the lab's host support.
-#   SANITIZE: runner arguments, one string per compute-sanitizer run of
+#   "sanitize": runner arguments, one string per compute-sanitizer run of
 #   `--step all --check-only`; the first also runs each sanitizer mistake.
-function(kit_add_lab lab stem)
-  cmake_parse_arguments(PARSE_ARGV 2 arg "" "MODEL" "FILES;SANITIZE")
-  set(KIT_LAB_FILES "${stem}.cu")
-  if(arg_FILES)
-    set(KIT_LAB_FILES ${arg_FILES})
-  endif()
-  set(KIT_LAB_MODEL "${arg_MODEL}")
-  if(KIT_LAB_MODEL AND NOT KIT_LAB_MODEL IN_LIST KIT_LAB_FILES)
-    message(FATAL_ERROR "kit_add_lab(${lab}): MODEL ${KIT_LAB_MODEL} must be one of FILES")
-  endif()
-  if(NOT arg_SANITIZE)
-    message(FATAL_ERROR "kit_add_lab(${lab}): give the runner arguments for compute-sanitizer (SANITIZE \"...\")")
-  endif()
-  string(REPLACE ";" "|" sanitize_configs "${arg_SANITIZE}")
-  list(GET arg_SANITIZE 0 mistake_args)
+function(kit_add_lab lab)
   set(lab_dir "${PROJECT_SOURCE_DIR}/labs/${lab}")
   set(sol_dir "${PROJECT_SOURCE_DIR}/solutions/${lab}")
   set(drv_dir "${PROJECT_SOURCE_DIR}/common/labs/${lab}")
+  kit_read_manifest("${lab_dir}")
+  set(stem "${LAB_STEM}")
+  set(KIT_LAB_FILES ${LAB_FILES})
+  set(KIT_LAB_MODEL "${LAB_MODEL}")
+  string(REPLACE ";" "|" sanitize_configs "${LAB_SANITIZE}")
+  list(GET LAB_SANITIZE 0 mistake_args)
+  set(has_solution 0)
+  if(IS_DIRECTORY "${sol_dir}")
+    set(has_solution 1)
+  endif()
+
+  # Student file names are unique across labs: the grader and the release
+  # find a student's file by its name.
+  get_property(seen GLOBAL PROPERTY KIT_STUDENT_FILES)
+  foreach(f IN LISTS LAB_FILES)
+    if("${f}" IN_LIST seen)
+      message(FATAL_ERROR "labs/${lab}/lab.json: student file '${f}' is also a file of another lab; names must be unique across labs")
+    endif()
+  endforeach()
+  set_property(GLOBAL APPEND PROPERTY KIT_STUDENT_FILES ${LAB_FILES})
+
+  # The step table for C, generated into the build tree.
+  set(gen_dir "${PROJECT_BINARY_DIR}/kit/include/${lab}")
+  kit_write_step_header("${gen_dir}/${stem}_steps.h")
+  kit_manifest_description(desc ${has_solution})
+  set_property(GLOBAL PROPERTY KIT_LAB_DESCRIPTION_${lab} "${desc}")
+  set_property(GLOBAL APPEND PROPERTY KIT_LAB_NAMES "${lab}")
 
   # Host support of the lab (data, CPU reference, library anchors): all of
   # common/labs/<lab>/ except the runner's main().
   file(GLOB host_srcs CONFIGURE_DEPENDS "${drv_dir}/*.c" "${drv_dir}/*.cu")
   list(REMOVE_ITEM host_srcs "${drv_dir}/run.c")
   add_library(${stem}_host STATIC ${host_srcs})
-  target_include_directories(${stem}_host PUBLIC "${drv_dir}" "${lab_dir}")
+  target_include_directories(${stem}_host PUBLIC "${drv_dir}" "${lab_dir}" "${gen_dir}")
   target_link_libraries(${stem}_host PUBLIC cml PRIVATE kit::cuda_flags)
 
   _kit_lab_variant(${lab} ${stem} student "${lab_dir}")
-  _kit_lab_variant(${lab} ${stem} ref "${sol_dir}")
 
   if(EXISTS "${lab_dir}/tests/host.c")
-    # The lab's files are named for tests that check them against the step table.
     kit_add_host_test(${lab}.host SOURCES "${lab_dir}/tests/host.c" LIBS ${stem}_host
-      DEFINITIONS KIT_LAB_SKELETON="${lab_dir}/${stem}.cu" KIT_LAB_SOLUTION="${sol_dir}/${stem}.cu"
-                  KIT_LAB_DIR="${lab_dir}" KIT_SOLUTION_DIR="${sol_dir}")
+      DEFINITIONS KIT_LAB_DIR="${lab_dir}")
   endif()
+
+  # A student's progress: the same tests on the files in labs/<lab>/,
+  # expected to fail until the steps are done (label "student": not part of
+  # the kit's own test presets). Each prints a line per step.
+  set(progress_bins "$<TARGET_FILE:${tests_student}>")
+  if(KIT_LAB_MODEL)
+    list(PREPEND progress_bins "$<TARGET_FILE:${model_tests_student}>")
+  endif()
+  string(REPLACE ";" "|" progress_bins "${progress_bins}")
+  _kit_progress_test(${lab}.student "${progress_bins}" "${lab}" "student")
+  set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_TARGETS ${tests_student} ${model_tests_student})
+  set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_ENTRIES "${lab}=${progress_bins}")
+
+  # The opening comment of each student file lists the steps in that file.
+  _kit_step_comment_test(${lab}.skeleton_comment_lists_the_steps "${lab_dir}")
+
+  if(NOT has_solution)
+    _kit_register_runner(${lab} ${runner_student})
+    return()  # a student release: no reference, no catalogue
+  endif()
+
+  _kit_lab_variant(${lab} ${stem} ref "${sol_dir}")
+  _kit_step_comment_test(${lab}.solution_comment_lists_the_steps "${sol_dir}")
 
   # The committed skeletons are exactly what the generator makes from the solution.
   foreach(file IN LISTS KIT_LAB_FILES)
@@ -138,13 +232,11 @@ function(kit_add_lab lab stem)
 
   if(KIT_LAB_MODEL)
     # The host-side model: the reference passes, the untouched skeleton fails
-    # cleanly, and the student's progress; no GPU needed for any of them.
+    # cleanly; no GPU needed for either.
     add_test(NAME ${lab}.model.reference COMMAND ${model_tests_ref})
     set_tests_properties(${lab}.model.reference PROPERTIES LABELS "host;reference" TIMEOUT 120)
     _kit_script_test(${lab}.model.skeleton_fails_cleanly check_fails_cleanly.cmake "host;skeleton"
       "-DTESTS=$<TARGET_FILE:${model_tests_student}>" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/model")
-    add_test(NAME ${lab}.model.student COMMAND ${model_tests_student})
-    set_tests_properties(${lab}.model.student PROPERTIES LABELS "host;student" TIMEOUT 120)
   endif()
 
   # Reference: every GPU test passes (or the whole binary skips without a GPU).
@@ -155,12 +247,6 @@ function(kit_add_lab lab stem)
   # Untouched skeleton: every test fails, none crashes or hangs.
   _kit_script_test(${lab}.skeleton_fails_cleanly check_fails_cleanly.cmake "gpu;skeleton"
     "-DTESTS=$<TARGET_FILE:${tests_student}>" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}")
-
-  # A student's progress: the same tests on labs/<lab>/<stem>.cu, expected to
-  # fail until the steps are done (excluded from the kit's own test preset).
-  add_test(NAME ${lab}.student COMMAND ${tests_student})
-  set_tests_properties(${lab}.student PROPERTIES LABELS "gpu;student"
-    SKIP_RETURN_CODE ${KIT_SKIP_RETURN_CODE} TIMEOUT 900)
 
   # compute-sanitizer on the reference runner, every step, each SANITIZE configuration.
   foreach(tool memcheck racecheck synccheck initcheck)
@@ -201,19 +287,36 @@ function(kit_add_lab lab stem)
     endforeach()
   endif()
 
-  set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNERS "${lab}=$<TARGET_FILE:${runner_ref}>")
-  set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNER_TARGETS ${runner_ref})
+  _kit_register_runner(${lab} ${runner_ref})
 endfunction()
 
-# The main job: run every built lab's reference steps and print the tables.
+# The main job: run every built lab's reference steps and print the tables
+# (in a student release, the student's runners).
 function(kit_add_run_target)
   get_property(runners GLOBAL PROPERTY KIT_LAB_RUNNERS)
   get_property(targets GLOBAL PROPERTY KIT_LAB_RUNNER_TARGETS)
   string(REPLACE ";" "|" runners "${runners}")
   add_custom_target(run-labs
-    COMMAND "${CMAKE_COMMAND}" "-DRUNNERS=${runners}" -P "${PROJECT_SOURCE_DIR}/cmake/run_labs.cmake"
+    COMMAND "${CMAKE_COMMAND}" "-DRUNNERS=${runners}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}"
+            -P "${PROJECT_SOURCE_DIR}/cmake/run_labs.cmake"
     DEPENDS ${targets}
     USES_TERMINAL
     VERBATIM
     COMMENT "Running every lab's reference steps")
+endfunction()
+
+# A student's progress: builds the student's test binaries (so the run is
+# never of an old build) and prints each lab's steps, done or not.
+function(kit_add_progress_target)
+  get_property(entries GLOBAL PROPERTY KIT_PROGRESS_ENTRIES)
+  get_property(targets GLOBAL PROPERTY KIT_PROGRESS_TARGETS)
+  string(REPLACE ";" "^" entries "${entries}")
+  add_custom_target(progress
+    COMMAND "${CMAKE_COMMAND}" "-DENTRIES=${entries}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}"
+            "-DWORK=${PROJECT_BINARY_DIR}/kit-checks/progress" "-DLAB=$ENV{LAB}"
+            -P "${PROJECT_SOURCE_DIR}/cmake/progress_all.cmake"
+    DEPENDS ${targets}
+    USES_TERMINAL
+    VERBATIM
+    COMMENT "Your progress: the tests on your files in labs/")
 endfunction()

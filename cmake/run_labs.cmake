@@ -1,26 +1,55 @@
-# Usage: cmake -DRUNNERS="lab=path|lab=path" -P run_labs.cmake
-# The kit's main job: every built lab's reference runner, all steps, with the
-# results table. Without a GPU it says so and what still works.
+# Usage: cmake -DRUNNERS="lab=path|lab=path" -DSOURCE_DIR=<kit> -P run_labs.cmake
+# The kit's main job: every built lab's runner, all steps, with the results
+# table. Without a GPU it says so, and what still works, from the manifests.
 string(REPLACE "|" ";" runners "${RUNNERS}")
 set(failed "")
+set(no_gpu "")
 foreach(entry IN LISTS runners)
   string(REGEX REPLACE "=.*" "" lab "${entry}")
   string(REGEX REPLACE "^[^=]*=" "" runner "${entry}")
-  message("==> ${lab}: ${runner} --step all")
-  execute_process(COMMAND "${runner}" --step all RESULT_VARIABLE rc)
+  get_filename_component(name "${runner}" NAME)
+  message("==> ${lab}: ${name} --step all")
+  # The table on stdout and the messages on stderr are printed apart, so a
+  # message never lands inside a table row on a terminal.
+  execute_process(COMMAND "${runner}" --step all RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(out)
+    message("${out}")
+  endif()
   if(rc EQUAL 77)
-    message("\nNo usable CUDA device, so no lab was run. What works without a GPU:\n"
-            "  - building everything (you just did),\n"
-            "  - the host tests:  ctest --preset host\n"
-            "  - lab 01's part 1, the bank model:  ctest --preset progress -R model,\n"
-            "    and its predictions per pattern:  ./build/banks_run --model\n"
-            "  - the CPU references, data generators and skeleton checks (part of the host tests)\n"
-            "See README.md, section \"Without a GPU\".")
-    return()
-  elseif(NOT rc EQUAL 0)
+    string(STRIP "${err}" no_gpu)
+    break()
+  endif()
+  if(err)
+    message("${err}")
+  endif()
+  if(NOT rc EQUAL 0)
     list(APPEND failed "${lab} (exit ${rc})")
   endif()
 endforeach()
+
+if(no_gpu)
+  set(model_lines "")
+  file(GLOB manifests "${SOURCE_DIR}/labs/*/lab.json")
+  list(SORT manifests)
+  foreach(m IN LISTS manifests)
+    file(READ "${m}" json)
+    string(JSON model ERROR_VARIABLE e GET "${json}" model)
+    if(model)
+      string(JSON lab GET "${json}" name)
+      string(JSON stem GET "${json}" stem)
+      string(APPEND model_lines
+        "  - ${lab}'s part without a GPU (${model}): LAB=${lab} cmake --build --preset progress,\n"
+        "    and its predictions:  ./build/${stem}_run --model\n")
+    endif()
+  endforeach()
+  message("${no_gpu}\n\nNo usable CUDA device, so no lab was run. What works without a GPU:\n"
+          "  - building everything (you just did),\n"
+          "  - the kit's host tests:  ctest --preset host\n"
+          "${model_lines}"
+          "  - the CPU references, data generators and skeleton checks (part of the host tests)\n"
+          "See README.md, section \"Without a GPU\".")
+  return()
+endif()
 if(failed)
   message(FATAL_ERROR "runner failed: ${failed}")
 endif()

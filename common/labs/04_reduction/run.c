@@ -24,8 +24,8 @@
 
 static const char *prog = "reduction_run";
 
-#define STEP_NAME(num, ident, what) #ident,
-#define STEP_WHAT(num, ident, what) what,
+#define STEP_NAME(num, ident, file, what) #ident,
+#define STEP_WHAT(num, ident, file, what) what,
 static const char *step_names[] = {REDUCTION_STEPS(STEP_NAME)};
 static const char *step_whats[] = {REDUCTION_STEPS(STEP_WHAT)};
 

@@ -38,8 +38,8 @@
 
 static const char *prog = "transpose_run";
 
-#define STEP_NAME(num, ident, what) #ident,
-#define STEP_WHAT(num, ident, what) what,
+#define STEP_NAME(num, ident, file, what) #ident,
+#define STEP_WHAT(num, ident, file, what) what,
 static const char *step_names[] = {TRANSPOSE_STEPS(STEP_NAME)};
 static const char *step_whats[] = {TRANSPOSE_STEPS(STEP_WHAT)};
 

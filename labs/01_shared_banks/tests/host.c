@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <cml/cml_steps.h>
 #include "banks_host.h"
 
 Test(patterns, stay_inside_the_probe_array_and_say_what_they_read)
@@ -117,41 +116,4 @@ Test(abt, diagnosis_names_unwritten_elements_and_a_times_b)
     wrong = banks_abt_check(7, a, b, c, ref, abs_ref, 1, 1, report, sizeof report);
     cr_expect_eq(wrong, 1u);
     cr_expect(strstr(report, "C[1][1]") != NULL && strstr(report, "swizzle") != NULL, "%s", report);
-}
-
-/* The opening comment of each student file lists the steps that are in it
- * (the "where" column of the step table), and only those. */
-#define STEP_NUM(num, ident, where, what) num,
-#define STEP_IDENT(num, ident, where, what) #ident,
-#define STEP_WHERE(num, ident, where, what) where,
-static const int step_nums[] = {BANKS_STEPS(STEP_NUM)};
-static const char *const step_idents[] = {BANKS_STEPS(STEP_IDENT)};
-static const char *const step_wheres[] = {BANKS_STEPS(STEP_WHERE)};
-
-static void comment_lists_the_steps_of(const char *dir, const char *file)
-{
-    int nums[BANKS_NUM_STEPS];
-    const char *idents[BANKS_NUM_STEPS];
-    int n = 0;
-    for (int k = 0; k < BANKS_NUM_STEPS; ++k)
-        if (strcmp(step_wheres[k], file) == 0) {
-            nums[n] = step_nums[k];
-            idents[n++] = step_idents[k];
-        }
-    char path[1024], msg[2048];
-    snprintf(path, sizeof path, "%s/%s", dir, file);
-    int problems = cml_check_step_comment(path, nums, idents, n, msg, sizeof msg);
-    cr_expect_eq(problems, 0, "%s", msg);
-}
-
-Test(step_table, matches_the_opening_comments_of_the_solution)
-{
-    comment_lists_the_steps_of(KIT_SOLUTION_DIR, "bank_model.c");
-    comment_lists_the_steps_of(KIT_SOLUTION_DIR, "banks.cu");
-}
-
-Test(step_table, matches_the_opening_comments_of_the_skeleton)
-{
-    comment_lists_the_steps_of(KIT_LAB_DIR, "bank_model.c");
-    comment_lists_the_steps_of(KIT_LAB_DIR, "banks.cu");
 }

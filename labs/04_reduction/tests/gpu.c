@@ -145,7 +145,7 @@ static void large_ints(int step)
 }
 
 /* The suites, from the step table. Suite "stepN"; tests read as sentences. */
-#define STEP_TESTS(num, ident, what)                                                        \
+#define STEP_TESTS(num, ident, file, what)                                                        \
     Test(CML_CAT(step, num), sums_ints_exactly_at_sizes_that_are_not_multiples_of_the_block, \
          .timeout = 120) { ints_at_awkward_sizes(num); }                                    \
     Test(CML_CAT(step, num), sums_integer_valued_floats_exactly_at_awkward_sizes,          \

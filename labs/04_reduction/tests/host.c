@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cml/cml_steps.h>
 #include "reduction_host.h"
 
 Test(reference, int_range_keeps_every_partial_sum_inside_an_int)
@@ -99,29 +98,4 @@ Test(diagnosis, suggests_the_sanitizers_for_other_wrong_sums)
 {
     cr_expect(strstr(red_diagnose_int(100, 101), "racecheck") != NULL);
     cr_expect(strstr(red_diagnose_float(100.0f, 101.0, 1e-3), "racecheck") != NULL);
-}
-
-/* The opening comment of the lab file lists the steps; it must agree with
- * the step table (the one list the runner, tests and grader use). */
-#define STEP_NUM(num, ident, what) num,
-#define STEP_IDENT(num, ident, what) #ident,
-static const int step_nums[] = {REDUCTION_STEPS(STEP_NUM)};
-static const char *const step_idents[] = {REDUCTION_STEPS(STEP_IDENT)};
-
-static void comment_lists_every_step(const char *path)
-{
-    char msg[2048];
-    int problems = cml_check_step_comment(path, step_nums, step_idents,
-                                          (int)(sizeof step_nums / sizeof step_nums[0]), msg, sizeof msg);
-    cr_expect_eq(problems, 0, "%s", msg);
-}
-
-Test(step_table, matches_the_opening_comment_of_the_solution)
-{
-    comment_lists_every_step(KIT_LAB_SOLUTION);
-}
-
-Test(step_table, matches_the_opening_comment_of_the_skeleton)
-{
-    comment_lists_every_step(KIT_LAB_SKELETON);
 }

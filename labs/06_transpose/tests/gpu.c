@@ -102,7 +102,7 @@ static void edge_shapes(int step)
 }
 
 /* The suites, from the step table. Suite "stepN"; tests read as sentences. */
-#define STEP_TESTS(num, ident, what)                                                              \
+#define STEP_TESTS(num, ident, file, what)                                                              \
     Test(CML_CAT(step, num), places_every_element_of_1x1_1xn_and_nx1_matrices, .timeout = 120)   \
     { check_shapes(num, thin_shapes, COUNT(thin_shapes), 100 * (uint64_t)(num)); }                \
     Test(CML_CAT(step, num), places_every_element_when_the_shape_is_not_a_multiple_of_the_tile, \

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cml/cml_steps.h>
 #include "transpose_host.h"
 
 static int cmp_u32(const void *a, const void *b)
@@ -240,29 +239,4 @@ Test(diagnosis, reports_position_expected_and_got)
     cr_expect(strstr(msg, "1 of 6 elements of out are wrong (1 never written)") != NULL, "%s", msg);
     cr_expect(strstr(msg, want) != NULL, "\"%s\" is not in: %s", want, msg);
     free_case(&c);
-}
-
-/* The opening comment of the lab file lists the steps; it must agree with
- * the step table (the one list the runner, tests and grader use). */
-#define STEP_NUM(num, ident, what) num,
-#define STEP_IDENT(num, ident, what) #ident,
-static const int step_nums[] = {TRANSPOSE_STEPS(STEP_NUM)};
-static const char *const step_idents[] = {TRANSPOSE_STEPS(STEP_IDENT)};
-
-static void comment_lists_every_step(const char *path)
-{
-    char msg[2048];
-    int problems = cml_check_step_comment(path, step_nums, step_idents,
-                                          (int)(sizeof step_nums / sizeof step_nums[0]), msg, sizeof msg);
-    cr_expect_eq(problems, 0, "%s", msg);
-}
-
-Test(step_table, matches_the_opening_comment_of_the_solution)
-{
-    comment_lists_every_step(KIT_LAB_SOLUTION);
-}
-
-Test(step_table, matches_the_opening_comment_of_the_skeleton)
-{
-    comment_lists_every_step(KIT_LAB_SKELETON);
 }

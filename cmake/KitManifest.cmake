@@ -1,0 +1,203 @@
+# Reads a lab's manifest, labs/<lab>/lab.json (docs/lab-manifest.md), the one
+# place a lab's identity and shape are written. Everything the build makes for
+# a lab comes from here: targets, tests, the generated step table
+# (<stem>_steps.h) and the kit's description for the grader and the tools
+# (<build>/kit/labs.json).
+
+# _kit_json(<out> <json> <key>...): the value at the path, or "" when absent.
+function(_kit_json out json)
+  string(JSON value ERROR_VARIABLE err GET "${json}" ${ARGN})
+  if(err)
+    set(value "")
+  endif()
+  set(${out} "${value}" PARENT_SCOPE)
+endfunction()
+
+function(_kit_manifest_fail path what)
+  message(FATAL_ERROR "${path}: ${what}\n(the format is in docs/lab-manifest.md)")
+endfunction()
+
+# _kit_json_list(<out> <json> <key>): a JSON array of strings as a CMake list.
+function(_kit_json_list out json key path)
+  set(items "")
+  string(JSON type ERROR_VARIABLE err TYPE "${json}" ${key})
+  if(err)
+    set(${out} "" PARENT_SCOPE)
+    return()
+  endif()
+  if(NOT type STREQUAL "ARRAY")
+    _kit_manifest_fail("${path}" "\"${key}\" must be a list of strings")
+  endif()
+  string(JSON n LENGTH "${json}" ${key})
+  if(n GREATER 0)
+    math(EXPR last "${n} - 1")
+    foreach(i RANGE ${last})
+      string(JSON item GET "${json}" ${key} ${i})
+      if(item MATCHES ";")
+        _kit_manifest_fail("${path}" "\"${key}\" entry '${item}' must not contain ';'")
+      endif()
+      list(APPEND items "${item}")
+    endforeach()
+  endif()
+  set(${out} "${items}" PARENT_SCOPE)
+endfunction()
+
+# C string literal of a text (backslashes and quotes escaped).
+function(_kit_c_string out text)
+  string(REPLACE "\\" "\\\\" text "${text}")
+  string(REPLACE "\"" "\\\"" text "${text}")
+  set(${out} "\"${text}\"" PARENT_SCOPE)
+endfunction()
+
+# kit_read_manifest(<lab dir>): checks labs/<lab>/lab.json and sets, in the
+# caller's scope, LAB_JSON (the text), LAB_NAME, LAB_STEM, LAB_FILES,
+# LAB_MODEL, LAB_SANITIZE, LAB_NSTEPS and, per step k (1-based),
+# LAB_STEP_<k>_IDENT, LAB_STEP_<k>_FILE, LAB_STEP_<k>_TITLE.
+function(kit_read_manifest lab_dir)
+  set(path "${lab_dir}/lab.json")
+  get_filename_component(folder "${lab_dir}" NAME)
+  file(READ "${path}" json)
+  string(JSON type ERROR_VARIABLE err TYPE "${json}")
+  if(err OR NOT type STREQUAL "OBJECT")
+    _kit_manifest_fail("${path}" "not a JSON object: ${err}")
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${path}")
+
+  _kit_json(name "${json}" name)
+  if(NOT name STREQUAL folder)
+    _kit_manifest_fail("${path}" "\"name\" is '${name}', but the folder is '${folder}'")
+  endif()
+  if(NOT name MATCHES "^[0-9][0-9]_[a-z0-9_]+$")
+    _kit_manifest_fail("${path}" "\"name\" '${name}' must be NN_words (two digits, lower case, underscores)")
+  endif()
+  foreach(key title summary)
+    _kit_json(value "${json}" ${key})
+    if(value STREQUAL "")
+      _kit_manifest_fail("${path}" "\"${key}\" is missing or empty")
+    endif()
+  endforeach()
+  _kit_json(stem "${json}" stem)
+  if(NOT stem MATCHES "^[a-z][a-z0-9_]*$")
+    _kit_manifest_fail("${path}" "\"stem\" '${stem}' must be a C identifier in lower case")
+  endif()
+  _kit_json_list(files "${json}" files "${path}")
+  if(NOT files)
+    _kit_manifest_fail("${path}" "\"files\" must list the student's files (the first is the kernel file)")
+  endif()
+  foreach(f IN LISTS files)
+    if(NOT f MATCHES "^[A-Za-z0-9_][A-Za-z0-9_.-]*\\.(cu|c)$")
+      _kit_manifest_fail("${path}" "student file '${f}' must be a plain .cu or .c file name in the lab's folder")
+    endif()
+    if(NOT EXISTS "${lab_dir}/${f}")
+      _kit_manifest_fail("${path}" "student file '${f}' is not in ${lab_dir}")
+    endif()
+  endforeach()
+  _kit_json(model "${json}" model)
+  if(model AND NOT model IN_LIST files)
+    _kit_manifest_fail("${path}" "\"model\" '${model}' must be one of \"files\"")
+  endif()
+  _kit_json_list(sanitize "${json}" sanitize "${path}")
+  if(NOT sanitize)
+    _kit_manifest_fail("${path}" "\"sanitize\" must give at least one set of runner arguments for compute-sanitizer")
+  endif()
+
+  string(JSON nsteps ERROR_VARIABLE err LENGTH "${json}" steps)
+  if(err OR nsteps EQUAL 0)
+    _kit_manifest_fail("${path}" "\"steps\" must be a non-empty list")
+  endif()
+  set(idents "")
+  math(EXPR last "${nsteps} - 1")
+  foreach(i RANGE ${last})
+    math(EXPR k "${i} + 1")
+    _kit_json(num "${json}" steps ${i} num)
+    _kit_json(ident "${json}" steps ${i} ident)
+    _kit_json(file "${json}" steps ${i} file)
+    _kit_json(title "${json}" steps ${i} title)
+    if(NOT num STREQUAL "${k}")
+      _kit_manifest_fail("${path}" "step ${k} has \"num\": '${num}'; steps are numbered 1, 2, ... in order")
+    endif()
+    if(NOT ident MATCHES "^[a-z][a-z0-9_]*$")
+      _kit_manifest_fail("${path}" "step ${k}: \"ident\" '${ident}' must be a C identifier in lower case")
+    endif()
+    if(ident IN_LIST idents)
+      _kit_manifest_fail("${path}" "step ${k}: \"ident\" '${ident}' is used twice")
+    endif()
+    list(APPEND idents "${ident}")
+    if(NOT file IN_LIST files)
+      _kit_manifest_fail("${path}" "step ${k}: \"file\" '${file}' is not one of \"files\"")
+    endif()
+    if(title STREQUAL "")
+      _kit_manifest_fail("${path}" "step ${k}: \"title\" is empty")
+    endif()
+    set(LAB_STEP_${k}_IDENT "${ident}" PARENT_SCOPE)
+    set(LAB_STEP_${k}_FILE "${file}" PARENT_SCOPE)
+    set(LAB_STEP_${k}_TITLE "${title}" PARENT_SCOPE)
+  endforeach()
+
+  set(LAB_JSON "${json}" PARENT_SCOPE)
+  set(LAB_NAME "${name}" PARENT_SCOPE)
+  set(LAB_STEM "${stem}" PARENT_SCOPE)
+  set(LAB_FILES "${files}" PARENT_SCOPE)
+  set(LAB_MODEL "${model}" PARENT_SCOPE)
+  set(LAB_SANITIZE "${sanitize}" PARENT_SCOPE)
+  set(LAB_NSTEPS "${nsteps}" PARENT_SCOPE)
+endfunction()
+
+# kit_write_step_header(<file>): the lab's step table for C, from the
+# manifest read by kit_read_manifest in the caller's scope:
+#   <STEM>_STEPS(X)   X(num, ident, "file", "title") per step
+#   <STEM>_NUM_STEPS  and  <STEM>_FIRST_GPU_STEP (the first step outside the model)
+function(kit_write_step_header file)
+  string(TOUPPER "${LAB_STEM}" up)
+  set(first_gpu 0)
+  set(rows "")
+  foreach(k RANGE 1 ${LAB_NSTEPS})
+    _kit_c_string(cfile "${LAB_STEP_${k}_FILE}")
+    _kit_c_string(ctitle "${LAB_STEP_${k}_TITLE}")
+    string(APPEND rows " \\\n    X(${k}, ${LAB_STEP_${k}_IDENT}, ${cfile}, ${ctitle})")
+    if(first_gpu EQUAL 0 AND NOT LAB_STEP_${k}_FILE STREQUAL LAB_MODEL)
+      set(first_gpu ${k})
+    endif()
+  endforeach()
+  if(first_gpu EQUAL 0)
+    math(EXPR first_gpu "${LAB_NSTEPS} + 1")
+  endif()
+  set(text "/* ${LAB_STEM}_steps.h: lab ${LAB_NAME}'s step table, generated by the build from
+ * labs/${LAB_NAME}/lab.json. Do not edit: change the manifest. */
+#ifndef ${up}_STEPS_H
+#define ${up}_STEPS_H
+
+/* X(number, identifier, \"student file\", \"what the step changes\") */
+#define ${up}_STEPS(X)${rows}
+
+#define ${up}_NUM_STEPS ${LAB_NSTEPS}
+#define ${up}_FIRST_GPU_STEP ${first_gpu}
+
+#endif
+")
+  # Written only when it changes, so an unchanged manifest rebuilds nothing.
+  file(CONFIGURE OUTPUT "${file}" CONTENT "${text}" @ONLY)
+endfunction()
+
+# kit_manifest_description(<out>): the manifest with what the build adds
+# (folders, target names, the tests' suite names), for <build>/kit/labs.json.
+function(kit_manifest_description out has_solution)
+  set(json "${LAB_JSON}")
+  string(JSON json SET "${json}" dir "\"labs/${LAB_NAME}\"")
+  if(has_solution)
+    string(JSON json SET "${json}" solution_dir "\"solutions/${LAB_NAME}\"")
+  else()
+    string(JSON json SET "${json}" solution_dir "\"\"")
+  endif()
+  list(GET LAB_FILES 0 kernel_file)
+  string(JSON json SET "${json}" kernel_file "\"${kernel_file}\"")
+  string(JSON json SET "${json}" suite "\"step{num}\"")
+  set(model_tests "")
+  if(LAB_MODEL)
+    set(model_tests "test_${LAB_STEM}_model")
+  endif()
+  string(JSON json SET "${json}" targets
+    "{\"runner\": \"${LAB_STEM}_run\", \"tests\": \"test_${LAB_STEM}\", \"model_tests\": \"${model_tests}\", \"ref_suffix\": \"_ref\"}")
+  string(JSON json REMOVE "${json}" about)
+  set(${out} "${json}" PARENT_SCOPE)
+endfunction()

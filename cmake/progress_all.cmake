@@ -1,0 +1,33 @@
+# Usage: cmake -DENTRIES="lab=bin|bin^lab=bin..." -DSOURCE_DIR=<kit> -DWORK=<dir>
+#              [-DLAB=<part of a lab name>] -P progress_all.cmake
+# `cmake --build --preset progress` (after the build): each lab's steps on the
+# student's files, one line per step, then one line per lab. LAB (from the
+# environment variable LAB) picks the labs whose name contains it.
+string(REPLACE "^" ";" entries "${ENTRIES}")
+set(summary "")
+foreach(entry IN LISTS entries)
+  string(REGEX REPLACE "=.*" "" lab "${entry}")
+  string(REGEX REPLACE "^[^=]*=" "" bins "${entry}")
+  if(LAB AND NOT lab MATCHES "${LAB}")
+    continue()
+  endif()
+  execute_process(COMMAND "${CMAKE_COMMAND}" "-DTESTS=${bins}" "-DMANIFEST=${SOURCE_DIR}/labs/${lab}/lab.json"
+                          "-DWORK=${WORK}/${lab}" -P "${CMAKE_CURRENT_LIST_DIR}/student_progress.cmake"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  # Keep the per-step lines, drop CMake's error framing of the last one.
+  string(REGEX REPLACE "CMake Error at [^\n]*\n" "" err "${err}")
+  string(REGEX REPLACE "\n[ \t]*\n" "\n" err "${err}")
+  string(REGEX MATCH "[^\n]*steps done[^\n]*" line "${err}")
+  string(REGEX REPLACE "\n[^\n]*not finished yet[^\n]*" "" err "${err}")
+  message("${out}${err}")
+  if(line)
+    list(APPEND summary "${line}")
+  endif()
+endforeach()
+if(NOT summary)
+  message(FATAL_ERROR "no lab matched LAB='${LAB}'")
+endif()
+message("Summary:")
+foreach(line IN LISTS summary)
+  message("  ${line}")
+endforeach()
