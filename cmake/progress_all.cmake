@@ -1,9 +1,10 @@
 # Usage: cmake -DENTRIES="lab=bin|bin^lab=bin..." -DSOURCE_DIR=<kit> -DWORK=<dir>
-#              [-DLAB=<part of a lab name>] -P progress_all.cmake
+#              -P progress_all.cmake
 # `cmake --build --preset progress` (after the build): each lab's steps on the
 # student's files, one line per step, then one line per lab. LAB (from the
 # environment variable LAB) picks the labs whose name contains it.
 string(REPLACE "^" ";" entries "${ENTRIES}")
+set(LAB "$ENV{LAB}")  # read when it runs, not when the build was configured
 set(summary "")
 foreach(entry IN LISTS entries)
   string(REGEX REPLACE "=.*" "" lab "${entry}")
@@ -14,12 +15,13 @@ foreach(entry IN LISTS entries)
   execute_process(COMMAND "${CMAKE_COMMAND}" "-DTESTS=${bins}" "-DMANIFEST=${SOURCE_DIR}/labs/${lab}/lab.json"
                           "-DWORK=${WORK}/${lab}" -P "${CMAKE_CURRENT_LIST_DIR}/student_progress.cmake"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  # Keep the per-step lines, drop CMake's error framing of the last one.
-  string(REGEX REPLACE "CMake Error at [^\n]*\n" "" err "${err}")
-  string(REGEX REPLACE "\n[ \t]*\n" "\n" err "${err}")
+  # Keep the per-step lines; drop CMake's framing of "not finished yet" and
+  # the skip marker meant for CTest.
+  string(REGEX REPLACE "CMake Error at .*" "" err "${err}")
+  string(REGEX REPLACE "KIT-SKIP:[^\n]*\n?" "" err "${err}")
   string(REGEX MATCH "[^\n]*steps done[^\n]*" line "${err}")
-  string(REGEX REPLACE "\n[^\n]*not finished yet[^\n]*" "" err "${err}")
-  message("${out}${err}")
+  string(STRIP "${out}${err}" text)
+  message("${text}\n")
   if(line)
     list(APPEND summary "${line}")
   endif()
