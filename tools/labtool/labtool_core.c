@@ -312,8 +312,10 @@ int skeleton_check(const char *src, size_t len, const char *src_name,
     snprintf(msg, msglen,
              "%s differs from the skeleton generated from %s at line %zu\n"
              "  expected: %s\n  actual:   %s\n"
-             "  regenerate it with: labtool skeleton %s %s",
-             committed_name, src_name, line, expected, actual, src_name, committed_name);
+             "  A student's edits make this kit check fail, by design: check your work with\n"
+             "  `cmake --workflow --preset progress` instead. Kit maintainers who changed the\n"
+             "  solution: docs/adding-a-lab.md says how to regenerate the skeleton.",
+             committed_name, src_name, line, expected, actual);
     return 1;
 }
 

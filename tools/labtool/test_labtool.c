@@ -164,7 +164,11 @@ Test(check_skeleton, reports_the_first_differing_line)
     cr_assert_str_eq(err, "skel.cu differs from the skeleton generated from sol.cu at line 3\n"
                           "  expected: y;\n"
                           "  actual:   w;\n"
-                          "  regenerate it with: labtool skeleton sol.cu skel.cu");
+                          "  A student's edits make this kit check fail, by design: check your work with\n"
+                          "  `cmake --workflow --preset progress` instead. Kit maintainers who changed the\n"
+                          "  solution: docs/adding-a-lab.md says how to regenerate the skeleton.");
+    /* Never a command that would overwrite the student's file. */
+    cr_expect_null(strstr(err, "labtool skeleton"));
 }
 
 Test(check_skeleton, reports_a_missing_last_line_and_crlf)
