@@ -87,8 +87,7 @@ function(_kit_progress_test name binaries lab labels)
     "-DMANIFEST=${PROJECT_SOURCE_DIR}/labs/${lab}/lab.json"
     "-DWORK=${PROJECT_BINARY_DIR}/kit-checks/progress/${name}"
     -P "${PROJECT_SOURCE_DIR}/cmake/student_progress.cmake")
-  set_tests_properties("${name}" PROPERTIES LABELS "${labels}" TIMEOUT 1800
-    SKIP_REGULAR_EXPRESSION "${KIT_TEST_LABEL_SKIP}")
+  set_tests_properties("${name}" PROPERTIES LABELS "${labels}" TIMEOUT 1800)
 endfunction()
 
 # The opening comment of every student file in <dir> lists the manifest's
