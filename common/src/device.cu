@@ -13,10 +13,37 @@ static int fail(char *reason, size_t len, const char *what, cudaError_t err)
     return 0;
 }
 
+// cudaGetDeviceCount says "driver version is insufficient" both when the
+// driver is too old and when there is no driver at all (a machine without a
+// GPU): tell the two apart, so nobody goes to upgrade a driver they lack.
+static int no_driver(char *reason, size_t len, cudaError_t err)
+{
+    FILE *f = fopen("/proc/driver/nvidia/version", "r");
+    if (f == NULL) {
+        snprintf(reason, len,
+                 "no CUDA device: this machine has no NVIDIA GPU driver loaded (no GPU, or the driver is not "
+                 "installed); cudaGetDeviceCount: %s",
+                 cudaGetErrorString(err));
+        return 0;
+    }
+    char line[160] = "";
+    if (fgets(line, sizeof line, f) == NULL)
+        line[0] = '\0';
+    fclose(f);
+    line[strcspn(line, "\n")] = '\0';
+    snprintf(reason, len,
+             "no CUDA device: the NVIDIA driver is older than this CUDA runtime needs (%s); update the driver "
+             "(%s)",
+             cudaGetErrorString(err), line);
+    return 0;
+}
+
 extern "C" int cml_device_probe(cml_device_info *info, char *reason, size_t len)
 {
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
+    if (err == cudaErrorInsufficientDriver)
+        return no_driver(reason, len, err);
     if (err != cudaSuccess)
         return fail(reason, len, "cudaGetDeviceCount failed", err);
     if (count == 0) {
