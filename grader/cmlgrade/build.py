@@ -77,7 +77,7 @@ def build_target(exe: Executor, src: Path, build: Path, target: str, jobs: int, 
 
 
 def build_tree(exe: Executor, src: Path, build: Path, targets: list[str], *, arch: str, jobs: int,
-               timeout: float, writable: list[Path], configured: bool = False) -> TreeBuild:
+               timeout: float, writable: list[Path], configured: bool = False, on_target=None) -> TreeBuild:
     """Configures (unless already done) and builds each target in order.
     Never raises for a failed build: the result says what failed."""
     tb = TreeBuild(configured=configured)
@@ -86,7 +86,9 @@ def build_tree(exe: Executor, src: Path, build: Path, targets: list[str], *, arc
         tb.configured, tb.configure_log = ok, log[-6000:]
         if not ok:
             return tb
-    for t in targets:
+    for i, t in enumerate(targets, 1):
+        if on_target:
+            on_target(i, t)
         tb.targets[t] = build_target(exe, src, build, t, jobs, timeout, writable)
         tb.seconds += tb.targets[t].seconds
     return tb

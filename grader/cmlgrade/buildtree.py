@@ -52,7 +52,7 @@ def make_student_tree(kit: Path, dest: Path, files: dict[str, dict[str, bytes]])
             out = src / "solutions" / lab_dir.name
             out.mkdir(parents=True)
             for f in sorted(lab_dir.iterdir()):
-                if not f.is_file() or f.name == "mistakes.toml":
+                if not f.is_file() or f.suffix == ".toml":  # the catalogue and its feedback
                     continue
                 pub = kit / "labs" / lab_dir.name / f.name
                 (out / f.name).write_bytes(pub.read_bytes() if pub.is_file() else b"")

@@ -1,15 +1,25 @@
-"""The lab registry, made from data only: each rubric file names its lab,
-stem and student files; the steps come from the X-macro step table in
-labs/<lab>/<stem>.h; the classic mistakes from solutions/<lab>/mistakes.toml.
-Nothing here knows a particular lab."""
+"""The lab registry, made from data only. A lab's identity and shape (stem,
+student files, steps, sanitizer arguments, counters, kernel names, build
+targets) come from the kit's description of its labs: <build>/kit/labs.json,
+which the build writes from each labs/<lab>/lab.json, or, before a build,
+the same fields derived here from the manifests (kit_description). Grading
+policy comes from grader/rubrics/<lab>.toml; the classic mistakes and their
+feedback lines from solutions/<lab>/mistakes.toml. Nothing here knows a
+particular lab."""
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .rubric import Rubric, RubricError, load_rubric
+from .rubric import CounterCheck, Rubric, RubricError, build_rubric, default_rubric_data, load_rubric, merge
+
+FORMAT = 1
+# The fields of a lab in <build>/kit/labs.json that the grader reads.
+REQUIRED = ("name", "title", "stem", "files", "model", "steps", "sanitize", "counters", "kernels",
+            "dir", "solution_dir", "kernel_file", "suite", "targets")
 
 
 @dataclass(frozen=True)
@@ -17,7 +27,7 @@ class Step:
     num: int
     ident: str
     what: str
-    where: str = ""  # the student file of the step, when the table says
+    where: str = ""  # the student file of the step
 
 
 @dataclass(frozen=True)
@@ -29,6 +39,17 @@ class Mistake:
     caught_by: str
     expect_failing: str = ""
     expect_message: str = ""
+    feedback: str = ""   # the line a student reads when the results show this mistake
+    kernel: str = ""     # regex: a sanitizer finding must name a matching kernel or device function
+    finding: str = ""    # regex: ... and its first line must match
+
+
+@dataclass(frozen=True)
+class Targets:
+    runner: str
+    tests: str
+    model_tests: str
+    ref_suffix: str
 
 
 @dataclass
@@ -41,6 +62,13 @@ class Lab:
     steps: tuple[Step, ...]
     rubric: Rubric
     mistakes: tuple[Mistake, ...] = field(default_factory=tuple)
+    sanitize: tuple[str, ...] = ("",)        # runner arguments, one sanitizer run each
+    counter_checks: tuple[CounterCheck, ...] = ()
+    kernels: str = r"\w*kernel\d*"           # regex: the lab's kernel and device function names
+    suite: str = "step{num}"                 # Criterion suite name of a step
+    targets: Targets = Targets("", "", "", "_ref")
+    dir: str = ""
+    solution_dir: str = ""
 
     @property
     def kernel_file(self) -> str:
@@ -48,7 +76,7 @@ class Lab:
 
     @property
     def runner(self) -> str:
-        return f"{self.stem}_run"
+        return self.targets.runner
 
     def step(self, num: int) -> Step | None:
         for s in self.steps:
@@ -56,124 +84,193 @@ class Lab:
                 return s
         return None
 
+    def step_of_suite(self, suite: str) -> int | None:
+        m = re.fullmatch(suite_regex(self.suite), suite)
+        return int(m.group(1)) if m else None
+
     def test_binaries(self) -> tuple[str, ...]:
-        return tuple(self.rubric.tests.binaries)
+        return tuple(t for t in (self.targets.model_tests, self.targets.tests) if t)
 
     def student_targets(self) -> list[str]:
         """Build targets, in build order: each is built on its own so that one
         file's compile error costs only what depends on it."""
-        return list(self.rubric.tests.binaries) + [self.runner]
+        return list(self.test_binaries()) + [self.runner]
 
     def ref_targets(self) -> list[str]:
-        return [t + "_ref" for t in self.student_targets()]
+        return [t + self.targets.ref_suffix for t in self.student_targets()]
+
+    def max_points(self, hidden: bool) -> float:
+        """Everything the rubric can give (before exclusions). A step's test
+        points are the same with or without the hidden run: with a secret
+        seed, hidden_share of them move to the hidden data."""
+        r = self.rubric
+        return (sum(r.tests.step_points(s.num) for s in self.steps) + sum(r.sanitizers.points.values())
+                + sum(c.points for c in self.counter_checks) + sum(c.points for c in r.static)
+                + r.performance.points_per_step * len(r.performance.steps))
 
 
 class LabError(Exception):
     pass
 
 
-def _split_args(text: str) -> list[str]:
-    """Split the argument list of one X(...) entry on top-level commas,
-    keeping string literals whole."""
-    args, cur, depth, i = [], [], 0, 0
-    while i < len(text):
-        ch = text[i]
-        if ch == '"':
-            j = i + 1
-            while j < len(text) and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            cur.append(text[i:j + 1])
-            i = j + 1
-            continue
-        if ch in "([{":
-            depth += 1
-        elif ch in ")]}":
-            depth -= 1
-        if ch == "," and depth == 0:
-            args.append("".join(cur).strip())
-            cur = []
-        else:
-            cur.append(ch)
-        i += 1
-    if cur and "".join(cur).strip():
-        args.append("".join(cur).strip())
-    return args
+def suite_regex(pattern: str) -> str:
+    """'step{num}' -> 'step(\\d+)'."""
+    if pattern.count("{num}") != 1:
+        raise LabError(f"suite pattern '{pattern}' must hold {{num}} once")
+    a, b = pattern.split("{num}")
+    return re.escape(a) + r"(\d+)" + re.escape(b)
 
 
-def _c_string(token: str) -> str:
-    """The value of one or more adjacent C string literals."""
-    parts = re.findall(r'"((?:[^"\\]|\\.)*)"', token)
-    if not parts:
-        return token.strip()
-    text = "".join(parts)
-    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
+# ------------------------------------------------------------ the kit's description
+
+def derive(manifest: dict, has_solutions: bool) -> dict:
+    """A manifest with the fields the build adds for <build>/kit/labs.json
+    (cmake/KitManifest.cmake, kit_manifest_description)."""
+    d = {k: v for k, v in manifest.items() if k != "about"}
+    name, stem = d.get("name", ""), d.get("stem", "")
+    d["dir"] = f"labs/{name}"
+    d["solution_dir"] = f"solutions/{name}" if has_solutions else ""
+    d["kernel_file"] = (d.get("files") or [""])[0]
+    d["suite"] = "step{num}"
+    d["targets"] = {"runner": f"{stem}_run", "tests": f"test_{stem}",
+                    "model_tests": f"test_{stem}_model" if d.get("model") else "", "ref_suffix": "_ref"}
+    return d
 
 
-def parse_step_table(header_text: str, macro: str) -> list[Step]:
-    """Steps from `#define MACRO(X) X(num, ident, "what") ...` (3 fields) or
-    X(num, ident, "where", "what") (4 fields)."""
-    text = header_text.replace("\\\r\n", " ").replace("\\\n", " ")
-    m = re.search(r"^[ \t]*#[ \t]*define[ \t]+" + re.escape(macro) + r"\(\s*(\w+)\s*\)(.*)$", text, re.M)
-    if not m:
-        raise LabError(f"no step table: '#define {macro}(X)' not found")
-    xname, body = m.group(1), m.group(2)
-    steps, pos = [], 0
-    pat = re.compile(r"\b" + re.escape(xname) + r"\s*\(")
-    while True:
-        hit = pat.search(body, pos)
-        if not hit:
-            break
-        i, depth, in_str = hit.end(), 1, False
-        start = i
-        while i < len(body) and depth:
-            ch = body[i]
-            if in_str:
-                if ch == "\\":
-                    i += 1
-                elif ch == '"':
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch == "(":
-                depth += 1
-            elif ch == ")":
-                depth -= 1
-            i += 1
-        args = _split_args(body[start:i - 1])
-        pos = i
-        if len(args) == 3:
-            num, ident, what, where = args[0], args[1], args[2], ""
-        elif len(args) == 4:
-            num, ident, where, what = args
-        else:
-            raise LabError(f"step table {macro}: an entry has {len(args)} fields, expected 3 or 4")
+def manifests(kit: Path) -> list[dict]:
+    """labs/*/lab.json of the kit, in name order, with the build's fields."""
+    out = []
+    for path in sorted((kit / "labs").glob("*/lab.json")):
         try:
-            n = int(num, 0)
-        except ValueError as e:
-            raise LabError(f"step table {macro}: step number '{num}' is not a number") from e
-        steps.append(Step(n, ident.strip(), _c_string(what), _c_string(where) if where else ""))
-    if not steps:
-        raise LabError(f"step table {macro} has no entries")
+            m = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise LabError(f"{path}: not a readable manifest: {e}") from e
+        if not isinstance(m, dict) or m.get("name") != path.parent.name:
+            raise LabError(f"{path}: its \"name\" must be the folder's name, {path.parent.name}")
+        out.append(derive(m, (kit / "solutions" / path.parent.name).is_dir()))
+    return out
+
+
+def kit_description(kit: Path, build_dir: Path | None = None) -> list[dict]:
+    """The labs of the kit: <build_dir>/kit/labs.json when the build wrote
+    it, else the same fields made from labs/*/lab.json."""
+    written = build_dir / "kit" / "labs.json" if build_dir else None
+    if written is not None and written.is_file():
+        try:
+            data = json.loads(written.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise LabError(f"{written}: not readable: {e}") from e
+        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("labs"), list):
+            raise LabError(f"{written}: expected {{\"format\": {FORMAT}, \"labs\": [...]}}")
+        return data["labs"]
+    return manifests(kit)
+
+
+# ------------------------------------------------------------ one lab
+
+def _steps(d: dict) -> tuple[Step, ...]:
+    steps = tuple(Step(int(s["num"]), str(s["ident"]), str(s.get("title", "")), str(s.get("file", "")))
+                  for s in d["steps"])
     nums = [s.num for s in steps]
-    if nums != list(range(1, len(nums) + 1)):
-        raise LabError(f"step table {macro}: steps are {nums}, expected 1..{len(nums)}")
+    if not steps or nums != list(range(1, len(nums) + 1)):
+        raise LabError(f"{d['name']}: steps are {nums}, expected 1..{len(nums)}")
     return steps
 
 
+def _counter_checks(d: dict, rubric: Rubric) -> tuple[CounterCheck, ...]:
+    """One check per step the manifest's counters expect something of; the
+    rubric gives points and feedback."""
+    checks = []
+    for c in d.get("counters") or []:
+        for step, expect in sorted((c.get("expect") or {}).items(), key=lambda kv: int(kv[0])):
+            if expect not in ("zero", "nonzero"):
+                raise LabError(f"{d['name']}: counters expect '{expect}' for step {step} (zero or nonzero)")
+            n = int(step)
+            checks.append(CounterCheck(step=n, expect=expect, points=rubric.counters.step_points(n),
+                                       feedback=rubric.counters.feedback.get(n, "")))
+    return tuple(checks)
+
+
+def _toml(path: Path) -> dict:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise LabError(f"{path}: not valid TOML: {e}") from e
+
+
 def load_mistakes(path: Path, default_file: str) -> tuple[Mistake, ...]:
-    """The catalogue of classic mistakes (instructor side; absent in a
-    student's copy of the kit is fine)."""
+    """The catalogue of classic mistakes (solutions/<lab>/mistakes.toml) with
+    the line a student reads for each (feedback.toml beside it: a table per
+    mistake with feedback, kernel, finding; the same keys in a [[mistake]]
+    entry work too). Instructor side: absent in a student's copy is fine."""
     if not path.is_file():
         return ()
-    with path.open("rb") as f:
-        data = tomllib.load(f)
+    entries = _toml(path).get("mistake", [])
+    fb_path = path.parent / "feedback.toml"
+    fb = _toml(fb_path) if fb_path.is_file() else {}
+    stray = sorted(set(fb) - {m.get("name") for m in entries})
+    if stray:
+        raise LabError(f"{fb_path}: feedback for mistakes not in {path.name}: {', '.join(stray)}")
     out = []
-    for m in data.get("mistake", []):
+    for m in entries:
+        extra = dict(m)
+        extra.update(fb.get(m["name"], {}))
+        if not extra.get("feedback"):
+            raise LabError(f"{fb_path}: mistake {m['name']} has no feedback line ([{m['name']}] feedback = \"...\")")
+        for key in ("kernel", "finding"):
+            try:
+                re.compile(extra.get(key, ""))
+            except re.error as e:
+                raise LabError(f"{fb_path}: [{m['name']}] {key}: bad regular expression: {e}") from e
         out.append(Mistake(name=m["name"], file=m.get("file", default_file), step=int(m["step"]),
                            summary=m.get("summary", ""), caught_by=m["caught_by"],
-                           expect_failing=m.get("expect_failing", ""),
-                           expect_message=m.get("expect_message", "")))
+                           expect_failing=m.get("expect_failing", ""), expect_message=m.get("expect_message", ""),
+                           feedback=extra["feedback"], kernel=extra.get("kernel", ""),
+                           finding=extra.get("finding", "")))
     return tuple(out)
+
+
+def _with_overrides(mistakes: tuple[Mistake, ...], rubric: Rubric, lab: str) -> tuple[Mistake, ...]:
+    """An instructor's override may replace a mistake's feedback (policy)."""
+    unknown = sorted(set(rubric.mistakes) - {m.name for m in mistakes})
+    if unknown:
+        raise RubricError(f"{lab}: feedback for mistakes not in the catalogue: {', '.join(unknown)}")
+    out = []
+    for m in mistakes:
+        o = rubric.mistakes.get(m.name)
+        if o is not None:
+            m = Mistake(m.name, m.file, m.step, m.summary, m.caught_by, m.expect_failing, m.expect_message,
+                        o.feedback, o.kernel or m.kernel, o.finding or m.finding)
+        out.append(m)
+    return tuple(out)
+
+
+def make_lab(kit: Path, d: dict, rubric_dir: Path, override: dict | None) -> Lab:
+    missing = [k for k in REQUIRED if k not in d]
+    if missing:
+        raise LabError(f"{d.get('name', '?')}: the kit's description lacks {', '.join(missing)}")
+    name = d["name"]
+    path = rubric_dir / f"{name}.toml"
+    if path.is_file():
+        rubric = load_rubric(path, override, d["files"])
+    else:  # never skipped: graded with the default policy, and the run says so
+        data = default_rubric_data()
+        rubric = build_rubric(merge(data, override) if override else data,
+                              f"the default policy (no {path.name} in {rubric_dir})", d["files"])
+        rubric.is_default = True
+    steps = _steps(d)
+    t = d["targets"]
+    lab = Lab(name=name, stem=d["stem"], title=rubric.lab.title or d["title"], files=tuple(d["files"]),
+              model_file=d.get("model") or "", steps=steps, rubric=rubric,
+              sanitize=tuple(d["sanitize"]) or ("",), counter_checks=_counter_checks(d, rubric),
+              kernels=d["kernels"] or r"\w*kernel\d*", suite=d["suite"],
+              targets=Targets(t["runner"], t["tests"], t.get("model_tests", ""), t.get("ref_suffix", "_ref")),
+              dir=d["dir"], solution_dir=d["solution_dir"])
+    rubric.check_steps([s.num for s in steps], [c.step for c in lab.counter_checks])
+    mistakes = load_mistakes(kit / d["solution_dir"] / "mistakes.toml", d["kernel_file"]) if d["solution_dir"] else ()
+    lab.mistakes = _with_overrides(mistakes, rubric, name) if mistakes else ()
+    return lab
 
 
 def default_rubric_dir() -> Path:
@@ -181,34 +278,32 @@ def default_rubric_dir() -> Path:
 
 
 def load_labs(kit: Path, rubric_dir: Path | None = None, override: dict | None = None,
-              only: list[str] | None = None) -> list[Lab]:
-    """Every lab that has a rubric file and a folder in the kit, sorted by
-    name. `override` is the parsed instructor file ({lab name: table})."""
+              only: list[str] | None = None, build_dir: Path | None = None) -> list[Lab]:
+    """Every lab of the kit (one per labs/<lab>/lab.json), sorted by name.
+    `override` is the parsed instructor file ({lab name: table})."""
     rubric_dir = rubric_dir or default_rubric_dir()
-    labs = []
-    for path in sorted(rubric_dir.glob("*.toml")):
-        lab_name = path.stem
-        if only and lab_name not in only:
-            continue
-        rubric = load_rubric(path, (override or {}).get(lab_name))
-        lab_dir = kit / "labs" / rubric.lab.name
-        if not lab_dir.is_dir():
-            continue
-        header = lab_dir / f"{rubric.lab.stem}.h"
-        if not header.is_file():
-            raise LabError(f"{rubric.lab.name}: no interface header {header}")
-        steps = parse_step_table(header.read_text(encoding="utf-8", errors="replace"), rubric.lab.steps_macro)
-        rubric.check_steps([s.num for s in steps])
-        mistakes = load_mistakes(kit / "solutions" / rubric.lab.name / "mistakes.toml", rubric.lab.files[0])
-        unknown = sorted(set(rubric.mistakes) - {m.name for m in mistakes}) if mistakes else []
-        if unknown:
-            raise RubricError(f"{rubric.lab.name}: feedback for mistakes not in the catalogue: {', '.join(unknown)}")
-        labs.append(Lab(name=rubric.lab.name, stem=rubric.lab.stem, title=rubric.lab.title,
-                        files=tuple(rubric.lab.files), model_file=rubric.lab.model_file, steps=tuple(steps),
-                        rubric=rubric, mistakes=mistakes))
+    desc = kit_description(kit, build_dir)
+    known = [d.get("name", "") for d in desc]
     if only:
-        missing = sorted(set(only) - {lab.name for lab in labs})
+        missing = sorted(set(only) - set(known))
         if missing:
-            raise LabError(f"unknown lab(s): {', '.join(missing)} (known: "
-                           f"{', '.join(p.stem for p in sorted(rubric_dir.glob('*.toml')))})")
-    return labs
+            raise LabError(f"unknown lab(s): {', '.join(missing)} (known: {', '.join(known) or 'none'})")
+    stray = sorted(set(override or {}) - set(known))
+    if stray:
+        raise RubricError(f"the rubric override names lab(s) the kit does not have: {', '.join(stray)}")
+    return [make_lab(kit, d, rubric_dir, (override or {}).get(d["name"])) for d in desc
+            if not only or d["name"] in only]
+
+
+def same_shape(a: list[Lab], b: list[Lab]) -> list[str]:
+    """What differs between two registries of the same labs (the manifests
+    read before the build, the build's labs.json after it)."""
+    out = []
+    for x, y in zip(a, b):
+        for f in ("name", "stem", "files", "model_file", "steps", "sanitize", "counter_checks", "kernels",
+                  "suite", "targets"):
+            if getattr(x, f) != getattr(y, f):
+                out.append(f"{x.name}: {f}")
+    if [x.name for x in a] != [y.name for y in b]:
+        out.append("the list of labs")
+    return out

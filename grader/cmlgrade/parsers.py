@@ -106,10 +106,11 @@ def finding_blocks(text: str) -> list[tuple[str, str]]:
     return [(head, text[at:min(end, at + _FINDING_SPAN)]) for (at, head), end in zip(starts, ends)]
 
 
-def names_in(text: str) -> list[str]:
+def names_in(text: str, kernels: str = r"\w*kernel\d*") -> list[str]:
     """The kernels and __device__ functions a piece of a report names (a race
-    in a helper is reported at the helper; a race names both accesses)."""
-    return (re.findall(r"\b(\w+_kernel\w*|\w*kernel\d*)\b", text)
+    in a helper is reported at the helper; a race names both accesses).
+    `kernels`: the lab's names (its manifest's "kernels" regex)."""
+    return ([m.group(0) for m in re.finditer(r"\b(?:" + kernels + r")\b", text)]
             + [m.group(1).split("::")[-1] for rx in (_KERNEL_NEW, _KERNEL_OLD) for m in rx.finditer(text)])
 
 

@@ -21,10 +21,11 @@ from . import run as R
 from .build import build_tree
 from .buildtree import TreeError, make_student_tree
 from .intake import Submission
-from .labs import Lab
+from .labs import Lab, LabError, kit_description, manifests
 from .results import LabRun, LabScore, StudentResult
 from .sandbox import Executor, Sandbox, detect_sandbox, run_process
 from .score import r2, score_lab
+from .skeleton import Skeletons, make_skeletons, not_started
 from .static import run_static
 
 PUBLIC_SEED = 20261122  # the kit's default (common/include/cml/cml_rng.h)
@@ -67,6 +68,11 @@ class Progress:
         self.enabled, self.total, self.done = enabled, total, 0
         self.lock = threading.Lock()
 
+    def note(self, what: str) -> None:
+        """A stage of the run itself (the reference build), not a student's."""
+        if self.enabled:
+            print(f"[grader] {what}", file=sys.stderr, flush=True)
+
     def say(self, student: str, lab: str, what: str, finished: bool = False) -> None:
         with self.lock:
             if finished:
@@ -96,6 +102,9 @@ class Pipeline:
         self.refs: dict[tuple, LabRun] = {}
         self.ref_lock = threading.Lock()
         self._tmp = None
+        self.skeletons = Skeletons()
+        self.notes: list[str] = []   # about the whole run (once, not per item)
+        self.say = Progress(opts.progress, 0).note
 
     # ------------------------------------------------------------ setup
     def prepare(self) -> None:
@@ -110,6 +119,11 @@ class Pipeline:
             self.work = Path(self._tmp)
         self.jobs = self.opts.jobs or os.cpu_count() or 2
         self._build_reference()
+        self.say("making the pristine skeletons from the reference solutions (labtool skeleton)")
+        self.skeletons = make_skeletons(self.trusted, self._labtool(), self.opts.kit.resolve(), self.labs,
+                                        self.work / "reference" / "skeletons")
+        self.notes += self.skeletons.notes
+        self.say("probing for a GPU")
         ref_runner = self.ref_build / self.labs[0].ref_targets()[-1] if self.labs else None
         gpus = R.list_gpus()
         self.gpus = gpus or [None]
@@ -125,18 +139,48 @@ class Pipeline:
         if self._tmp and not self.opts.keep_work:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
+    def _labtool(self) -> Path | None:
+        p = self.ref_build / "tools" / "labtool" / "labtool"
+        return p if p.is_file() else None
+
     def _build_reference(self) -> None:
         self.ref_build = self.work / "reference" / "build"
         targets = [t for lab in self.labs for t in lab.ref_targets()]
+        if any(lab.solution_dir for lab in self.labs):
+            targets.append("labtool")   # makes the pristine skeletons from the solutions
+        timeout = max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2 if self.labs else 900
+        self.say(f"building the reference solutions ({len(targets)} targets: {', '.join(targets)}); "
+                 f"this takes a minute or two the first time")
+        self.say("configuring the kit (cmake)")
         tb = build_tree(self.trusted, self.opts.kit.resolve(), self.ref_build, targets, arch=self.opts.arch,
-                        jobs=self.jobs, timeout=max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2
-                        if self.labs else 900, writable=[])
+                        jobs=self.jobs, timeout=timeout, writable=[],
+                        on_target=lambda i, t: self.say(f"reference: building {t} ({i}/{len(targets)})"))
         if not tb.configured:
             raise GraderError("the kit does not configure (cmake):\n" + tb.configure_log[-3000:])
         bad = [t for t, b in tb.targets.items() if not b.ok]
         if bad:
             msgs = "\n".join(tb.targets[bad[0]].errors[:20])
             raise GraderError(f"the reference solution does not build ({', '.join(bad)}):\n{msgs}")
+        self._check_description()
+        self.say(f"reference built in {tb.seconds:.0f} s")
+
+    def _check_description(self) -> None:
+        """The build's <build>/kit/labs.json, when it writes one, must describe
+        the labs as the grader read them from the manifests."""
+        if not (self.ref_build / "kit" / "labs.json").is_file():
+            return
+        try:
+            built = {d.get("name"): d for d in kit_description(self.opts.kit.resolve(), self.ref_build)}
+        except LabError as e:
+            raise GraderError(str(e)) from e
+        for d in manifests(self.opts.kit.resolve()):
+            if d["name"] not in {lab.name for lab in self.labs}:
+                continue
+            b = built.get(d["name"])
+            diff = sorted(k for k in set(d) | set(b or {}) if (b or {}).get(k) != d.get(k))
+            if diff:
+                raise GraderError(f"{d['name']}: the build's kit/labs.json and labs/{d['name']}/lab.json differ "
+                                  f"({', '.join(diff)}): rebuild the kit")
 
     # ------------------------------------------------------------ builds (CPU)
     def _build_submission(self, sub: Submission, progress: Progress) -> list[_Job]:
@@ -144,16 +188,22 @@ class Pipeline:
         if not labs:
             return []
         tree = self.work / "students" / safe_name(sub.student)
-        files = {lab.name: sub.files[lab.name] for lab in labs}
+        files = {lab.name: dict(sub.files[lab.name]) for lab in labs}
         runs = {lab.name: LabRun(lab.name) for lab in labs}
         for lab in labs:
             graded = {}
             for f in lab.files:
                 data = files[lab.name].get(f)
-                skeleton = (self.opts.kit / "labs" / lab.name / f).read_bytes()
+                skeleton = self.skeletons.get(lab.name, f)
+                if skeleton is None:
+                    skeleton = (self.opts.kit / lab.dir / f).read_bytes()
                 if data is None or data == skeleton:
                     runs[lab.name].untouched.append(f)
+                else:
+                    runs[lab.name].not_started += sorted(not_started(skeleton.decode("utf-8", "replace"),
+                                                                     data.decode("utf-8", "replace")))
                 data = skeleton if data is None else data
+                files[lab.name][f] = data
                 graded[f] = data.decode("utf-8", "replace")
             runs[lab.name].static = run_static(lab.rubric.static, graded)
         try:
@@ -205,9 +255,9 @@ class Pipeline:
                 br = R.run_tests(self.trusted, self.ref_build / f"{b}_ref", out, kind,
                                  seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
                 ref.tests[kind][b] = br
-        if self.gpu_ok and lab.rubric.counters.checks:
+        if self.gpu_ok and lab.counter_checks:
             ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
-                                          [c.step for c in lab.rubric.counters.checks],
+                                          [c.step for c in lab.counter_checks],
                                           lab.rubric.counters.timeout_s, out, env, [])
         with self.ref_lock:
             self.refs[key] = ref
@@ -260,7 +310,7 @@ class Pipeline:
             progress.say(job.sub.student, lab.name, "sanitizers")
             # only the steps that pass their tests: a wrong or hanging step
             # has already lost its points, and would stall the tools
-            steps = R.passing_steps(run.tests.get("public", {}))
+            steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
             for tool in lab.rubric.sanitizers.points:
                 if not steps:
                     run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
@@ -268,23 +318,23 @@ class Pipeline:
                 if deadline.expired():
                     run.timed_out.append(f"compute-sanitizer {tool}")
                     continue
-                rep, cfg = R.run_sanitizer(self.student_exe, tool, runner, lab.rubric.sanitizers.runner_args, deadline,
+                rep, cfg = R.run_sanitizer(self.student_exe, tool, runner, list(lab.sanitize), deadline,
                                            lab.rubric.sanitizers.timeout_s, out, env, readable,
                                            ",".join(map(str, steps)))
                 run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
             # diagnosis, no points: where the mistake catalog names a tool for
             # a step whose tests fail (a race that garbles the answer), run it
             # on that step so the feedback can say why
-            failing = R.failing_steps(run.tests.get("public", {}))
+            failing = R.failing_steps(run.tests.get("public", {}), lab.step_of_suite)
             for tool in lab.rubric.sanitizers.points:
                 diag = sorted({m.step for m in lab.mistakes if m.caught_by == tool and m.step in failing})
                 if not diag or deadline.expired():
                     continue
-                rep, _ = R.run_sanitizer(self.student_exe, tool, runner, lab.rubric.sanitizers.runner_args[:1],
+                rep, _ = R.run_sanitizer(self.student_exe, tool, runner, list(lab.sanitize[:1]),
                                          deadline, lab.rubric.sanitizers.timeout_s, out, env, readable,
                                          ",".join(map(str, diag)))
                 run.diagnoses[tool] = (diag, rep)
-            counter_steps = [c.step for c in lab.rubric.counters.checks if c.step in steps]
+            counter_steps = [c.step for c in lab.counter_checks if c.step in steps]
             if counter_steps:
                 if deadline.expired():
                     run.timed_out.append("counters")
@@ -365,7 +415,7 @@ class Pipeline:
                             if n == lab.name), None)
                 ls = score_lab(lab, LabRun(lab.name, submitted=False, machine_note=machine), ref or LabRun(lab.name))
                 if ref is None:  # nobody's run of this lab: the rubric's nominal maximum
-                    ls.max_points = r2(lab.rubric.max_points(len(lab.steps), self.opts.secret_seed is not None))
+                    ls.max_points = r2(lab.max_points(self.opts.secret_seed is not None))
                 labs.append(ls)
                 continue
             ref = self.refs.get((lab.name, job.gpu_key)) or self.reference(lab, job.gpu_key)

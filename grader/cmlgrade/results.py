@@ -58,6 +58,7 @@ class LabRun:
     seconds: dict[str, float] = field(default_factory=dict)      # stage -> seconds
     gpu: str = ""
     untouched: list[str] = field(default_factory=list)           # files identical to the kit's skeleton
+    not_started: list[int] = field(default_factory=list)         # steps whose TODO blocks are unchanged
     machine_note: str = ""           # no GPU on this machine: GPU checks are not measured for anyone
 
     def outcomes(self, seed: str) -> dict[str, TestOutcome]:

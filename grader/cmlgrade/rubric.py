@@ -1,6 +1,9 @@
 """Rubrics: one TOML file per lab (grader/rubrics/<lab>.toml), read with
 tomllib, an instructor's override merged key by key, then validated into
-dataclasses. Errors name the file and the key."""
+dataclasses. Errors name the file and the key. A rubric holds grading
+policy only (points, visibility, feedback, limits): what a lab is (files,
+steps, sanitizer arguments, counter expectations, targets) is its manifest,
+labs/<lab>/lab.json, and the mistakes' feedback is in the catalogue."""
 from __future__ import annotations
 
 import copy
@@ -17,14 +20,35 @@ class RubricError(Exception):
     pass
 
 
+# Keys that moved to the lab's manifest (or the mistake catalogue): a rubric
+# that still has them is stopped with the place to look.
+MOVED = {"lab.name": "the manifest's \"name\" (labs/<lab>/lab.json)",
+         "lab.stem": "the manifest's \"stem\"", "lab.files": "the manifest's \"files\"",
+         "lab.model_file": "the manifest's \"model\"", "lab.steps_macro": "the manifest's \"steps\"",
+         "tests.binaries": "the manifest (targets in <build>/kit/labs.json)",
+         "sanitizers.runner_args": "the manifest's \"sanitize\"",
+         "counters.check": "the manifest's \"counters\" (expectations) and [counters.points]/[counters.feedback]"}
+
+STAYS_IN_THE_LAB = {
+    "name": "stays_in_the_lab", "file": "*",
+    "forbid": r'#\s*include\s*[<"](/|[^>"]*\.\./)|\bsolutions\b|/dev/|\bsystem\s*\(|\bpopen\s*\(',
+    "points": 0, "zero_lab": True,
+    "feedback": "the submission reaches outside its lab (absolute or ../ includes, solutions/, devices or shell "
+                "calls): the lab is scored 0 and flagged for the instructor"}
+
+
+def default_rubric_data() -> dict:
+    """The policy of a lab that has a manifest but no rubric file: 10 points a
+    step, the four sanitizers, the counters' checks at 1 point, the rule that
+    code stays in its lab, no performance points."""
+    return {"tests": {"default_points": 10, "hidden_share": 0.3},
+            "sanitizers": {"points": {"memcheck": 3, "racecheck": 3, "synccheck": 2, "initcheck": 1}},
+            "static": [dict(STAYS_IN_THE_LAB)]}
+
+
 @dataclass
 class LabInfo:
-    name: str
-    stem: str
     title: str
-    files: list[str]
-    model_file: str
-    steps_macro: str
     time_limit_s: float
     build_timeout_s: float
 
@@ -37,7 +61,6 @@ class TestsRubric:
     visibility: str
     hidden_visibility: str
     feedback: str
-    binaries: list[str]
     step_feedback: dict[int, str]
     step_time_limit_s: float = 240.0  # one step's tests (a Criterion suite) of a submission
 
@@ -48,7 +71,6 @@ class TestsRubric:
 @dataclass
 class SanitizersRubric:
     points: dict[str, float]
-    runner_args: list[str]
     timeout_s: float
     visibility: str
     feedback: str
@@ -64,9 +86,14 @@ class CounterCheck:
 
 @dataclass
 class CountersRubric:
-    checks: list[CounterCheck]
+    default_points: float
+    points: dict[int, float]      # step -> points of its counter check
+    feedback: dict[int, str]      # step -> the line shown when it fails
     visibility: str
     timeout_s: float
+
+    def step_points(self, step: int) -> float:
+        return self.points.get(step, self.default_points)
 
 
 @dataclass
@@ -110,26 +137,23 @@ class Rubric:
     counters: CountersRubric
     static: list[StaticCheck]
     performance: PerformanceRubric
-    mistakes: dict[str, MistakeFeedback] = field(default_factory=dict)
+    mistakes: dict[str, MistakeFeedback] = field(default_factory=dict)  # an override's feedback lines
+    is_default: bool = False    # no rubric file: the default policy
 
-    def check_steps(self, nums: list[int]) -> None:
+    def check_steps(self, nums: list[int], counter_steps: list[int]) -> None:
         known = set(nums)
         used = ([("tests.points", s) for s in self.tests.points]
-                + [("counters.check", c.step) for c in self.counters.checks]
+                + [("tests.step_feedback", s) for s in self.tests.step_feedback]
                 + [("performance.steps", s) for s in self.performance.steps])
         for where, s in used:
             if s not in known:
-                raise RubricError(f"{self.source}: {where} names step {s}, but the step table has "
+                raise RubricError(f"{self.source}: {where} names step {s}, but the lab's manifest has "
                                   f"steps {min(nums)}..{max(nums)}")
-
-    def max_points(self, nsteps: int, hidden: bool) -> float:
-        """Everything the rubric can give (before exclusions). A step's test
-        points are the same with or without the hidden run: with a secret
-        seed, hidden_share of them move to the hidden data."""
-        t = sum(self.tests.step_points(s) for s in range(1, nsteps + 1))
-        return (t + sum(self.sanitizers.points.values()) + sum(c.points for c in self.counters.checks)
-                + sum(c.points for c in self.static)
-                + self.performance.points_per_step * len(self.performance.steps))
+        for where, steps in (("counters.points", self.counters.points), ("counters.feedback", self.counters.feedback)):
+            for s in steps:
+                if s not in counter_steps:
+                    raise RubricError(f"{self.source}: {where} names step {s}, but the manifest's counters expect "
+                                      f"something of steps {', '.join(map(str, counter_steps)) or 'none'} only")
 
 
 def merge(base: dict, over: dict) -> dict:
@@ -185,27 +209,33 @@ def _regex(r: _Reader, pattern: str, where: str) -> str:
     return pattern
 
 
-def build_rubric(data: dict, source: str) -> Rubric:
+def _step_table(r: _Reader, table: dict, key: str, where: str, kind) -> dict:
+    out = {}
+    for k, v in r.get(table, key, dict, where, {}).items():
+        if not str(k).isdigit():
+            raise r.err(f"{where}.{key}.{k}", "keys are step numbers, like \"3\" = ...")
+        out[int(k)] = r.get({"v": v}, "v", kind, f"{where}.{key}.{k}", check=_nonneg if kind is float else None)
+    return out
+
+
+def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) -> Rubric:
+    """`files`: the lab's student files (from its manifest), which static
+    checks may name."""
     r = _Reader(source)
+    files = list(files)
     for key in data:
         if key not in ("lab", "tests", "sanitizers", "counters", "static", "performance", "mistakes"):
             raise r.err(key, "unknown table")
-    lab_t = r.get(data, "lab", dict, "rubric")
-    files = r.get(lab_t, "files", list, "lab")
-    if not files or not all(isinstance(f, str) and f and "/" not in f for f in files):
-        raise r.err("lab.files", "a non-empty list of plain file names")
+    for dotted, where in MOVED.items():
+        table, key = dotted.split(".")
+        if isinstance(data.get(table), dict) and key in data[table]:
+            raise r.err(dotted, f"no longer in a rubric (policy only): it is {where}")
+    lab_t = r.get(data, "lab", dict, "rubric", {})
     lab = LabInfo(
-        name=r.get(lab_t, "name", str, "lab"),
-        stem=r.get(lab_t, "stem", str, "lab", check=lambda s: re.fullmatch(r"\w+", s) is not None),
         title=r.get(lab_t, "title", str, "lab", ""),
-        files=list(files),
-        model_file=r.get(lab_t, "model_file", str, "lab", ""),
-        steps_macro=r.get(lab_t, "steps_macro", str, "lab"),
         time_limit_s=r.get(lab_t, "time_limit_s", float, "lab", 1800.0, _nonneg),
         build_timeout_s=r.get(lab_t, "build_timeout_s", float, "lab", 900.0, _nonneg),
     )
-    if lab.model_file and lab.model_file not in lab.files:
-        raise r.err("lab.model_file", f"'{lab.model_file}' must be one of lab.files")
 
     t = r.get(data, "tests", dict, "rubric", {})
     points = {}
@@ -215,7 +245,6 @@ def build_rubric(data: dict, source: str) -> Rubric:
         points[int(k)] = r.get({"v": v}, "v", float, f"tests.points.{k}", check=_nonneg)
     step_feedback = {int(k): v for k, v in r.get(t, "step_feedback", dict, "tests", {}).items()
                      if str(k).isdigit()}
-    binaries = r.get(t, "binaries", list, "tests", [f"test_{lab.stem}"])
     tests = TestsRubric(
         default_points=r.get(t, "default_points", float, "tests", 10.0, _nonneg),
         points=points,
@@ -223,7 +252,6 @@ def build_rubric(data: dict, source: str) -> Rubric:
         visibility=r.vis(t, "visibility", "tests"),
         hidden_visibility=r.vis(t, "hidden_visibility", "tests", "after_due_date"),
         feedback=r.get(t, "feedback", str, "tests", "step {step} ({ident}): {failed} of {total} tests fail"),
-        binaries=[str(b) for b in binaries],
         step_feedback=step_feedback,
         step_time_limit_s=r.get(t, "step_time_limit_s", float, "tests", 240.0, _nonneg),
     )
@@ -234,26 +262,17 @@ def build_rubric(data: dict, source: str) -> Rubric:
         if k not in SANITIZER_TOOLS:
             raise r.err(f"sanitizers.points.{k}", f"unknown tool (known: {', '.join(SANITIZER_TOOLS)})")
         spoints[k] = r.get({"v": v}, "v", float, f"sanitizers.points.{k}", check=_nonneg)
-    sargs = r.get(s, "runner_args", list, "sanitizers", [""])
-    if not sargs or not all(isinstance(a, str) for a in sargs):
-        raise r.err("sanitizers.runner_args", "a non-empty list of strings")
-    sanitizers = SanitizersRubric(points=spoints, runner_args=sargs,
+    sanitizers = SanitizersRubric(points=spoints,
                                   timeout_s=r.get(s, "timeout_s", float, "sanitizers", 600.0, _nonneg),
                                   visibility=r.vis(s, "visibility", "sanitizers"),
                                   feedback=r.get(s, "feedback", str, "sanitizers",
                                                  "compute-sanitizer {tool} is not clean: {summary}"))
 
     c = r.get(data, "counters", dict, "rubric", {})
-    checks = []
-    for i, ch in enumerate(r.get(c, "check", list, "counters", [])):
-        where = f"counters.check[{i}]"
-        if not isinstance(ch, dict):
-            raise r.err(where, "expected a table")
-        checks.append(CounterCheck(step=r.get(ch, "step", int, where),
-                                   expect=r.get(ch, "expect", str, where, check=lambda v: v in ("zero", "nonzero")),
-                                   points=r.get(ch, "points", float, where, 1.0, _nonneg),
-                                   feedback=r.get(ch, "feedback", str, where, "")))
-    counters = CountersRubric(checks=checks, visibility=r.vis(c, "visibility", "counters"),
+    counters = CountersRubric(default_points=r.get(c, "default_points", float, "counters", 1.0, _nonneg),
+                              points=_step_table(r, c, "points", "counters", float),
+                              feedback=_step_table(r, c, "feedback", "counters", str),
+                              visibility=r.vis(c, "visibility", "counters"),
                               timeout_s=r.get(c, "timeout_s", float, "counters", 600.0, _nonneg))
 
     statics = []
@@ -269,9 +288,9 @@ def build_rubric(data: dict, source: str) -> Rubric:
         if name in names:
             raise r.err(where, f"duplicate static check name '{name}'")
         names.add(name)
-        f = r.get(st, "file", str, where, lab.files[0])
-        if f != "*" and f not in lab.files:
-            raise r.err(f"{where}.file", f"'{f}' is not one of lab.files ({', '.join(lab.files)}) or '*'")
+        f = r.get(st, "file", str, where, files[0])
+        if f != "*" and f not in files:
+            raise r.err(f"{where}.file", f"'{f}' is not one of the lab's files ({', '.join(files)}) or '*'")
         statics.append(StaticCheck(
             name=name, file=f, pattern=_regex(r, r.get(st, mode, str, where), f"{where}.{mode}"), mode=mode,
             points=r.get(st, "points", float, where, 1.0, _nonneg), feedback=r.get(st, "feedback", str, where, ""),
@@ -307,7 +326,7 @@ def build_rubric(data: dict, source: str) -> Rubric:
                   performance=perf, mistakes=mistakes)
 
 
-def load_rubric(path: Path, override: dict | None = None) -> Rubric:
+def load_rubric(path: Path, override: dict | None, files: list[str] | tuple[str, ...]) -> Rubric:
     try:
         with Path(path).open("rb") as f:
             data = tomllib.load(f)
@@ -317,7 +336,7 @@ def load_rubric(path: Path, override: dict | None = None) -> Rubric:
     if override:
         data = merge(data, override)
         source += " (+ override)"
-    return build_rubric(data, source)
+    return build_rubric(data, source, files)
 
 
 def load_override(path: Path) -> dict:

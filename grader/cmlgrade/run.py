@@ -145,27 +145,27 @@ def run_tests_by_step(exe: Executor, binary: Path, out_dir: Path, tag: str, seed
     return merged, timed_out
 
 
-def passing_steps(tests: dict[str, BinaryRun]) -> list[int]:
-    """The steps (suites stepN) whose every test passed in these runs."""
+def passing_steps(tests: dict[str, BinaryRun], step_of) -> list[int]:
+    """The steps whose every test passed in these runs (step_of: a suite's
+    name -> its step number or None, Lab.step_of_suite)."""
     ok: dict[int, bool] = {}
     for br in tests.values():
         for o in br.outcomes.values():
-            m = re.fullmatch(r"step(\d+)", o.suite)
-            if m:
-                n = int(m.group(1))
+            n = step_of(o.suite)
+            if n is not None:
                 ok[n] = ok.get(n, True) and o.status == "PASSED"
     return sorted(n for n, good in ok.items() if good)
 
 
-def failing_steps(tests: dict[str, BinaryRun]) -> list[int]:
+def failing_steps(tests: dict[str, BinaryRun], step_of) -> list[int]:
     """The steps with a test that failed or crashed but none that timed out:
     a sanitizer can still run them to the end."""
     state: dict[int, set[str]] = {}
     for br in tests.values():
         for o in br.outcomes.values():
-            m = re.fullmatch(r"step(\d+)", o.suite)
-            if m:
-                state.setdefault(int(m.group(1)), set()).add(o.status)
+            n = step_of(o.suite)
+            if n is not None:
+                state.setdefault(n, set()).add(o.status)
     return sorted(n for n, st in state.items() if st - {"PASSED", "SKIPPED"} and "TIMEOUT" not in st)
 
 

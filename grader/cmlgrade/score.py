@@ -54,12 +54,14 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
     are unfinished steps, not mistakes."""
     out = []
     for m in lab.mistakes:
-        fb = lab.rubric.mistakes.get(m.name)
-        if not fb or m.caught_by != caught_by or m.file in run.untouched:
+        fb = m
+        if not fb.feedback or m.caught_by != caught_by or m.file in run.untouched:
             continue
         if step is not None and m.step != step and caught_by in ("tests", "counters"):
             continue
         if up_to_step is not None and m.step and m.step > up_to_step:
+            continue
+        if m.step in run.not_started:  # unfinished work, not a mistake
             continue
         if m.expect_failing and not any(re.search(m.expect_failing, k) for k in failing_keys):
             continue
@@ -73,13 +75,13 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
     return out
 
 
-def _findings(rep) -> list[tuple[str, list[str]]]:
+def _findings(rep, kernels: str) -> list[tuple[str, list[str]]]:
     """Each finding of a sanitizer report: its first line and the kernels and
     device functions it names. A report whose findings are not recognised is
     one finding with no first line."""
     text = rep.text or ""
-    found = [(head, names_in(block)) for head, block in finding_blocks(text)]
-    return found or [("", names_in(text) + ([rep.first.kernel] if rep.first and rep.first.kernel else []))]
+    found = [(head, names_in(block, kernels)) for head, block in finding_blocks(text)]
+    return found or [("", names_in(text, kernels) + ([rep.first.kernel] if rep.first and rep.first.kernel else []))]
 
 
 def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list[str]) -> list[Item]:
@@ -89,7 +91,7 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
     mine, theirs = run.outcomes(seed), ref.outcomes(seed)
     items = []
     for step in lab.steps:
-        keys = sorted(k for k, o in theirs.items() if o.step == step.num)
+        keys = sorted(k for k, o in theirs.items() if lab.step_of_suite(o.suite) == step.num)
         counted = [k for k in keys if theirs[k].status == "PASSED"]
         for k in keys:
             if theirs[k].status != "PASSED":
@@ -141,7 +143,7 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
                     where += f" at {first.location}" if first and first.location else ""
                     details.append(f"compute-sanitizer {tool} on step {step.num} ({', '.join(map(str, steps))} run): "
                                    f"{rep.summary}" + (f"; first{where}: {first.what}" if first else ""))
-                    fb += [line for line in _mistake_lines(lab, run, tool, None, [], rep.text, _findings(rep),
+                    fb += [line for line in _mistake_lines(lab, run, tool, None, [], rep.text, _findings(rep, lab.kernels),
                                                           up_to_step=step.num) if line not in fb]
         items.append(Item(name, "hidden" if hidden else "tests", r2(pts), r2(got), status, vis, fb, details))
     return items
@@ -175,7 +177,7 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
         if diag is not None and diag.state == "errors" and (rep is None or rep.state in ("clean", "not_run")):
             # the tool found errors in code whose tests fail: not clean
             rep = diag
-            cfg = (f"--step {','.join(map(str, diag_steps))} {sr.runner_args[0] if sr.runner_args else ''}".rstrip()
+            cfg = (f"--step {','.join(map(str, diag_steps))} {lab.sanitize[0] if lab.sanitize else ''}".rstrip()
                    + " (steps that fail their tests, run to explain them)")
         if run.machine_note:
             items.append(Item(name, "sanitizer", pts, 0.0, "not_measured", sr.visibility,
@@ -209,7 +211,7 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
             details.append(f"runner arguments: {cfg} --check-only")
         if rep.state == "incomplete":
             fb = [f"compute-sanitizer {tool} did not finish: {rep.summary}"]
-        fb += _mistake_lines(lab, run, tool, None, [], rep.text, _findings(rep))
+        fb += _mistake_lines(lab, run, tool, None, [], rep.text, _findings(rep, lab.kernels))
         items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility, fb, details))
     return items
 
@@ -217,7 +219,7 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
 def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -> list[Item]:
     cr = lab.rubric.counters
     items = []
-    for chk in cr.checks:
+    for chk in lab.counter_checks:
         step = lab.step(chk.step)
         name = f"bank conflicts step {chk.step} {step.ident if step else ''}".rstrip()
         want = "no shared-load bank conflicts" if chk.expect == "zero" else "shared-load bank conflicts"
@@ -353,6 +355,9 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
                 it.points, it.status, it.feedback, it.details = 0.0, "failed", ["not submitted"], []
     if run.submitted and run.untouched:
         notes.append("untouched skeleton (no change from the kit): " + ", ".join(run.untouched))
+    if run.submitted and run.not_started:
+        notes.append("not started yet (their TODO blocks are as in the skeleton): steps "
+                     + ", ".join(map(str, sorted(set(run.not_started)))))
     if run.build_errors:
         notes.append("does not compile: the compiler's messages are below; every check that needs the "
                      "broken file scores 0")

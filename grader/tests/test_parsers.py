@@ -1,7 +1,7 @@
 """Criterion JSON, compute-sanitizer reports, counter lines, runner JSON."""
 import unittest
 
-from helpers import fixture
+from helpers import fixture, labs
 
 from cmlgrade.parsers import (ReportError, TestOutcome, ncu_number, parse_counters, parse_criterion_json,
                               parse_runner_json, parse_sanitizer)
@@ -107,9 +107,10 @@ class StepSelectionTests(unittest.TestCase):
             "helpers::a": TestOutcome("helpers", "a", "FAILED", []),
         })
         runs = {"gpu_tests": br, "model_tests": other}
-        self.assertEqual(passing_steps(runs), [1])
+        step_of = labs(["04_reduction"])["04_reduction"].step_of_suite   # the manifest's suite pattern
+        self.assertEqual(passing_steps(runs, step_of), [1])
         # step 3 has a TIMEOUT (a sanitizer would hang too); step 4 was skipped
-        self.assertEqual(failing_steps(runs), [2, 5])
+        self.assertEqual(failing_steps(runs, step_of), [2, 5])
 
 
 if __name__ == "__main__":

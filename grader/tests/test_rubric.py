@@ -1,12 +1,18 @@
-"""Rubric loading, override merging, validation; step tables from headers."""
+"""The lab registry from the manifests (labs/*/lab.json) or the build's
+<build>/kit/labs.json; rubrics (policy only), override merging, validation;
+the mistakes' feedback from the catalogue."""
+import json
+import shutil
 import tomllib
 import unittest
 from pathlib import Path
 
 from helpers import GRADER, KIT, labs, tmpdir
 
-from cmlgrade.labs import LabError, load_labs, parse_step_table
+from cmlgrade.labs import LabError, kit_description, load_labs, load_mistakes, manifests, same_shape
 from cmlgrade.rubric import RubricError, build_rubric, load_override, load_rubric, merge
+
+FILES = ["reduction.cu"]
 
 
 def base(name="04_reduction"):
@@ -14,53 +20,137 @@ def base(name="04_reduction"):
         return tomllib.load(f)
 
 
-class StepTableTests(unittest.TestCase):
-    def test_three_and_four_field_tables(self):
-        three = '#define T_STEPS(X) \\\n    X(1, a, "first, with a comma") \\\n    X(2, b, "second " "joined")\n'
-        s = parse_step_table(three, "T_STEPS")
-        self.assertEqual([(x.num, x.ident, x.what) for x in s], [(1, "a", "first, with a comma"), (2, "b", "second joined")])
-        four = '#define B_STEPS(X) X(1, m, "model.c", "the \\"model\\"") X(2, k, "k.cu", "kernel")'
-        s = parse_step_table(four, "B_STEPS")
-        self.assertEqual((s[0].where, s[0].what, s[1].where), ("model.c", 'the "model"', "k.cu"))
+def the_manifests() -> dict[str, dict]:
+    """Every lab of the kit, from labs/*/lab.json (never a list in a test)."""
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted((KIT / "labs").glob("*/lab.json"))}
 
-    def test_bad_tables(self):
-        with self.assertRaises(LabError):
-            parse_step_table("#define OTHER(X) X(1, a, \"x\")", "T_STEPS")
-        with self.assertRaises(LabError):
-            parse_step_table('#define T_STEPS(X) X(1, a, "x") X(3, c, "y")', "T_STEPS")
 
-    def test_the_kits_labs_come_from_data(self):
+def small_kit(testcase, names=None) -> Path:
+    """A kit holding only the manifests (and catalogues) of some labs."""
+    kit = tmpdir(testcase)
+    for name in names or the_manifests():
+        (kit / "labs" / name).mkdir(parents=True)
+        shutil.copy2(KIT / "labs" / name / "lab.json", kit / "labs" / name / "lab.json")
+        sol = KIT / "solutions" / name
+        if sol.is_dir():
+            (kit / "solutions" / name).mkdir(parents=True)
+            for f in ("mistakes.toml", "feedback.toml"):
+                if (sol / f).is_file():
+                    shutil.copy2(sol / f, kit / "solutions" / name / f)
+    return kit
+
+
+class ManifestTests(unittest.TestCase):
+    def test_the_kits_labs_are_its_manifests(self):
+        want = the_manifests()
         ls = labs()
-        self.assertEqual(sorted(ls), ["01_shared_banks", "04_reduction", "06_transpose"])
-        self.assertEqual(len(ls["04_reduction"].steps), 8)
-        self.assertEqual(len(ls["06_transpose"].steps), 6)
-        banks = ls["01_shared_banks"]
-        self.assertEqual([s.where for s in banks.steps[:3]], ["bank_model.c"] * 3)
-        self.assertEqual(banks.student_targets(), ["test_banks_model", "test_banks", "banks_run"])
-        for lab in ls.values():  # every cataloged mistake has a feedback line
-            self.assertEqual(sorted(m.name for m in lab.mistakes), sorted(lab.rubric.mistakes))
-            self.assertEqual(lab.rubric.sanitizers.points.keys(), {"memcheck", "racecheck", "synccheck", "initcheck"})
+        self.assertTrue(want)
+        self.assertEqual(sorted(ls), sorted(want))
+        for name, m in want.items():
+            lab = ls[name]
+            self.assertEqual((lab.stem, list(lab.files), lab.model_file), (m["stem"], m["files"], m["model"]))
+            self.assertEqual([(s.num, s.ident, s.what, s.where) for s in lab.steps],
+                             [(s["num"], s["ident"], s["title"], s["file"]) for s in m["steps"]])
+            self.assertEqual(list(lab.sanitize), m["sanitize"])
+            self.assertEqual(lab.kernels, m["kernels"])
+            expect = {int(k): v for c in m["counters"] for k, v in c["expect"].items()}
+            self.assertEqual({c.step: c.expect for c in lab.counter_checks}, expect)
+            runner = f"{m['stem']}_run"
+            self.assertEqual(lab.student_targets()[-1], runner)
+            self.assertEqual(lab.ref_targets()[-1], runner + "_ref")
+            self.assertEqual(bool(m["model"]), f"test_{m['stem']}_model" in lab.test_binaries())
+            self.assertEqual(lab.step_of_suite("step3"), 3)
+            self.assertIsNone(lab.step_of_suite("helpers"))
+            # every cataloged mistake has its feedback line
+            for mk in lab.mistakes:
+                self.assertTrue(mk.feedback, mk.name)
+            self.assertEqual(set(lab.rubric.sanitizers.points), {"memcheck", "racecheck", "synccheck", "initcheck"})
 
-    def test_sanitizer_args_match_the_cmake_lab_lines(self):
-        cm = (KIT / "CMakeLists.txt").read_text()
-        for lab in labs().values():
-            for a in lab.rubric.sanitizers.runner_args:
-                self.assertIn(f'"{a}"', cm, f"{lab.name}: {a} is not a SANITIZE string")
+    def test_the_build_writes_the_same_description(self):
+        """<build>/kit/labs.json (made by CMake) and the grader's own
+        derivation from the manifests agree field by field."""
+        written = KIT / "build" / "kit" / "labs.json"
+        if not written.is_file():
+            self.skipTest(f"no {written}: configure the kit first")
+        built = json.loads(written.read_text())["labs"]
+        derived = manifests(KIT)
+        self.assertEqual(json.loads(json.dumps(built, sort_keys=True)), json.loads(json.dumps(derived, sort_keys=True)))
+        self.assertEqual(same_shape(load_labs(KIT), load_labs(KIT, build_dir=KIT / "build")), [])
+
+    def test_the_build_description_is_read_when_present(self):
+        kit = small_kit(self)
+        build = kit / "b"
+        desc = kit_description(kit)
+        desc[0]["sanitize"] = ["--from-the-build"]
+        (build / "kit").mkdir(parents=True)
+        (build / "kit" / "labs.json").write_text(json.dumps({"format": 1, "labs": desc}))
+        lab = load_labs(kit, build_dir=build)[0]
+        self.assertEqual(lab.sanitize, ("--from-the-build",))
+        self.assertEqual(same_shape(load_labs(kit), [lab] + load_labs(kit)[1:]), [f"{lab.name}: sanitize"])
+        (build / "kit" / "labs.json").write_text(json.dumps({"format": 2, "labs": []}))
+        with self.assertRaisesRegex(LabError, "format"):
+            load_labs(kit, build_dir=build)
+
+    def test_a_lab_without_a_rubric_gets_the_default_policy(self):
+        kit = small_kit(self)
+        rubrics = tmpdir(self)  # no rubric file at all
+        ls = load_labs(kit, rubric_dir=rubrics)
+        self.assertEqual(sorted(l.name for l in ls), sorted(the_manifests()))
+        for lab in ls:
+            self.assertTrue(lab.rubric.is_default)
+            self.assertIn("default policy", lab.rubric.source)
+            self.assertIn("stays_in_the_lab", [s.name for s in lab.rubric.static])
+            self.assertGreater(lab.max_points(False), 0)
+
+    def test_unknown_lab_names_the_known_ones(self):
+        with self.assertRaisesRegex(LabError, r"99_nope.*known: .*04_reduction"):
+            load_labs(KIT, only=["99_nope"])
+
+    def test_a_manifest_in_the_wrong_folder(self):
+        kit = small_kit(self, ["04_reduction"])
+        (kit / "labs" / "04_reduction").rename(kit / "labs" / "05_other")
+        with self.assertRaisesRegex(LabError, "folder's name"):
+            load_labs(kit)
+
+
+class CatalogueTests(unittest.TestCase):
+    def test_feedback_comes_from_the_catalogue(self):
+        lab = labs(["04_reduction"])["04_reduction"]
+        m = {x.name: x for x in lab.mistakes}["last_warp_without_syncwarp"]
+        self.assertEqual((m.kernel, m.finding), ("reduce_kernel5|warp_tail", "(?i)^warning"))
+        self.assertIn("__syncwarp", m.feedback)
+
+    def test_a_mistake_without_feedback_or_a_stray_line(self):
+        d = tmpdir(self)
+        (d / "mistakes.toml").write_text('[[mistake]]\nname = "a"\nstep = 1\ncaught_by = "tests"\n')
+        with self.assertRaisesRegex(LabError, "a has no feedback"):
+            load_mistakes(d / "mistakes.toml", "x.cu")
+        (d / "feedback.toml").write_text('[a]\nfeedback = "fix a"\n[b]\nfeedback = "x"\n')
+        with self.assertRaisesRegex(LabError, "not in mistakes.toml: b"):
+            load_mistakes(d / "mistakes.toml", "x.cu")
+        (d / "feedback.toml").write_text('[a]\nfeedback = "fix a"\nkernel = "(bad"\n')
+        with self.assertRaisesRegex(LabError, "bad regular expression"):
+            load_mistakes(d / "mistakes.toml", "x.cu")
+        (d / "feedback.toml").write_text('[a]\nfeedback = "fix a"\n')
+        self.assertEqual(load_mistakes(d / "mistakes.toml", "x.cu")[0].feedback, "fix a")
 
 
 class RubricTests(unittest.TestCase):
     def test_override_merges_key_by_key(self):
         d = tmpdir(self)
         o = d / "o.toml"
-        o.write_text('[04_reduction.performance]\npoints_per_step = 10\n[04_reduction.tests.points]\n"1" = 2\n')
+        o.write_text('[04_reduction.performance]\npoints_per_step = 10\n[04_reduction.tests.points]\n"1" = 2\n'
+                     '[06_transpose.mistakes.block_indices_not_swapped_on_the_write]\nfeedback = "whiteboard"\n')
         ov = load_override(o)
-        r = load_rubric(GRADER / "rubrics" / "04_reduction.toml", ov["04_reduction"])
+        r = load_rubric(GRADER / "rubrics" / "04_reduction.toml", ov["04_reduction"], FILES)
         self.assertEqual(r.performance.points_per_step, 10)
         self.assertEqual(r.performance.full_credit_ratio, 1.2)   # kept
         self.assertEqual(r.tests.step_points(1), 2)
         self.assertEqual(r.tests.step_points(8), 12)              # kept from the default
         ls = {l.name: l for l in load_labs(KIT, override=ov)}
         self.assertEqual(ls["04_reduction"].rubric.performance.points_per_step, 10)
+        m = {x.name: x for x in ls["06_transpose"].mistakes}
+        self.assertEqual(m["block_indices_not_swapped_on_the_write"].feedback, "whiteboard")
 
     def test_merge_replaces_lists(self):
         self.assertEqual(merge({"a": [1, 2], "t": {"x": 1, "y": 2}}, {"a": [3], "t": {"y": 5}}),
@@ -71,23 +161,40 @@ class RubricTests(unittest.TestCase):
             (("tests", "visibility"), "secret", "tests.visibility"),
             (("sanitizers", "points"), {"memchek": 1}, "sanitizers.points.memchek"),
             (("performance", "full_credit_ratio"), 0.5, "performance.full_credit_ratio"),
-            (("lab", "files"), [], "lab.files"),
             (("performance", "steps"), ["7"], "performance.steps"),
         ]
         for (table, key), value, where in cases:
             d = base()
             d[table][key] = value
             with self.assertRaises(RubricError) as cm:
-                build_rubric(d, "x.toml")
+                build_rubric(d, "x.toml", FILES)
             self.assertIn(where, str(cm.exception))
         d = base()
         d["static"][0]["require"] = "(unclosed"
         with self.assertRaisesRegex(RubricError, "bad regular expression"):
-            build_rubric(d, "x.toml")
+            build_rubric(d, "x.toml", FILES)
+        d = base()
+        d["static"][0]["file"] = "other.cu"
+        with self.assertRaisesRegex(RubricError, "not one of the lab's files"):
+            build_rubric(d, "x.toml", FILES)
         d = base()
         d["nonsense"] = {}
         with self.assertRaisesRegex(RubricError, "unknown table"):
-            build_rubric(d, "x.toml")
+            build_rubric(d, "x.toml", FILES)
+
+    def test_what_the_manifest_says_is_refused_in_a_rubric(self):
+        for table, key, value in (("lab", "stem", "reduction"), ("lab", "files", FILES),
+                                  ("lab", "steps_macro", "REDUCTION_STEPS"), ("tests", "binaries", ["t"]),
+                                  ("sanitizers", "runner_args", ["--n 3"]), ("counters", "check", [])):
+            d = base()
+            d.setdefault(table, {})[key] = value
+            with self.assertRaisesRegex(RubricError, rf"{table}\.{key}: no longer in a rubric.*manifest"):
+                build_rubric(d, "x.toml", FILES)
+        for name in the_manifests():  # the kit's own rubrics are policy only
+            if (GRADER / "rubrics" / f"{name}.toml").is_file():
+                data = base(name)
+                self.assertEqual(set(data.get("lab", {})) - {"title", "time_limit_s", "build_timeout_s"}, set())
+                self.assertNotIn("mistakes", data)
 
     def test_unknown_step_and_unknown_mistake(self):
         d = tmpdir(self)
@@ -95,8 +202,14 @@ class RubricTests(unittest.TestCase):
         o.write_text("[04_reduction.performance]\nsteps = [9]\n")
         with self.assertRaisesRegex(RubricError, "step 9"):
             load_labs(KIT, override=load_override(o))
+        o.write_text('[06_transpose.counters.points]\n"1" = 5\n')   # step 1 has no counter expectation
+        with self.assertRaisesRegex(RubricError, "counters.points names step 1"):
+            load_labs(KIT, override=load_override(o))
         o.write_text('[06_transpose.mistakes.not_a_mistake]\nfeedback = "x"\n')
         with self.assertRaisesRegex(RubricError, "not_a_mistake"):
+            load_labs(KIT, override=load_override(o))
+        o.write_text('[99_nope.tests]\ndefault_points = 1\n')
+        with self.assertRaisesRegex(RubricError, "99_nope"):
             load_labs(KIT, override=load_override(o))
         o.write_text("not toml [")
         with self.assertRaisesRegex(RubricError, "not valid TOML"):

@@ -50,7 +50,7 @@ class ScoreTests(unittest.TestCase):
         ref = lab_run(self.lab, all_tests(self.lab))
         ls = score_lab(self.lab, self.clean(lab_run(self.lab, all_tests(self.lab))), ref)
         self.assertEqual(ls.points, ls.max_points)
-        self.assertEqual(ls.max_points, self.lab.rubric.max_points(8, hidden=False))
+        self.assertEqual(ls.max_points, self.lab.max_points(hidden=False))
 
     def test_sanitizer_and_static_credit_need_a_passing_step(self):
         ref = lab_run(self.lab, all_tests(self.lab))
@@ -235,7 +235,7 @@ class CounterScoreTests(unittest.TestCase):
         self.assertEqual(it.status, "not_measured")
         self.assertEqual(it.feedback, ["not measured: counters unavailable (ERR_NVGPUCTRPERM)"])
         full = self.run_with(CounterReport(True, "", {3: 9.0, 4: 0.0, 5: 0.0, 6: 0.0}))
-        self.assertEqual(full.max_points - ls.max_points, sum(c.points for c in self.lab.rubric.counters.checks))
+        self.assertEqual(full.max_points - ls.max_points, sum(c.points for c in self.lab.counter_checks))
 
     def test_conflicts_where_none_belong_and_the_mistake_line(self):
         ls = self.run_with(CounterReport(True, "", {3: 9.0, 4: 261888.0, 5: 0.0, 6: 0.0}))
