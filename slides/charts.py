@@ -1,0 +1,386 @@
+#!/usr/bin/env python3
+"""Charts of the kit's results, as SVG, from the runners' JSON.
+
+    python3 slides/charts.py                      # every page in docs/results/
+    python3 slides/charts.py --check              # fail if a chart or link is stale
+    python3 slides/charts.py mine.json [--vs docs/results/<gpu>/<page>.json] [-o DIR]
+
+The first form writes, beside each results page docs/results/<gpu>/<page>.md,
+<page>.rate.svg (each step's rate as a share of the ceiling measured in the
+same run) and the lab's own charts (lab 01: <page>.probe.svg, conflict degree
+against cycles), and puts the image links at the end of the page between
+'charts:' markers (the runner rewrites the page; this puts them back).
+
+The third form draws a learner's own run (`./build/<stem>_run --json >
+mine.json`) beside a published one, into DIR (default: charts-mine/).
+
+The data is the page's JSON (<page>.json, written by the runner with --json).
+A page whose manifest entry has no JSON is read from its Markdown table, which
+the same runner writes in a fixed format; the chart's caption says which.
+Standard library only; output is byte-for-byte reproducible.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+from xml.sax.saxutils import escape
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RESULTS = os.path.join(ROOT, "docs", "results")
+BEGIN = "<!-- charts:begin"
+END = "<!-- charts:end -->"
+
+FONT = "DejaVu Sans, Verdana, Helvetica, Arial, sans-serif"
+COLOURS = {"step": "#2f6db5", "anchor": "#e07b1a", "ceiling": "#8c8c8c"}
+SERIES = ["#2f6db5", "#2a9d5c", "#c0392b", "#8e44ad"]
+
+
+# ---------------------------------------------------------------- reading results
+
+def read_json(path):
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    data["source"] = os.path.basename(path)
+    return data
+
+
+def _num(text):
+    return float(text.replace(",", ""))
+
+
+def read_markdown(path):
+    """A runner's Markdown page in the shape of its JSON (rows, ceiling)."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    head = re.match(r"# (\S+) on (.+)\n", text)
+    if not head:
+        raise ValueError(f"{path}: not a runner's page (no '# <lab> on <GPU>')")
+    data = {"lab": head.group(1), "gpu": head.group(2).strip(), "unit": "GB/s",
+            "source": os.path.basename(path) + " (its table: this page has no JSON)"}
+    m = re.search(r"Measured on [^,(]+(?:\([^)]*\))?, (\d{4}-\d\d-\d\d)\. (.*?), seed (\d+)\.", text)
+    if m:
+        data["date"], data["params"], data["seed"] = m.group(1), m.group(2), int(m.group(3))
+    m = re.search(r"100% is (.+?) at ([\d.,]+) GB/s", text)
+    if not m:
+        raise ValueError(f"{path}: no '100% is ... at N GB/s' sentence")
+    data["ceiling"] = {"name": m.group(1), "rate": _num(m.group(2))}
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 6 or not line.startswith("|"):
+            continue
+        kind = {"max": "ceiling", "lib": "anchor"}.get(cells[0])
+        if kind is None and cells[0].isdigit():
+            kind = "step"
+        if kind is None:
+            continue
+        try:
+            ms, rate = _num(cells[3]), _num(cells[4])
+        except ValueError:
+            ms, rate = None, None
+        rows.append({"kind": kind, "step": int(cells[0]) if kind == "step" else 0,
+                     "name": cells[1], "status": cells[2], "correct": cells[2] == "ok",
+                     "median_ms": ms, "rate": rate})
+    if not rows:
+        raise ValueError(f"{path}: no results table")
+    data["rows"] = rows
+    return data
+
+
+def load_page(md_path):
+    """The data of one results page: its JSON if there is one, else its table."""
+    js = md_path[:-3] + ".json"
+    return read_json(js) if os.path.exists(js) else read_markdown(md_path)
+
+
+def fraction(row, data):
+    if row.get("rate") is None or not data["ceiling"]["rate"]:
+        return None
+    return row["rate"] / data["ceiling"]["rate"]
+
+
+def short_gpu(name):
+    return re.sub(r"^NVIDIA ", "", name or "?")
+
+
+# ---------------------------------------------------------------- SVG writing
+
+class Svg:
+    def __init__(self, width, height, title, fs=1.0):
+        self.w, self.h, self.fs = width, height, fs
+        self.out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+                    f'viewBox="0 0 {width} {height}" font-family="{FONT}" font-size="13">',
+                    f"<title>{escape(title)}</title>",
+                    f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
+
+    def text(self, x, y, s, size=13, anchor="start", weight="normal", fill="#222222"):
+        size = f"{round(size * self.fs, 1):g}"
+        self.out.append(f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
+                        f'font-weight="{weight}" fill="{fill}">{escape(s)}</text>')
+
+    def rect(self, x, y, w, h, fill, stroke="none"):
+        self.out.append(f'<rect x="{x:.1f}" y="{y:.1f}" width="{max(w, 0):.1f}" height="{h:.1f}" '
+                        f'fill="{fill}" stroke="{stroke}"/>')
+
+    def line(self, x1, y1, x2, y2, stroke="#999999", width=1, dash=None):
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        self.out.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
+                        f'stroke="{stroke}" stroke-width="{width}"{d}/>')
+
+    def done(self):
+        return "\n".join(self.out + ["</svg>", ""])
+
+
+def _caption(data):
+    when = data.get("date", "undated")
+    return f"{short_gpu(data.get('gpu'))}, {when}; data: {data['source']}"
+
+
+def rate_chart(series, title, slide=False):
+    """Horizontal bars: each row's rate as a share of its own run's ceiling.
+
+    series: list of (label, data); one series is a results page, two or more
+    are drawn side by side per row (a learner's GPU beside the published one).
+    """
+    base = series[0][1]
+    keys = []
+    for _, data in series:
+        for r in data["rows"]:
+            k = (r["kind"], r["step"], r["name"])
+            if k not in keys:
+                keys.append(k)
+    order = {"step": 0, "anchor": 1, "ceiling": 2}
+    keys.sort(key=lambda k: (order[k[0]], k[1], k[2] if k[0] != "step" else ""))
+    n = len(series)
+    # a slide's version: wider, larger type, no title or caption (the slide has them)
+    fs, width = (1.45, 1000) if slide else (1.0, 720)
+    bar, gap = (22, 8) if slide else (18, 10)
+    head = 6 if slide else 52
+    top, left, right = head + 6 + (16 * fs * n if n > 1 else 16), int(250 * fs), int(175 * fs)
+    plot_w = width - left - right
+    row_h = n * bar + gap
+    height = top + len(keys) * row_h + (30 if slide else 48)
+    svg = Svg(width, height, title, fs)
+    if not slide:
+        svg.text(12, 24, title, size=16, weight="bold")
+        svg.text(12, 44, "bar: GB/s as a share of the ceiling measured in the same run "
+                 f"({escape_unit(base)})", size=12, fill="#555555")
+    for i, (label, data) in enumerate(series):
+        if n > 1:
+            svg.rect(12, head + 16 * fs * i, 12, 10, SERIES[i % len(SERIES)])
+            svg.text(30, head + 9 + 16 * fs * i, f"{label}: 100% = {data['ceiling']['name']}, "
+                     f"{data['ceiling']['rate']:.0f} GB/s", size=11)
+    xmax = max(1.1, max((fraction(r, d) or 0) for _, d in series for r in d["rows"]) + 0.05)
+    sx = plot_w / xmax
+    y0, y1 = top - 6, top + len(keys) * row_h
+    for pct in range(0, int(xmax * 100) + 1, 25):
+        x = left + pct / 100 * sx
+        svg.line(x, y0, x, y1, stroke="#555555" if pct == 100 else "#dddddd",
+                 dash=None if pct == 100 else "3,3")
+        svg.text(x, y1 + 16, f"{pct}%", size=11, anchor="middle", fill="#555555")
+    for j, key in enumerate(keys):
+        y = top + j * row_h
+        kind, step, name = key
+        tag = f"step {step} {name}" if kind == "step" else (
+            f"lib: {name}" if kind == "anchor" else f"max: {name}")
+        svg.text(left - 8, y + n * bar / 2 + 4, clip(tag, 34), size=12, anchor="end",
+                 weight="bold" if kind == "step" else "normal")
+        for i, (_, data) in enumerate(series):
+            row = next((r for r in data["rows"] if (r["kind"], r["step"], r["name"]) == key), None)
+            yy = y + i * bar
+            colour = SERIES[i % len(SERIES)] if n > 1 else COLOURS[kind]
+            if row is None:
+                svg.text(left + 4, yy + 13, "not in this run", size=11, fill="#888888")
+                continue
+            f = fraction(row, data)
+            if f is None or row.get("status", "ok") != "ok":
+                svg.text(left + 4, yy + 13, f"{row.get('status', '?')}: not timed", size=11,
+                         fill="#c0392b")
+                continue
+            svg.rect(left, yy + 2, f * sx, bar - 4, colour)
+            svg.text(left + f * sx + 6, yy + bar / 2 + 4, f"{row['rate']:.0f} GB/s  {f * 100:.0f}%", size=11)
+    if not slide:
+        svg.text(12, height - 12, "; ".join(_caption(d) for _, d in series), size=11, fill="#555555")
+    return svg.done()
+
+
+def escape_unit(data):
+    return f"100% = {data['ceiling']['name']}, {data['ceiling']['rate']:.0f} GB/s" \
+        if "ceiling" in data else "GB/s"
+
+
+def clip(s, n):
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def probe_chart(series, title, slide=False):
+    """Lab 01: each pattern's conflict degree (the bank model) against its cost (cycles)."""
+    pats = [p["pattern"] for p in series[0][1]["extra"]["patterns"]]
+    n = len(series)
+    fs = 1.3 if slide else 1.0
+    left, top, bottom = 56, (44 if slide else 78), (100 if slide else 104)
+    group = 62
+    bar = (group - 14) / (n + 1)
+    width = left + group * len(pats) + 20
+    plot_h = 250
+    height = top + plot_h + bottom - (20 if slide else 0)
+    svg = Svg(width, height, title, fs)
+    legend = "; ".join(f"{label}" for label, _ in series)
+    if not slide:
+        svg.text(12, 24, title, size=16, weight="bold")
+    y = 18 if slide else 44
+    svg.text(12, y, "grey: the conflict degree the bank model predicts (passes per warp-wide load)",
+             size=12, fill="#555555")
+    svg.text(12, y + 18 * fs, f"colour: SM cycles per warp-wide 4-byte load, measured ({legend})",
+             size=12, fill="#555555")
+    ymax = 34
+    sy = plot_h / ymax
+    y_base = top + plot_h
+    for v in (0, 4, 8, 16, 32):
+        y = y_base - v * sy
+        svg.line(left, y, width - 12, y, stroke="#dddddd", dash="3,3")
+        svg.text(left - 6, y + 4, str(v), size=11, anchor="end", fill="#555555")
+    for j, pat in enumerate(pats):
+        x = left + j * group + 7
+        model = next(p for p in series[0][1]["extra"]["patterns"] if p["pattern"] == pat)["model"]
+        svg.rect(x, y_base - model * sy, bar - 2, model * sy, "#bbbbbb")
+        svg.text(x + bar / 2, y_base - model * sy - 4, str(model), size=10, anchor="middle",
+                 fill="#555555")
+        for i, (_, data) in enumerate(series):
+            p = next((q for q in data.get("extra", {}).get("patterns", []) if q["pattern"] == pat), None)
+            xx = x + (i + 1) * bar
+            if p is None or not p.get("measured"):
+                svg.text(xx + bar / 2, y_base - 4, "–", size=10, anchor="middle", fill="#888888")
+                continue
+            c = p["cycles_per_access"]
+            svg.rect(xx, y_base - c * sy, bar - 2, c * sy, SERIES[i % len(SERIES)])
+            svg.text(xx + bar / 2, y_base - c * sy - 4, f"{c:.1f}", size=10, anchor="middle")
+        cx, cy = x + group / 2 - 4, y_base + 12
+        svg.out.append(f'<text x="{cx:.1f}" y="{cy:.1f}" font-size="{12 * fs:.1f}" text-anchor="end" '
+                       f'font-weight="bold" fill="#222222" transform="rotate(-40 {cx:.1f} {cy:.1f})">'
+                       f'{escape(pat)}</text>')
+    svg.line(left, y_base, width - 12, y_base, stroke="#555555")
+    if not slide:
+        svg.text(12, height - 12, "; ".join(_caption(d) for _, d in series), size=11, fill="#555555")
+    return svg.done()
+
+
+def charts_for(series, stem_title, slide=False):
+    """{suffix: svg text} for one page's data (and any compared runs).
+
+    slide=True: the same charts drawn for a slide (larger type, no title).
+    """
+    data = series[0][1]
+    out = {"rate": rate_chart(series, f"{data['lab']}{stem_title}: each step against the ceiling", slide)}
+    if data["lab"].startswith("01_") and "patterns" in data.get("extra", {}):
+        out["probe"] = probe_chart(series, f"{data['lab']}: conflict degree against cost", slide)
+    return out
+
+
+# ---------------------------------------------------------------- the results pages
+
+def pages(results=RESULTS):
+    out = []
+    for gpu in sorted(os.listdir(results)):
+        d = os.path.join(results, gpu)
+        if os.path.isdir(d):
+            out += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".md")]
+    return out
+
+
+def page_outputs(md_path):
+    """{path: text} for one page: its charts and the page with the links."""
+    data = load_page(md_path)
+    base = os.path.basename(md_path)[:-3]
+    what = base[len(data["lab"]):].replace("_", " ").strip()
+    charts = charts_for([(short_gpu(data.get("gpu")), data)], f" {what}" if what else "")
+    out = {}
+    links = []
+    for suffix, svg in charts.items():
+        name = f"{base}.{suffix}.svg"
+        out[os.path.join(os.path.dirname(md_path), name)] = svg
+        alt = {"rate": "each step's rate against the ceiling",
+               "probe": "conflict degree against cost"}[suffix]
+        links.append(f"![{base}: {alt}]({name})")
+    with open(md_path, encoding="utf-8") as f:
+        page = f.read()
+    page = re.sub(re.escape(BEGIN) + r".*?" + re.escape(END) + r"\n?", "", page, flags=re.S).rstrip("\n")
+    block = (f"{BEGIN} (made by slides/charts.py from {data['source'].split(' ')[0]}; "
+             f"do not edit) -->\n" + "\n\n".join(links) + f"\n{END}\n")
+    out[md_path] = page + "\n\n" + block
+    return out
+
+
+def all_outputs(results=RESULTS):
+    out = {}
+    for md in pages(results):
+        out.update(page_outputs(md))
+    return out
+
+
+def write_all(results=RESULTS, check=False):
+    stale = []
+    for path, text in sorted(all_outputs(results).items()):
+        old = None
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                old = f.read()
+        if old == text:
+            continue
+        stale.append(os.path.relpath(path, ROOT))
+        if not check:
+            with open(path, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+    return stale
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap.add_argument("json", nargs="*", help="your runner's --json output(s)")
+    ap.add_argument("--vs", action="append", default=[],
+                    help="a published results JSON (or .md page) to draw beside yours")
+    ap.add_argument("-o", "--out", default="charts-mine", help="folder for your charts")
+    ap.add_argument("--check", action="store_true",
+                    help="change nothing; exit 1 if a chart or a page's links are stale")
+    a = ap.parse_args(argv)
+    if not a.json:
+        stale = write_all(check=a.check)
+        for s in stale:
+            print(("stale: " if a.check else "wrote: ") + s)
+        if a.check and stale:
+            print("charts: run `python3 slides/charts.py` (or `python3 slides/build.py`) and commit")
+            return 1
+        if not stale:
+            print("charts: every results page's charts are up to date")
+        return 0
+    os.makedirs(a.out, exist_ok=True)
+    for mine in a.json:
+        data = read_json(mine)
+        series = [(f"yours ({short_gpu(data.get('gpu'))})", data)]
+        refs = a.vs or _published_for(data)
+        for ref in refs:
+            r = load_page(ref) if ref.endswith(".md") else read_json(ref)
+            series.append((f"published ({short_gpu(r.get('gpu'))})", r))
+        base = os.path.splitext(os.path.basename(mine))[0]
+        for suffix, svg in charts_for(series, "").items():
+            path = os.path.join(a.out, f"{base}.{suffix}.svg")
+            with open(path, "w", encoding="utf-8", newline="\n") as f:
+                f.write(svg)
+            print("wrote", path)
+    return 0
+
+
+def _published_for(data):
+    """The first published JSON of the same lab (docs/results/, GPU folders in name order)."""
+    for md in pages():
+        js = md[:-3] + ".json"
+        if os.path.exists(js) and os.path.basename(md).startswith(data["lab"]):
+            return [js]
+    return []
+
+
+if __name__ == "__main__":
+    sys.exit(main())
