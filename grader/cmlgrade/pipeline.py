@@ -426,4 +426,5 @@ class Pipeline:
         mx = r2(sum(ls.max_points for ls in labs))
         return StudentResult(sub.student, sub.source, labs, list(sub.problems), list(sub.ignored), pts, mx,
                              self.sandbox.note if self.sandbox else "", "secret" if self.opts.secret_seed is not None
-                             else "public", sub.on_roster, sub.missing, timings)
+                             else "public", sub.on_roster, sub.missing, timings,
+                             "" if self.gpu_ok else (self.no_gpu_reason or "no CUDA device"))

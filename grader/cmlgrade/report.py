@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .pipeline import safe_name
 from .results import Item, LabScore, StudentResult
+from .score import NO_GPU
 
 STATUS_MARK = {"passed": "PASS", "partial": "PARTIAL", "failed": "FAIL", "not_measured": "NOT MEASURED",
                "excluded": "NOT COUNTED"}
@@ -35,17 +36,30 @@ def _item_text(it: Item) -> str:
 
 # ------------------------------------------------------------ Markdown
 
+MAX_NOT_COUNTED = 20
+
+
+def _machine(res: StudentResult) -> str:
+    return f"GPU checks not measured: {res.machine}" if res.machine else ""
+
+
+def _compile_text(ls: LabScore) -> str:
+    return "Compiler messages:\n" + "\n".join(ls.build_errors) if ls.build_errors else ""
+
+
 def feedback_markdown(res: StudentResult, run_note: str = "") -> str:
     out = [f"# Feedback for {res.student}", ""]
     out.append(f"Total: **{fmt(res.points)} / {fmt(res.max_points)}**")
     out.append("")
+    if res.missing:  # nothing ran: no word about seeds, sandboxes or GPUs
+        return "\n".join(out + ["Nothing was submitted."]) + "\n"
     out.append(f"- Data: {'the public seed (hidden tests not run)' if res.seed == 'public' else 'public and secret seeds'}")
     out.append(f"- Sandbox: {res.sandbox or 'n/a'}")
-    if run_note:
-        out.append(f"- {run_note}")
+    for note in dict.fromkeys(n for n in (_machine(res), run_note) if n):
+        out.append(f"- {note}")
     out.append("")
-    if res.missing:
-        out += ["Nothing was submitted.", ""]
+    if not res.gradable:
+        out += ["Nothing could be graded from this submission.", ""]
     if res.problems:
         out += ["## About your submission", ""] + [f"- {p}" for p in res.problems] + [""]
     if res.ignored:
@@ -73,7 +87,13 @@ def _lab_markdown(ls: LabScore) -> list[str]:
         shown = f"{fmt(it.points)} / {fmt(it.max_points)}" if it.counted else "-"
         out.append(f"| {it.name} | {STATUS_MARK[it.status]} | {shown} |")
     out.append("")
+    no_gpu = [it.name for it in ls.items if it.feedback == [NO_GPU] and not it.details]
+    if no_gpu:  # one line for them all; the reason is at the top
+        out += [f"Not measured, no usable GPU on this machine: {len(no_gpu)} checks ({', '.join(no_gpu[:3])}"
+                + (", ..." if len(no_gpu) > 3 else "") + ").", ""]
     for it in ls.items:
+        if it.name in no_gpu:
+            continue
         if it.visibility == "hidden" or not (it.feedback or (it.details and it.status != "passed")):
             continue
         out.append(f"**{it.name}**")
@@ -82,8 +102,12 @@ def _lab_markdown(ls: LabScore) -> list[str]:
             out += [f"  - `{d}`" if len(d) < 200 else f"  - {d}" for d in it.details]
         out.append("")
     if ls.not_counted:
+        more = len(ls.not_counted) - MAX_NOT_COUNTED
         out += ["Not counted for anyone (the reference solution fails them too in this run, or they were skipped):",
-                ""] + [f"- {n}" for n in ls.not_counted[:20]] + [""]
+                ""] + [f"- {n}" for n in ls.not_counted[:MAX_NOT_COUNTED]]
+        if more > 0:
+            out.append(f"- ... and {more} more, not shown here (all of them are in result.json, \"not_counted\")")
+        out.append("")
     return out
 
 
@@ -104,10 +128,14 @@ def gradescope_json(res: StudentResult) -> str:
     name, score, max_score, output, visibility (and status)."""
     tests = []
     for ls in res.labs:
+        if ls.build_errors:
+            tests.append({"name": f"{ls.lab}: compile", "score": 0.0, "max_score": 0.0,
+                          "output": _compile_text(ls), "visibility": "visible", "status": "failed"})
         for it in ls.items:
-            if not it.counted:
-                tests.append({"name": f"{ls.lab}: {it.name}", "score": 0.0, "max_score": 0.0,
-                              "output": _item_text(it), "visibility": it.visibility, "status": "passed"})
+            if not it.counted:  # neither passed nor failed: no status, and the output says which
+                tests.append({"name": f"{ls.lab}: {it.name} ({STATUS_MARK[it.status].lower()})", "score": 0.0,
+                              "max_score": 0.0, "output": f"{STATUS_MARK[it.status]}: {_item_text(it)}",
+                              "visibility": it.visibility})
                 continue
             tests.append({"name": f"{ls.lab}: {it.name}", "score": float(it.points), "max_score": float(it.max_points),
                           "output": _item_text(it), "visibility": it.visibility,
@@ -118,7 +146,11 @@ def gradescope_json(res: StudentResult) -> str:
                           "status": "failed"})
     summary = [f"{ls.lab}: {fmt(ls.points)} / {fmt(ls.max_points)}" + (f" ({ls.notes[0]})" if ls.notes else "")
                for ls in res.labs]
-    out = {"score": float(res.points), "output": "\n".join(res.problems + summary + [res.sandbox]),
+    head = (["Nothing was submitted."] if res.missing else
+            [] if res.gradable else ["Nothing could be graded from this submission."])
+    tail = [] if res.missing else [n for n in (_machine(res), res.sandbox) if n]
+    compile_msgs = [f"{ls.lab}: {_compile_text(ls)}" for ls in res.labs if ls.build_errors]
+    out = {"score": float(res.points), "output": "\n".join(head + res.problems + summary + compile_msgs + tail),
            "visibility": "visible", "stdout_visibility": "hidden", "tests": tests}
     return json.dumps(out, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -130,6 +162,9 @@ def prairielearn_json(res: StudentResult) -> str:
     message, tests[] with name, points, max_points, message, output."""
     tests = []
     for ls in res.labs:
+        if ls.build_errors:
+            tests.append({"name": f"{ls.lab}: compile", "points": 0.0, "max_points": 0.0,
+                          "message": "does not compile", "output": _compile_text(ls), "description": "FAIL"})
         for it in ls.items:
             if it.visibility == "hidden":
                 continue
@@ -138,10 +173,12 @@ def prairielearn_json(res: StudentResult) -> str:
                           "message": "; ".join(it.feedback), "output": "\n".join(it.details),
                           "description": STATUS_MARK[it.status]})
     score = res.points / res.max_points if res.max_points > 0 else 0.0
-    gradable = not res.missing and any(ls.submitted for ls in res.labs)
-    out = {"gradable": gradable, "score": round(min(1.0, max(0.0, score)), 4),
-           "message": "; ".join(res.problems[:5]) or f"{fmt(res.points)} / {fmt(res.max_points)}",
-           "output": "", "tests": tests}
+    msg = ("nothing was submitted" if res.missing else "; ".join(res.problems[:5])
+           or f"{fmt(res.points)} / {fmt(res.max_points)}")
+    output = "\n\n".join([f"{ls.lab}: {_compile_text(ls)}" for ls in res.labs if ls.build_errors]
+                          + ([_machine(res)] if _machine(res) and not res.missing else []))
+    out = {"gradable": res.gradable, "score": round(min(1.0, max(0.0, score)), 4),
+           "message": msg, "output": output, "tests": tests}
     return json.dumps(out, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -154,7 +191,7 @@ def gradebook_csv(results: list[StudentResult], labs: list[str]) -> str:
     for res in sorted(results, key=lambda r: r.student):
         by = {ls.lab: ls for ls in res.labs}
         row = [res.student] + [fmt(by[lab].points) if lab in by else "" for lab in labs]
-        status = "no submission" if res.missing else ("not on roster" if not res.on_roster else "graded")
+        status = res.status
         notes = "; ".join([p for p in res.problems][:3]
                           + [f"{ls.lab}: {ls.notes[0]}" for ls in res.labs if ls.notes and ls.submitted][:3])
         w.writerow(row + [fmt(res.points), fmt(res.max_points), status, notes])
@@ -168,6 +205,13 @@ def junit_xml(results: list[StudentResult]) -> str:
         for ls in res.labs:
             suite = ET.SubElement(root, "testsuite", name=f"{res.student}.{ls.lab}")
             t = f = s = 0
+            if ls.build_errors:
+                case = ET.SubElement(suite, "testcase", classname=f"{res.student}.{ls.lab}", name="compile")
+                case.set("time", "0")
+                fl = ET.SubElement(case, "failure", message="does not compile", type="compile_error")
+                fl.text = _compile_text(ls)
+                t += 1
+                f += 1
             for it in ls.items:
                 case = ET.SubElement(suite, "testcase", classname=f"{res.student}.{ls.lab}", name=it.name)
                 case.set("time", "0")

@@ -113,3 +113,18 @@ class StudentResult:
     on_roster: bool = True
     missing: bool = False
     timings: dict[str, dict[str, float]] = field(default_factory=dict)  # lab -> stage -> s (not in outputs)
+    machine: str = ""      # why the GPU checks were not measured on this machine (said once per report)
+
+    @property
+    def gradable(self) -> bool:
+        """Something was submitted and at least one lab could be graded from
+        it (the gradebook, Gradescope and PrairieLearn all use this)."""
+        return not self.missing and any(ls.submitted for ls in self.labs)
+
+    @property
+    def status(self) -> str:
+        if self.missing:
+            return "no submission"
+        if not self.gradable:
+            return "nothing graded"
+        return "graded" if self.on_roster else "not on roster"

@@ -27,6 +27,9 @@ from .parsers import TestOutcome, finding_blocks, names_in
 from .results import Item, LabRun, LabScore
 
 MAX_MESSAGES = 3
+# What a GPU check says on a machine without a usable GPU: the reason itself
+# is said once per report (StudentResult.machine), not under every item.
+NO_GPU = "not measured: no usable GPU on this machine"
 
 
 def r2(x: float) -> float:
@@ -94,17 +97,21 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
         keys = sorted(k for k, o in theirs.items() if lab.step_of_suite(o.suite) == step.num)
         counted = [k for k in keys if theirs[k].status == "PASSED"]
         for k in keys:
+            if theirs[k].status == "SKIPPED" and run.machine_note:
+                continue  # the step says "no usable GPU"; the reason is given once
             if theirs[k].status != "PASSED":
                 why = ("skipped: " + _short(theirs[k].messages[0]) if theirs[k].status == "SKIPPED" and theirs[k].messages
                        else f"the reference's result is {theirs[k].status}")
-                not_counted.append(f"{k}{' (hidden data)' if hidden else ''}: not counted, {why}")
+                not_counted.append((f"{k}{' (hidden data)' if hidden else ''}", why))
         pts = tr.step_points(step.num) * share
         name = f"step {step.num} {step.ident}" + (" (hidden data)" if hidden else "")
         vis = tr.hidden_visibility if hidden else tr.visibility
         if not counted:
             reason = "no test of this step ran on the reference"
             skipped = [theirs[k] for k in keys if theirs[k].status == "SKIPPED"]
-            if skipped and skipped[0].messages:
+            if skipped and run.machine_note:
+                reason = NO_GPU.removeprefix("not measured: ")
+            elif skipped and skipped[0].messages:
                 reason = _short(skipped[0].messages[0])
             elif not keys:
                 reason = "the reference reported no tests for this step"
@@ -181,7 +188,7 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
                    + " (steps that fail their tests, run to explain them)")
         if run.machine_note:
             items.append(Item(name, "sanitizer", pts, 0.0, "not_measured", sr.visibility,
-                              [f"not measured: {run.machine_note}"]))
+                              [NO_GPU]))
             continue
         if not run.submitted or not runner_built:
             items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility,
@@ -225,8 +232,8 @@ def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -
         want = "no shared-load bank conflicts" if chk.expect == "zero" else "shared-load bank conflicts"
         rep = run.counters
         if run.machine_note or (ref.counters is not None and not ref.counters.available):
-            why = run.machine_note or f"counters unavailable ({ref.counters.reason})"
-            items.append(Item(name, "counters", chk.points, 0.0, "not_measured", cr.visibility, [f"not measured: {why}"]))
+            fb = NO_GPU if run.machine_note else f"not measured: counters unavailable ({ref.counters.reason})"
+            items.append(Item(name, "counters", chk.points, 0.0, "not_measured", cr.visibility, [fb]))
             continue
         if not run.submitted or not run.build_ok.get(lab.runner, False):
             items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility,
@@ -294,8 +301,7 @@ def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
         pts = pr.points_per_step
         res = run.perf.get(s)
         if run.machine_note:
-            items.append(Item(name, "performance", pts, 0.0, "not_measured", pr.visibility,
-                              [f"not measured: {run.machine_note}"]))
+            items.append(Item(name, "performance", pts, 0.0, "not_measured", pr.visibility, [NO_GPU]))
             continue
         if not run.submitted or not run.build_ok.get(lab.runner, False):
             items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
@@ -329,8 +335,46 @@ def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
     return items
 
 
+def collapse(entries: list[tuple[str, str]], keep: int = 3) -> list[str]:
+    """'test: not counted, why' lines; more than `keep` tests with the same
+    reason make one line that says how many."""
+    by: dict[str, list[str]] = {}
+    for key, why in entries:
+        by.setdefault(why, []).append(key)
+    out = []
+    for why, keys in by.items():
+        if len(keys) <= keep:
+            out += [f"{k}: not counted, {why}" for k in keys]
+        else:
+            out.append(f"{len(keys)} tests ({', '.join(keys[:2])}, ... {keys[-1]}): not counted, {why}")
+    return out
+
+
+def _beyond_the_tests(items: list[Item], run: LabRun) -> None:
+    """Sanitizer and static credit need working code. A lab that does not
+    compile or passes no step loses them; a lab none of whose tests could
+    run here (no GPU) has them not measured, not failed: nothing says the
+    code works or not."""
+    tests = [i for i in items if i.category in ("tests", "hidden")]
+    earned = any(i.points > 0 for i in tests)
+    if not run.submitted or (earned and not run.build_errors):
+        return
+    untestable = not run.build_errors and tests and all(not i.counted for i in tests)
+    for it in items:
+        if it.category in ("sanitizer", "static") and it.counted and it.points > 0:
+            if untestable:
+                it.points, it.status = 0.0, "not_measured"
+                it.feedback = ["not measured: it counts for working code only, and no test of this lab could "
+                               "run here"]
+            elif not untestable:
+                why = "does not compile" if run.build_errors else "passes no step's tests yet"
+                it.points, it.status = 0.0, "failed"
+                it.feedback = [f"no credit while the lab {why}: the checks beyond the tests count for "
+                               f"working code only"]
+
+
 def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
-    not_counted: list[str] = []
+    not_counted: list[tuple[str, str]] = []
     test_items = _test_items(lab, run, ref, "public", not_counted)
     items = list(test_items)
     if "hidden" in ref.tests:
@@ -339,14 +383,7 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
     items += _counter_items(lab, run, ref, test_items)
     items += _static_items(lab, run)
     items += _perf_items(lab, run, test_items)
-    earned = any(i.category in ("tests", "hidden") and i.points > 0 for i in items)
-    if run.submitted and (run.build_errors or not earned):
-        why = "does not compile" if run.build_errors else "passes no step's tests yet"
-        for it in items:
-            if it.category in ("sanitizer", "static") and it.counted and it.points > 0:
-                it.points, it.status = 0.0, "failed"
-                it.feedback = [f"no credit while the lab {why}: the checks beyond the tests count for "
-                               f"working code only"]
+    _beyond_the_tests(items, run)
     notes = []
     if not run.submitted:
         notes.append("not submitted")
@@ -378,4 +415,4 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
     points = r2(sum(i.points for i in items if i.counted))
     max_points = r2(sum(i.max_points for i in items if i.counted))
     return LabScore(lab.name, lab.title, run.submitted, items, points, max_points, notes, run.build_errors,
-                    not_counted)
+                    collapse(not_counted))

@@ -16,10 +16,10 @@ from cmlgrade import cli
 from cmlgrade.intake import Submission
 from cmlgrade.parsers import SanitizerReport
 from cmlgrade.pipeline import Options, Pipeline
-from cmlgrade.report import gradebook_csv, gradescope_json, junit_xml, prairielearn_json, write_all
+from cmlgrade.report import feedback_markdown, gradebook_csv, gradescope_json, junit_xml, prairielearn_json, write_all
 from cmlgrade.results import LabRun, StudentResult
 from cmlgrade.sandbox import ProcResult
-from cmlgrade.score import score_lab
+from cmlgrade.score import collapse, score_lab
 
 LABS = labs()
 GS_VIS = {"visible", "hidden", "after_due_date", "after_published"}
@@ -92,6 +92,81 @@ class FormatTests(unittest.TestCase):
         self.assertIn("not sandboxed", md)
 
 
+def no_gpu_result(lab_name="04_reduction", why="no CUDA device: this machine has no NVIDIA GPU driver"):
+    """The reference graded on a machine without a GPU: its tests skipped."""
+    lab = LABS[lab_name]
+    skipped = {k: ("SKIPPED", why) for k in all_tests(lab)}
+    ref = lab_run(lab, skipped)
+    run = lab_run(lab, skipped)
+    run.machine_note = why
+    ls = score_lab(lab, run, ref)
+    return StudentResult("reference", "solutions/", [ls], [], [], ls.points, ls.max_points, "not sandboxed: test",
+                         "public", machine=why)
+
+
+class NewUserTests(unittest.TestCase):
+    """What a new user met (issue 10, items 4, 6 and 11)."""
+
+    def test_self_check_without_a_gpu_is_not_measured_not_failed(self):
+        res = no_gpu_result()
+        statuses = {it.name: it.status for it in res.labs[0].items}
+        self.assertEqual(statuses["static uses_shared_memory"], "not_measured")
+        self.assertFalse([n for n, st in statuses.items() if st == "failed"])
+        with mock.patch("sys.stderr", new=io.StringIO()) as err:
+            self.assertEqual(cli.self_check_verdict(res, False), cli.EXIT_OK)
+        self.assertIn("not measured: 04_reduction", err.getvalue())
+        self.assertNotIn("FAILED", err.getvalue())
+
+    def test_the_no_gpu_reason_is_said_once(self):
+        res = no_gpu_result()
+        why = res.machine
+        md = feedback_markdown(res)
+        self.assertEqual(md.count(why), 1, md)
+        self.assertEqual(md.count("no usable GPU on this machine"), 1, md)  # one line for all its checks
+        self.assertEqual(gradescope_json(res).count(why), 1)
+        self.assertEqual(res.labs[0].not_counted, [])   # skipped for want of a GPU: said by the items
+
+    def test_not_measured_is_never_passed_in_gradescope(self):
+        d = json.loads(gradescope_json(no_gpu_result()))
+        nm = [t for t in d["tests"] if "not measured" in t["name"]]
+        self.assertTrue(nm)
+        for t in nm:
+            self.assertNotIn("status", t)
+            self.assertTrue(t["output"].startswith("NOT MEASURED"), t)
+
+    def test_nothing_gradable_is_the_same_everywhere(self):
+        lab = LABS["04_reduction"]
+        ref = lab_run(lab, all_tests(lab))
+        junk = StudentResult("junk", "junk.zip", [score_lab(lab, LabRun(lab.name, submitted=False), ref)],
+                             ["no lab file found (expected one of: reduction.cu): nothing graded"], [], 0.0, 10.0,
+                             "not sandboxed: test", "public")
+        rows = list(csv.reader(io.StringIO(gradebook_csv([junk], [lab.name]))))
+        self.assertEqual(rows[1][rows[0].index("status")], "nothing graded")
+        self.assertFalse(json.loads(prairielearn_json(junk))["gradable"])
+        self.assertIn("Nothing could be graded", json.loads(gradescope_json(junk))["output"])
+        self.assertIn("Nothing could be graded", feedback_markdown(junk))
+
+    def test_no_submission_gets_no_word_about_sandbox_or_seeds(self):
+        zed = sample_results()[1]
+        for text in (feedback_markdown(zed), json.loads(gradescope_json(zed))["output"]):
+            self.assertNotIn("sandbox", text)
+            self.assertNotIn("seed", text)
+        self.assertIn("Nothing was submitted", feedback_markdown(zed))
+
+    def test_the_not_counted_list_says_what_it_leaves_out(self):
+        res = sample_results()[0]
+        res.labs[0].not_counted = [f"step1::t{i}: not counted, reason {i}" for i in range(27)]
+        md = feedback_markdown(res)
+        self.assertIn("reason 19", md)
+        self.assertNotIn("reason 20", md)
+        self.assertIn("and 7 more", md)
+
+    def test_many_tests_with_one_reason_make_one_line(self):
+        lines = collapse([(f"step{i}::t", "the reference's result is FAILED") for i in range(9)] + [("a::b", "x")])
+        self.assertEqual(len(lines), 2)
+        self.assertIn("9 tests", lines[0])
+
+
 class CliTests(unittest.TestCase):
     def run_cli(self, *argv):
         with mock.patch("sys.stderr", new=io.StringIO()) as err:
@@ -111,7 +186,7 @@ class CliTests(unittest.TestCase):
         self.assertEqual(rc, cli.EXIT_GRADER)
         self.assertIn("tests.visibility", err)
         self.assertEqual(self.run_cli(str(d), "--secret-seed", "banana")[0], cli.EXIT_GRADER)
-        self.assertEqual(self.run_cli(str(d), "--lab", "99_nothing")[0], cli.EXIT_GRADER)
+        self.assertEqual(self.run_cli(str(d), "--lab", "99_nothing")[0], cli.EXIT_USAGE)  # a bad option
         with self.assertRaises(SystemExit) as cm, mock.patch("sys.stderr", new=io.StringIO()):
             cli.main(["--jobs", "many"])
         self.assertEqual(cm.exception.code, 2)
@@ -146,7 +221,16 @@ class FakeBuildTests(unittest.TestCase):
         built = [a[a.index("--target") + 1] for a in calls if "--target" in a]
         self.assertIn("banks_run", built)  # the other targets were still built
         write_all(d / "out", results, [lab.name])
-        self.assertIn("error: expected ';'", (d / "out" / "students" / "kim" / "feedback.md").read_text())
+        out = d / "out" / "students" / "kim"
+        self.assertIn("error: expected ';'", (out / "feedback.md").read_text())
+        # ... and in every platform's file, not only feedback.md
+        gs = json.loads((out / "gradescope" / "results.json").read_text())
+        self.assertIn("error: expected ';'", gs["output"])
+        self.assertTrue(any("error: expected ';'" in t["output"] for t in gs["tests"]))
+        pl = json.loads((out / "prairielearn" / "results.json").read_text())
+        self.assertIn("error: expected ';'", pl["output"])
+        self.assertTrue(any("error: expected ';'" in t["output"] for t in pl["tests"]))
+        self.assertIn("error: expected ';'", (d / "out" / "junit.xml").read_text())
 
 
 if __name__ == "__main__":
