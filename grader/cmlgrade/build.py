@@ -4,6 +4,7 @@ Commands go through an Executor (sandboxed, injectable for tests)."""
 from __future__ import annotations
 
 import re
+import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,7 +56,21 @@ def compiler_errors(log: str, tree: Path) -> list[str]:
     return out[:MAX_MESSAGE_LINES]
 
 
+def _forget_other_source(src: Path, build: Path) -> None:
+    """A build folder made from another source tree (a reused --work folder)
+    would stop cmake: start it afresh."""
+    cache = build / "CMakeCache.txt"
+    if not cache.is_file():
+        return
+    for line in cache.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.startswith("CMAKE_HOME_DIRECTORY:INTERNAL="):
+            if Path(line.split("=", 1)[1]).resolve() != src.resolve():
+                shutil.rmtree(build, ignore_errors=True)
+            return
+
+
 def configure(exe: Executor, src: Path, build: Path, arch: str, timeout: float, writable: list[Path]) -> tuple[bool, str]:
+    _forget_other_source(src, build)
     argv = ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
     if arch:
         argv.append(f"-DCMAKE_CUDA_ARCHITECTURES={arch}")

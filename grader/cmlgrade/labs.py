@@ -88,6 +88,12 @@ class Lab:
         m = re.fullmatch(suite_regex(self.suite), suite)
         return int(m.group(1)) if m else None
 
+    def sanitizer_args(self) -> list[str]:
+        """The runner arguments of each sanitizer run: the manifest's, the
+        first rubric.sanitizers.max_configs of them when that is set."""
+        n = self.rubric.sanitizers.max_configs
+        return list(self.sanitize[:n] if n else self.sanitize)
+
     def test_binaries(self) -> tuple[str, ...]:
         return tuple(t for t in (self.targets.model_tests, self.targets.tests) if t)
 

@@ -318,7 +318,7 @@ class Pipeline:
                 if deadline.expired():
                     run.timed_out.append(f"compute-sanitizer {tool}")
                     continue
-                rep, cfg = R.run_sanitizer(self.student_exe, tool, runner, list(lab.sanitize), deadline,
+                rep, cfg = R.run_sanitizer(self.student_exe, tool, runner, lab.sanitizer_args(), deadline,
                                            lab.rubric.sanitizers.timeout_s, out, env, readable,
                                            ",".join(map(str, steps)))
                 run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg

@@ -72,6 +72,7 @@ class TestsRubric:
 class SanitizersRubric:
     points: dict[str, float]
     timeout_s: float
+    max_configs: int     # run the first N of the manifest's "sanitize" strings (0: all of them)
     visibility: str
     feedback: str
 
@@ -263,6 +264,7 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
             raise r.err(f"sanitizers.points.{k}", f"unknown tool (known: {', '.join(SANITIZER_TOOLS)})")
         spoints[k] = r.get({"v": v}, "v", float, f"sanitizers.points.{k}", check=_nonneg)
     sanitizers = SanitizersRubric(points=spoints,
+                                  max_configs=r.get(s, "max_configs", int, "sanitizers", 0, _nonneg),
                                   timeout_s=r.get(s, "timeout_s", float, "sanitizers", 600.0, _nonneg),
                                   visibility=r.vis(s, "visibility", "sanitizers"),
                                   feedback=r.get(s, "feedback", str, "sanitizers",

@@ -167,6 +167,26 @@ class NewUserTests(unittest.TestCase):
         self.assertIn("9 tests", lines[0])
 
 
+class ProgressTests(unittest.TestCase):
+    def test_the_reference_build_says_what_it_does(self):
+        """--progress: the minute or two of the reference build is not silent."""
+        def fake(argv, cwd=None, env=None, timeout=None):
+            return ProcResult(argv, 0, "", "", False, 0.1)
+
+        lab = LABS["04_reduction"]
+        with mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": ""}), \
+                mock.patch("sys.stderr", new=io.StringIO()) as err:
+            p = Pipeline(Options(kit=KIT, work=tmpdir(self) / "work", sandbox=False, jobs=2, progress=True), [lab],
+                         runner=fake)
+            p.prepare()
+        text = err.getvalue()
+        self.assertIn("building the reference solutions", text)
+        self.assertIn("configuring the kit", text)
+        for t in lab.ref_targets():
+            self.assertIn(f"reference: building {t}", text)
+        self.assertIn("probing for a GPU", text)
+
+
 class CliTests(unittest.TestCase):
     def run_cli(self, *argv):
         with mock.patch("sys.stderr", new=io.StringIO()) as err:

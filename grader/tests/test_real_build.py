@@ -1,10 +1,14 @@
 """One real end-to-end run of lab 01 (needs cmake, nvcc and Criterion; no
 GPU): the reference's files get full model-test points, the untouched
 skeleton none, a syntax error a compile-error feedback with the compiler's
-message. Skipped, with the reason, when the tools are missing."""
+message. It grades from a copy of the kit whose labs/ holds a student's
+finished work (a student grading their own clone): the skeleton still comes
+from the solutions. Skipped, with the reason, when the tools are missing.
+It prints its progress (about a minute on two cores)."""
 import os
 import shutil
 import subprocess
+import sys
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -41,13 +45,30 @@ class RealBuildTests(unittest.TestCase):
         work = Path(os.environ.get("CMLGRADE_TEST_BUILD_DIR") or tmpdir(self) / "work")
         if work.exists():
             shutil.rmtree(work / "students", ignore_errors=True)
+        # the student's clone: same place every run (the reference build there is reused)
+        clone = work.parent / (work.name + "-clone")
+        for part in ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "labs", "solutions", "tools", "grader"):
+            src = KIT / part
+            if src.is_dir():
+                shutil.copytree(src, clone / part, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("__pycache__", "build*"))
+            elif src.is_file():
+                clone.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(src, clone / part)
+        (clone / "labs" / lab.name / "bank_model.c").write_bytes(sol["bank_model.c"])  # finished in the clone
+        print(f"\n[test_real_build] grading lab 01 for real from {clone} (cmake, nvcc, Criterion): "
+              f"about a minute", file=sys.stderr, flush=True)
         env = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
         with mock.patch.dict(os.environ, env):
-            p = Pipeline(Options(kit=KIT, work=work, keep_work=True, arch="90", jobs=os.cpu_count() or 2), [lab])
+            p = Pipeline(Options(kit=clone, work=work, keep_work=True, arch="90", jobs=os.cpu_count() or 2,
+                                 progress=True), [lab])
             p.prepare()
             results, errors = p.grade(subs)
         self.assertEqual(errors, [])
         by = {r.student: r.labs[0] for r in results}
+        # the clone's labs/ holds the finished model: still not the skeleton
+        self.assertFalse(any("untouched" in n for n in by["ref"].notes), by["ref"].notes)
+        self.assertIn("labtool skeleton", p.skeletons.source[(lab.name, "bank_model.c")])
         model_steps = [f"step {s.num} {s.ident}" for s in lab.steps if s.where == lab.model_file]
 
         def items(ls):

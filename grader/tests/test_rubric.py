@@ -152,6 +152,13 @@ class RubricTests(unittest.TestCase):
         m = {x.name: x for x in ls["06_transpose"].mistakes}
         self.assertEqual(m["block_indices_not_swapped_on_the_write"].feedback, "whiteboard")
 
+    def test_the_demo_override_loads_and_limits_the_sanitizer_runs(self):
+        ov = load_override(GRADER / "tools" / "gpu-demo-override.toml")
+        for lab in load_labs(KIT, override=ov):
+            self.assertEqual(lab.sanitizer_args(), list(lab.sanitize[:1]))
+        for lab in load_labs(KIT):
+            self.assertEqual(lab.sanitizer_args(), list(lab.sanitize))
+
     def test_merge_replaces_lists(self):
         self.assertEqual(merge({"a": [1, 2], "t": {"x": 1, "y": 2}}, {"a": [3], "t": {"y": 5}}),
                          {"a": [3], "t": {"x": 1, "y": 5}})

@@ -9,7 +9,9 @@
   bad_reads_solutions transpose.cu that #includes ../../solutions/06_transpose/transpose.cu
   bad_dotdot.tar.gz   an archive with ../ members (and the reference transpose.cu)
 Usage: make_demo_batch.py KIT LABTOOL OUT_DIR"""
+import argparse
 import io
+import json
 import re
 import subprocess
 import sys
@@ -17,10 +19,19 @@ import tarfile
 import tomllib
 from pathlib import Path
 
-kit, labtool, out = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
+ap = argparse.ArgumentParser(prog="make_demo_batch.py", description=__doc__.split("Usage:")[0],
+                             formatter_class=argparse.RawDescriptionHelpFormatter)
+ap.add_argument("kit", type=Path, help="the kit (the repository root, with solutions/)")
+ap.add_argument("labtool", help="a built labtool (tools/labtool/labtool in a build folder)")
+ap.add_argument("out", type=Path, help="the folder to write the batch into")
+args = ap.parse_args()
+kit, labtool, out = args.kit, args.labtool, args.out
+if not (kit / "solutions").is_dir():
+    ap.error(f"{kit} has no solutions/: the batch is made from the reference solutions")
 out.mkdir(parents=True, exist_ok=True)
-LABS = {"01_shared_banks": ["banks.cu", "bank_model.c"], "04_reduction": ["reduction.cu"],
-        "06_transpose": ["transpose.cu"]}
+# every lab of the kit, from its manifest
+LABS = {m.parent.name: json.loads(m.read_text(encoding="utf-8"))["files"]
+        for m in sorted((kit / "labs").glob("*/lab.json"))}
 expect = []
 
 ref = out / "ref_all"
