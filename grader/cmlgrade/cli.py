@@ -152,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
                    progress=(args.progress or sys.stderr.isatty()) and not args.quiet)
     pipe = Pipeline(opts, labs)
     t0 = time.monotonic()
+    if not opts.progress:
+        _say(args.quiet, "building the reference solutions first (a minute or two; --progress shows each step)")
     try:
         pipe.prepare()
         _say(args.quiet, f"grading {len(subs)} submission(s), labs {', '.join(l.name for l in labs)}; "

@@ -73,7 +73,20 @@ def probe_gpu(runner: Path, gpu: str | None) -> tuple[bool, str]:
     if r.rc == 0:
         return True, ""
     why = (r.output.strip().splitlines() or [f"exit {r.rc}"])[-1]
-    return False, why if "CUDA" in why or "device" in why else f"no CUDA device: {why}"
+    return False, no_gpu_reason(why if "CUDA" in why or "device" in why else f"no CUDA device: {why}")
+
+
+def no_gpu_reason(why: str, dev: Path = Path("/dev"), smi: str | None = "") -> str:
+    """CUDA says "driver version is insufficient" on a machine with no driver
+    at all, which sends people to upgrade a driver they do not have: say
+    what is missing instead. (smi "" looks nvidia-smi up on the PATH.)"""
+    if "driver version is insufficient" not in why:
+        return why
+    smi = shutil.which("nvidia-smi") if smi == "" else smi
+    if not any(dev.glob("nvidia*")) and not smi:
+        return ("no NVIDIA GPU or driver on this machine (no /dev/nvidia*, no nvidia-smi): the GPU checks need "
+                "a machine with an NVIDIA GPU and its driver")
+    return why
 
 
 def run_tests(exe: Executor, binary: Path, out_dir: Path, tag: str, seed: int | None, timeout: float,

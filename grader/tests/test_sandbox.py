@@ -14,6 +14,7 @@ from pathlib import Path
 from unittest import mock
 
 import helpers  # noqa: F401  (import path)
+from helpers import tmpdir
 
 from cmlgrade.sandbox import Executor, detect_sandbox
 
@@ -96,6 +97,19 @@ class SandboxTests(unittest.TestCase):
                          "student code changed the grader's results")
         self.assertTrue(seen["network"].startswith("refused"), seen["network"])
         self.assertEqual(seen["secret_seed_env"], "", "the grader's environment reached student code")
+
+
+class NoGpuReasonTests(unittest.TestCase):
+    def test_no_driver_is_not_an_old_driver(self):
+        from cmlgrade.run import no_gpu_reason
+        raw = "no CUDA device: cudaGetDeviceCount failed (CUDA driver version is insufficient for CUDA runtime version)"
+        empty = tmpdir(self)
+        said = no_gpu_reason(raw, dev=empty, smi=None)
+        self.assertNotIn("insufficient", said)
+        self.assertIn("no NVIDIA GPU or driver", said)
+        (empty / "nvidiactl").write_text("")   # a driver is there: then it may well be too old
+        self.assertEqual(no_gpu_reason(raw, dev=empty, smi=None), raw)
+        self.assertEqual(no_gpu_reason("no CUDA device: busy", dev=tmpdir(self), smi=None), "no CUDA device: busy")
 
 
 if __name__ == "__main__":
