@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""The slides' and charts' tests (CTest, label host; slides/CMakeLists.txt).
+
+    python3 slides/test_slides.py builds DECK        # PDF made, one page per slide (nothing overflows)
+    python3 slides/test_slides.py titles DECK        # step slides match the lab's manifest
+    python3 slides/test_slides.py renders DECK       # every page renders to a non-blank PNG
+    python3 slides/test_slides.py reproducible DECK  # two builds, in two processes, same bytes
+    python3 slides/test_slides.py charts             # charts and page links are made from the JSON
+    python3 slides/test_slides.py decks_for_labs     # every lab has a deck (skips, naming those without)
+
+DECK is a file name in slides/decks/ without .typ. Exit status 0 pass, 1
+fail, 77 skipped (no typst package, or nothing to test), with the reason.
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import build  # noqa: E402
+import charts  # noqa: E402
+
+SKIP = build.SKIP
+
+
+def fail(msg):
+    print("FAIL: " + msg)
+    sys.exit(1)
+
+
+def deck_path(name):
+    path = os.path.join(build.DECKS, name + ".typ")
+    if not os.path.exists(path):
+        fail(f"no deck slides/decks/{name}.typ")
+    return path
+
+
+def slides_of(typst, deck):
+    return build.query(typst, deck, "<slide>")
+
+
+def pages_of(typst, deck, ppi=20):
+    pages = build.compile_deck(typst, deck, fmt="png", ppi=ppi)
+    return pages if isinstance(pages, list) else [pages]
+
+
+# ---------------------------------------------------------------- PNG decoding (stdlib)
+
+def png_pixels(data):
+    """(width, height, channels, rows of bytes) of an 8-bit RGB(A)/grey PNG."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        raise ValueError("not a PNG")
+    pos, idat, ihdr = 8, b"", None
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            ihdr = struct.unpack(">IIBBBBB", body)
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    w, h, depth, ctype = ihdr[0], ihdr[1], ihdr[2], ihdr[3]
+    if depth != 8 or ctype not in (0, 2, 4, 6):
+        raise ValueError(f"PNG colour type {ctype} depth {depth} not handled")
+    ch = {0: 1, 2: 3, 4: 2, 6: 4}[ctype]
+    raw = zlib.decompress(idat)
+    stride = w * ch
+    rows, prev = [], bytearray(stride)
+    for y in range(h):
+        f = raw[y * (stride + 1)]
+        line = bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - ch] if i >= ch else 0
+            b = prev[i]
+            c = prev[i - ch] if i >= ch else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append(bytes(line))
+        prev = line
+    return w, h, ch, rows
+
+
+def ink(data, top=0.0, bottom=0.88):
+    """Share of pixels, between top and bottom (fractions of the height), that are not background."""
+    w, h, ch, rows = png_pixels(data)
+    bg = rows[0][:ch]
+    inked = total = 0
+    for y in range(int(h * top), int(h * bottom)):
+        r = rows[y]
+        for x in range(0, w * ch, ch):
+            total += 1
+            if r[x:x + ch] != bg:
+                inked += 1
+    return inked / max(total, 1)
+
+
+# ---------------------------------------------------------------- the tests
+
+def t_builds(typst, name):
+    deck = deck_path(name)
+    pdf = build.compile_deck(typst, deck)
+    if not pdf.startswith(b"%PDF-"):
+        fail(f"{name}: the output is not a PDF")
+    slides = slides_of(typst, deck)
+    pages = pages_of(typst, deck, ppi=10)
+    if len(pages) != len(slides):
+        fail(f"{name}: {len(pages)} pages for {len(slides)} slides: a slide's content overflows "
+             "onto a page of its own (render with `python3 slides/build.py --png DIR` and look)")
+    print(f"ok: {name}: a PDF of {len(pdf)} bytes, {len(slides)} slides, one page each")
+
+
+def t_titles(typst, name):
+    deck = deck_path(name)
+    slides = slides_of(typst, deck)
+    titles = [s.get("title") for s in slides]
+    if not slides or any(not t for t in titles):
+        fail(f"{name}: a slide without a title")
+    ms = build.manifests()
+    if name not in ms:
+        labs = [s for s in slides if s.get("kind") == "step"]
+        if labs:
+            fail(f"{name}: step slides in a deck that is not a lab's")
+        print(f"ok: {name}: {len(slides)} slides, each with a title (not a lab deck: no steps to match)")
+        return
+    steps = ms[name]["steps"]
+    got = [s for s in slides if s.get("kind") == "step"]
+    nums = [s["num"] for s in got]
+    want = [s["num"] for s in steps]
+    if sorted(set(nums)) != want:
+        fail(f"{name}: step slides for steps {sorted(set(nums))}, the manifest has {want}")
+    if nums != sorted(nums):
+        fail(f"{name}: step slides out of order: {nums}")
+    for s in steps:
+        mine = [g for g in got if g["num"] == s["num"]]
+        if len(mine) > 2:
+            fail(f"{name}: step {s['num']} has {len(mine)} slides (one or two per step)")
+        for g in mine:
+            if g["step_title"] != s["title"] or g["ident"] != s["ident"]:
+                fail(f"{name}: step {s['num']} slide says '{g['ident']}: {g['step_title']}', "
+                     f"the manifest '{s['ident']}: {s['title']}'")
+    results = [s for s in slides if s.get("kind") == "results"]
+    if not results:
+        fail(f"{name}: no results slide (a lab without a GPU page says so on one)")
+    print(f"ok: {name}: {len(want)} steps in {len(got)} slides, titles as in labs/{name}/lab.json; "
+          f"{len(results)} results slides")
+
+
+def t_renders(typst, name):
+    deck = deck_path(name)
+    pages = pages_of(typst, deck, ppi=24)
+    blank = []
+    for i, png in enumerate(pages, 1):
+        if ink(png) < 0.004:
+            blank.append(i)
+    if blank:
+        fail(f"{name}: pages {blank} are blank (no ink above the footer)")
+    print(f"ok: {name}: {len(pages)} pages rendered, none blank")
+
+
+def t_reproducible(typst, name):
+    deck_path(name)
+    outs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(2):
+            d = os.path.join(tmp, str(k))
+            r = subprocess.run([sys.executable, os.path.join(HERE, "build.py"), "--no-charts",
+                                "--out", d, name], capture_output=True, text=True)
+            if r.returncode != 0:
+                fail(f"{name}: build {k + 1} failed:\n{r.stdout}{r.stderr}")
+            with open(os.path.join(d, name + ".pdf"), "rb") as f:
+                outs.append(f.read())
+    if outs[0] != outs[1]:
+        fail(f"{name}: two builds differ ({len(outs[0])} and {len(outs[1])} bytes)")
+    print(f"ok: {name}: two builds in two processes, {len(outs[0])} identical bytes")
+
+
+def t_charts():
+    stale = charts.write_all(check=True)
+    if stale:
+        fail("charts or their links differ from what the results JSON makes: " + ", ".join(stale) +
+             "\n  run `python3 slides/charts.py` and commit")
+    pages = charts.pages()
+    if not pages:
+        print("SKIPPED: no results page in docs/results/")
+        sys.exit(SKIP)
+    for md in pages:
+        with open(md, encoding="utf-8") as f:
+            text = f.read()
+        base = os.path.basename(md)[:-3]
+        if f"]({base}.rate.svg)" not in text:
+            fail(f"{md}: no link to its rate chart")
+    # a chart follows its JSON: change one rate in a copy, the chart changes with it
+    with tempfile.TemporaryDirectory() as tmp:
+        gpu = os.path.join(tmp, "gpu")
+        os.makedirs(gpu)
+        src = next((p for p in pages if os.path.exists(p[:-3] + ".json")), None)
+        if src is None:
+            fail("no results page with a JSON to test against")
+        base = os.path.basename(src)[:-3]
+        for ext in (".md", ".json"):
+            shutil.copy(src[:-3] + ext, os.path.join(gpu, base + ext))
+        before = charts.all_outputs(tmp)
+        with open(os.path.join(gpu, base + ".json"), encoding="utf-8") as f:
+            data = json.load(f)
+        step = next(r for r in data["rows"] if r["kind"] == "step")
+        step["rate"] = round(data["ceiling"]["rate"] * 0.4321, 3)
+        with open(os.path.join(gpu, base + ".json"), "w", encoding="utf-8") as f:
+            json.dump(data, f)
+        after = charts.all_outputs(tmp)
+        svg = os.path.join(gpu, base + ".rate.svg")
+        if before[svg] == after[svg] or "43%" not in after[svg]:
+            fail(f"{base}: the rate chart does not follow the JSON (a step set to 43% of the ceiling)")
+        # a learner's run beside the published one, the documented command
+        out = os.path.join(tmp, "mine")
+        r = subprocess.run([sys.executable, os.path.join(HERE, "charts.py"),
+                            os.path.join(gpu, base + ".json"), "--vs", src[:-3] + ".json", "-o", out],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(os.path.join(out, base + ".rate.svg")):
+            fail(f"charts.py on a learner's JSON failed:\n{r.stdout}{r.stderr}")
+        with open(os.path.join(out, base + ".rate.svg"), encoding="utf-8") as f:
+            mine = f.read()
+        if "yours" not in mine or "published" not in mine:
+            fail("a learner's chart does not show both runs")
+    print(f"ok: {len(pages)} results pages, their charts made from the JSON and linked; "
+          "a changed JSON changes its chart; a learner's run is drawn beside the published one")
+
+
+def t_decks_for_labs():
+    missing = build.labs_without_deck()
+    if missing:
+        print("SKIPPED: no deck yet for " + ", ".join(missing) +
+              ": add slides/decks/<lab>.typ (slides/README.md says how)")
+        sys.exit(SKIP)
+    print("ok: every lab has a deck")
+
+
+def main(argv):
+    if not argv:
+        print(__doc__)
+        return 2
+    what, rest = argv[0], argv[1:]
+    if what == "charts":
+        t_charts()
+        return 0
+    if what == "decks_for_labs":
+        t_decks_for_labs()
+        return 0
+    typst = build.need_typst()
+    fn = {"builds": t_builds, "titles": t_titles, "renders": t_renders,
+          "reproducible": t_reproducible}.get(what)
+    if fn is None or len(rest) != 1:
+        print(__doc__)
+        return 2
+    fn(typst, rest[0])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
