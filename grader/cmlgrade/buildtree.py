@@ -5,6 +5,7 @@ but nothing secret is in reach. Only the student-editable files come from
 the submission. The reference is built from the kit itself."""
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -23,6 +24,25 @@ def check_kit(kit: Path) -> list[str]:
     return [f"the kit at {kit} has no {m}" for m in missing]
 
 
+_SUBDIR = re.compile(r"^\s*add_subdirectory\s*\(\s*\"?([\w./-]+?)\"?\s*[)\s]", re.M | re.I)
+
+
+def kit_parts(kit: Path) -> list[str]:
+    """KIT_PARTS and every folder the kit's top CMakeLists.txt adds with
+    add_subdirectory (a new one, like slides/, must be there for cmake to
+    configure), never solutions/ or the grader (handled apart) and nothing
+    else of the kit's root (an instructor's submissions folder may be
+    there)."""
+    parts = list(KIT_PARTS)
+    top = kit / "CMakeLists.txt"
+    text = top.read_text(encoding="utf-8", errors="replace") if top.is_file() else ""
+    for m in _SUBDIR.finditer(text):
+        first = m.group(1).strip("/").split("/")[0]
+        if first not in parts and first not in ("solutions", "grader", "..", ".") and (kit / first).is_dir():
+            parts.append(first)
+    return parts
+
+
 def _ignore(_dir: str, names: list[str]) -> set[str]:
     return {n for n in names if n in SKIP_NAMES or n.startswith("build-")}
 
@@ -34,7 +54,7 @@ def make_student_tree(kit: Path, dest: Path, files: dict[str, dict[str, bytes]])
     if src.exists():
         shutil.rmtree(src)
     src.mkdir(parents=True)
-    for part in KIT_PARTS:
+    for part in kit_parts(kit):
         p = kit / part
         if p.is_dir():
             shutil.copytree(p, src / part, ignore=_ignore, symlinks=False)

@@ -156,5 +156,27 @@ class FolderAndBatchTests(unittest.TestCase):
         self.assertEqual(read_roster(r), ["x1", "x2"])
 
 
+class StudentTreeTests(unittest.TestCase):
+    def test_the_tree_has_what_cmake_adds_and_nothing_secret(self):
+        from cmlgrade.buildtree import make_student_tree
+        kit = tmpdir(self)
+        (kit / "CMakeLists.txt").write_text("add_subdirectory(common)\nadd_subdirectory(slides)\n"
+                                            "add_subdirectory(grader)\n")
+        for d in ("common", "labs/04_reduction", "slides", "submissions/bob", "solutions/04_reduction", "grader"):
+            (kit / d).mkdir(parents=True)
+        (kit / "slides" / "CMakeLists.txt").write_text("# decks\n")
+        (kit / "submissions" / "bob" / "reduction.cu").write_text("bob's work\n")
+        (kit / "labs" / "04_reduction" / "reduction.cu").write_text("skeleton\n")
+        (kit / "solutions" / "04_reduction" / "reduction.cu").write_text("the answer\n")
+        (kit / "solutions" / "04_reduction" / "mistakes.toml").write_text("x\n")
+        (kit / "solutions" / "04_reduction" / "feedback.toml").write_text("x\n")
+        src = make_student_tree(kit, tmpdir(self), {"04_reduction": {"reduction.cu": b"mine\n"}})
+        self.assertTrue((src / "slides" / "CMakeLists.txt").is_file())   # a folder cmake adds
+        self.assertFalse((src / "submissions").exists())                  # other students' work
+        self.assertEqual((src / "solutions" / "04_reduction" / "reduction.cu").read_text(), "skeleton\n")
+        self.assertEqual(sorted(p.name for p in (src / "solutions" / "04_reduction").iterdir()), ["reduction.cu"])
+        self.assertEqual((src / "labs" / "04_reduction" / "reduction.cu").read_text(), "mine\n")
+
+
 if __name__ == "__main__":
     unittest.main()
