@@ -115,6 +115,9 @@ def t_builds(typst, name):
     if not pdf.startswith(b"%PDF-"):
         fail(f"{name}: the output is not a PDF")
     slides = slides_of(typst, deck)
+    over = build.query(typst, deck, "<overflow>")
+    if over:
+        fail(f"{name}: does not fit its slide: " + "; ".join(str(o.get("overflow")) for o in over))
     pages = pages_of(typst, deck, ppi=10)
     if len(pages) != len(slides):
         fail(f"{name}: {len(pages)} pages for {len(slides)} slides: a slide's content overflows "
