@@ -61,14 +61,14 @@ class Lab:
     model_file: str
     steps: tuple[Step, ...]
     rubric: Rubric
+    sanitize: tuple[str, ...]                # runner arguments, one sanitizer run each
+    counter_checks: tuple[CounterCheck, ...]
+    kernels: str                             # regex: the lab's kernel and device function names
+    suite: str                               # Criterion suite name of a step: "step{num}"
+    targets: Targets
+    dir: str                                 # labs/<lab>
+    solution_dir: str                        # solutions/<lab>, or "" in a kit without solutions
     mistakes: tuple[Mistake, ...] = field(default_factory=tuple)
-    sanitize: tuple[str, ...] = ("",)        # runner arguments, one sanitizer run each
-    counter_checks: tuple[CounterCheck, ...] = ()
-    kernels: str = r"\w*kernel\d*"           # regex: the lab's kernel and device function names
-    suite: str = "step{num}"                 # Criterion suite name of a step
-    targets: Targets = Targets("", "", "", "_ref")
-    dir: str = ""
-    solution_dir: str = ""
 
     @property
     def kernel_file(self) -> str:
@@ -257,6 +257,12 @@ def make_lab(kit: Path, d: dict, rubric_dir: Path, override: dict | None) -> Lab
     if missing:
         raise LabError(f"{d.get('name', '?')}: the kit's description lacks {', '.join(missing)}")
     name = d["name"]
+    try:
+        if not d["kernels"]:
+            raise re.error("empty")
+        re.compile(d["kernels"])
+    except re.error as e:
+        raise LabError(f"{name}: the manifest's \"kernels\" is not a usable regular expression ({e})") from e
     path = rubric_dir / f"{name}.toml"
     if path.is_file():
         rubric = load_rubric(path, override, d["files"])
@@ -270,7 +276,7 @@ def make_lab(kit: Path, d: dict, rubric_dir: Path, override: dict | None) -> Lab
     lab = Lab(name=name, stem=d["stem"], title=rubric.lab.title or d["title"], files=tuple(d["files"]),
               model_file=d.get("model") or "", steps=steps, rubric=rubric,
               sanitize=tuple(d["sanitize"]) or ("",), counter_checks=_counter_checks(d, rubric),
-              kernels=d["kernels"] or r"\w*kernel\d*", suite=d["suite"],
+              kernels=d["kernels"], suite=d["suite"],
               targets=Targets(t["runner"], t["tests"], t.get("model_tests", ""), t.get("ref_suffix", "_ref")),
               dir=d["dir"], solution_dir=d["solution_dir"])
     rubric.check_steps([s.num for s in steps], [c.step for c in lab.counter_checks])

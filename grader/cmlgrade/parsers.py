@@ -22,11 +22,6 @@ class TestOutcome:
     def key(self) -> str:
         return f"{self.suite}::{self.name}"
 
-    @property
-    def step(self) -> int | None:
-        m = re.fullmatch(r"step(\d+)", self.suite)
-        return int(m.group(1)) if m else None
-
 
 class ReportError(Exception):
     pass
@@ -106,7 +101,7 @@ def finding_blocks(text: str) -> list[tuple[str, str]]:
     return [(head, text[at:min(end, at + _FINDING_SPAN)]) for (at, head), end in zip(starts, ends)]
 
 
-def names_in(text: str, kernels: str = r"\w*kernel\d*") -> list[str]:
+def names_in(text: str, kernels: str) -> list[str]:
     """The kernels and __device__ functions a piece of a report names (a race
     in a helper is reported at the helper; a race names both accesses).
     `kernels`: the lab's names (its manifest's "kernels" regex)."""

@@ -20,7 +20,7 @@ class CriterionTests(unittest.TestCase):
         self.assertEqual(o["step3::sums_2_pow_28"].status, "TIMEOUT")
         self.assertEqual(o["step3::sums_awkward"].status, "CRASHED")
         self.assertEqual(o["step4::sums_ints_exactly"].status, "SKIPPED")
-        self.assertEqual(o["step4::sums_ints_exactly"].step, 4)
+        self.assertEqual(o["step4::sums_ints_exactly"].suite, "step4")
 
     def test_malformed_reports(self):
         for bad in ("", "{", '{"test_suites": 3}', '{"test_suites": [{"name": "s", "tests": [{"name": "t"}]}]}',

@@ -106,6 +106,18 @@ class ManifestTests(unittest.TestCase):
         with self.assertRaisesRegex(LabError, r"99_nope.*known: .*04_reduction"):
             load_labs(KIT, only=["99_nope"])
 
+    def test_kernel_names_come_from_the_manifest(self):
+        from cmlgrade.parsers import names_in
+        ls = labs()
+        text = "a race between tree_down_to and reduce_kernel3"
+        self.assertEqual(names_in(text, ls["04_reduction"].kernels)[:2], ["tree_down_to", "reduce_kernel3"])
+        self.assertNotIn("tree_down_to", names_in(text, ls["06_transpose"].kernels))
+        kit = small_kit(self, ["04_reduction"])
+        m = kit / "labs" / "04_reduction" / "lab.json"
+        m.write_text(m.read_text().replace('"kernels": "', '"kernels": "(', 1))
+        with self.assertRaisesRegex(LabError, "kernels"):
+            load_labs(kit)
+
     def test_a_manifest_in_the_wrong_folder(self):
         kit = small_kit(self, ["04_reduction"])
         (kit / "labs" / "04_reduction").rename(kit / "labs" / "05_other")
