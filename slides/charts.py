@@ -164,8 +164,8 @@ def rate_chart(series, title, slide=False):
     svg = Svg(width, height, title, fs)
     if not slide:
         svg.text(12, 24, title, size=16, weight="bold")
-        svg.text(12, 44, "bar: GB/s as a share of the ceiling measured in the same run "
-                 f"({escape_unit(base)})", size=12, fill="#555555")
+        svg.text(12, 44, "bar: GB/s as a share of the ceiling measured in the same run" +
+                 (f" ({escape_unit(base)})" if n == 1 else ", for each run"), size=12, fill="#555555")
     for i, (label, data) in enumerate(series):
         if n > 1:
             svg.rect(12, head + 16 * fs * i, 12, 10, SERIES[i % len(SERIES)])
@@ -219,22 +219,31 @@ def probe_chart(series, title, slide=False):
     pats = [p["pattern"] for p in series[0][1]["extra"]["patterns"]]
     n = len(series)
     fs = 1.3 if slide else 1.0
-    left, top, bottom = 56, (44 if slide else 78), (100 if slide else 104)
+    left, top, bottom = 56, (44 if slide else 78), (124 if slide else 104)
     group = 62
     bar = (group - 14) / (n + 1)
     width = left + group * len(pats) + 20
     plot_h = 250
-    height = top + plot_h + bottom - (20 if slide else 0)
+    height = top + plot_h + bottom - (24 if slide else 0)
     svg = Svg(width, height, title, fs)
-    legend = "; ".join(f"{label}" for label, _ in series)
     if not slide:
         svg.text(12, 24, title, size=16, weight="bold")
     y = 18 if slide else 44
     svg.text(12, y, "grey: the conflict degree the bank model predicts (passes per warp-wide load)",
              size=12, fill="#555555")
-    svg.text(12, y + 18 * fs, f"colour: SM cycles per warp-wide 4-byte load, measured ({legend})",
-             size=12, fill="#555555")
-    ymax = 34
+    if n == 1:
+        svg.text(12, y + 18 * fs, f"blue: SM cycles per warp-wide 4-byte load, measured ({series[0][0]})",
+                 size=12, fill="#555555")
+    else:
+        svg.text(12, y + 18 * fs, "SM cycles per warp-wide 4-byte load, measured:", size=12, fill="#555555")
+        x = 12 + 300 * fs
+        for i, (label, _) in enumerate(series):
+            svg.rect(x, y + 18 * fs - 9, 12, 10, SERIES[i % len(SERIES)])
+            svg.text(x + 16, y + 18 * fs, label, size=12, fill="#555555")
+            x += 16 + 7 * fs * len(label) + 14
+    top_cycles = max((p.get("cycles_per_access") or 0) for _, d in series
+                     for p in d.get("extra", {}).get("patterns", []) if p.get("measured"))
+    ymax = max(34, top_cycles * 1.08)
     sy = plot_h / ymax
     y_base = top + plot_h
     for v in (0, 4, 8, 16, 32):
