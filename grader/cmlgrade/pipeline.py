@@ -252,7 +252,7 @@ class Pipeline:
         for kind, seed in self._seeds():
             ref.tests[kind] = {}
             for b in lab.test_binaries():
-                br = R.run_tests(self.trusted, self.ref_build / f"{b}_ref", out, kind,
+                br = R.run_tests(self.trusted, self.ref_build / f"{b}{lab.targets.ref_suffix}", out, kind,
                                  seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
                 ref.tests[kind][b] = br
         if self.gpu_ok and lab.counter_checks:

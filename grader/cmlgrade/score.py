@@ -49,16 +49,15 @@ def _short(msg: str) -> str:
 
 def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, failing_keys: list[str], text: str,
                    findings: list[tuple[str, list[str]]] | None = None, up_to_step: int | None = None) -> list[str]:
-    """The rubric's line for each cataloged mistake whose signature (failing
-    tests, message, and for a sanitizer one finding that names the rubric's
-    kernel and matches its `finding` regex) the results show. up_to_step
+    """The catalogue's line for each mistake whose signature (failing tests,
+    message, and for a sanitizer one finding that names the mistake's
+    `kernel` and matches its `finding` regex) the results show. up_to_step
     leaves out mistakes made in a later step (staged code calls only what
-    earlier steps wrote). None for an untouched skeleton file: its failures
-    are unfinished steps, not mistakes."""
+    earlier steps wrote). None for an untouched skeleton file or a step not
+    started: their failures are unfinished work, not mistakes."""
     out = []
     for m in lab.mistakes:
-        fb = m
-        if not fb.feedback or m.caught_by != caught_by or m.file in run.untouched:
+        if not m.feedback or m.caught_by != caught_by or m.file in run.untouched:
             continue
         if step is not None and m.step != step and caught_by in ("tests", "counters"):
             continue
@@ -70,11 +69,11 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
             continue
         if m.expect_message and not re.search(m.expect_message, text):
             continue
-        if findings is not None and (fb.kernel or fb.finding) and not any(
-                (not fb.kernel or any(re.search(fb.kernel, k) for k in kernels))
-                and (not fb.finding or re.search(fb.finding, head)) for head, kernels in findings):
+        if findings is not None and (m.kernel or m.finding) and not any(
+                (not m.kernel or any(re.search(m.kernel, k) for k in kernels))
+                and (not m.finding or re.search(m.finding, head)) for head, kernels in findings):
             continue
-        out.append(f"Likely mistake ({m.name}): {fb.feedback}")
+        out.append(f"Likely mistake ({m.name}): {m.feedback}")
     return out
 
 
@@ -366,7 +365,7 @@ def _beyond_the_tests(items: list[Item], run: LabRun) -> None:
                 it.points, it.status = 0.0, "not_measured"
                 it.feedback = ["not measured: it counts for working code only, and no test of this lab could "
                                "run here"]
-            elif not untestable:
+            else:
                 why = "does not compile" if run.build_errors else "passes no step's tests yet"
                 it.points, it.status = 0.0, "failed"
                 it.feedback = [f"no credit while the lab {why}: the checks beyond the tests count for "
