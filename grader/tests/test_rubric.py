@@ -146,6 +146,14 @@ class CatalogueTests(unittest.TestCase):
         (d / "feedback.toml").write_text('[a]\nfeedback = "fix a"\n')
         self.assertEqual(load_mistakes(d / "mistakes.toml", "x.cu")[0].feedback, "fix a")
 
+    def test_feedback_keys_in_the_catalogue_entry(self):
+        """Once labtool accepts them, the keys may sit in the [[mistake]] entry."""
+        d = tmpdir(self)
+        (d / "mistakes.toml").write_text('[[mistake]]\nname = "a"\nstep = 2\ncaught_by = "racecheck"\n'
+                                         'feedback = "sync"\nkernel = "k2"\nfinding = "(?i)^warning"\n')
+        m = load_mistakes(d / "mistakes.toml", "x.cu")[0]
+        self.assertEqual((m.feedback, m.kernel, m.finding, m.step, m.file), ("sync", "k2", "(?i)^warning", 2, "x.cu"))
+
 
 class RubricTests(unittest.TestCase):
     def test_override_merges_key_by_key(self):
