@@ -118,3 +118,21 @@ extern "C" float cml_bits_float(uint32_t u)
     memcpy(&f, &u, sizeof f);
     return f;
 }
+
+extern "C" cudaError_t cml_dbufs_check_guards(const cml_dbuf *const *bufs, int n, int *bad, long long *where)
+{
+    *bad = -1;
+    *where = 0;
+    for (int k = 0; k < n; ++k) {
+        int intact = 1;
+        cudaError_t err = cml_dbuf_check_guards(bufs[k], &intact, where);
+        if (err != cudaSuccess)
+            return err;
+        if (!intact) {
+            *bad = k;
+            return cudaSuccess;
+        }
+    }
+    *where = 0;
+    return cudaSuccess;
+}

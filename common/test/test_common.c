@@ -1,6 +1,6 @@
 /* Host tests of the common library: argument parsing, seeded data,
- * comparison, medians, the results report and the ncu CSV reader. No GPU
- * needed. */
+ * comparison, medians, the results report, the ncu CSV reader and the
+ * runner library (with a fake lab and a fake device probe). No GPU needed. */
 #define _POSIX_C_SOURCE 200809L /* setenv, mkstemp */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -11,7 +11,9 @@
 #include <unistd.h>
 
 #include "cml/cml_args.h"
+#include "cml/cml_check.h"
 #include "cml/cml_compare.h"
+#include "cml/cml_lab_runner.h"
 #include "cml/cml_ncu.h"
 #include "cml/cml_report.h"
 #include "cml/cml_rng.h"
@@ -394,4 +396,230 @@ Test(steps, the_opening_comment_must_list_exactly_the_table)
     unlink(good);
     unlink(missing);
     unlink(extra);
+}
+
+/* ---------------------------------------------------------------- lab runner */
+
+/* A lab of three steps: step 1 on the host (a model), 2 and 3 on the GPU;
+ * step 3 gives a wrong answer. The probe is a stand-in (gpu_present). */
+static int gpu_present;
+static int checked[4];
+
+static int fake_probe(cml_device_info *info, char *reason, size_t len)
+{
+    memset(info, 0, sizeof *info);
+    if (!gpu_present)
+        snprintf(reason, len, "no CUDA device: a test without one");
+    return gpu_present;
+}
+
+static int fake_host_part(cml_lab_run *r)
+{
+    if (r->args.check_only || r->counters || r->args.json)
+        return 0;
+    printf("MODEL TABLE, ");  /* no newline: a row still being written */
+    printf("last row\n");
+    return 1;
+}
+
+static int fake_prepare(cml_lab_run *r)
+{
+    snprintf(r->rep.params, sizeof r->rep.params, "fake");
+    return CML_EXIT_OK;
+}
+
+static int fake_check(cml_lab_run *r, int step, cml_row *row)
+{
+    (void)r;
+    checked[step] = 1;
+    row->status = step == 3 ? CML_ROW_WRONG : CML_ROW_OK;
+    if (step == 3)
+        snprintf(row->note, sizeof row->note, "expected 1, got 2");
+    return step != 3;
+}
+
+static int fake_counters(cml_lab_run *r, cml_lab_counters *c)
+{
+    c->available = 1;
+    cml_lab_counters_add(c, r, 2, "fake_kernel", 1024.0);
+    return CML_EXIT_OK;
+}
+
+static const cml_lab_step fake_steps[] = {
+    {1, "model", "model.c", "the host part"}, {2, "gpu_ok", "k.cu", "right"}, {3, "gpu_wrong", "k.cu", "wrong"}};
+
+static const cml_lab fake_lab = {
+    .name = "99_fake", .prog = "fake_run", .title = "a fake lab", .unit = "GB/s",
+    .steps = fake_steps, .nsteps = 3, .first_gpu_step = 2, .default_repeat = 5,
+    .usage = "[--step S] | --help", .about = "A fake lab.", .step_help = "steps",
+    .repeat_help = "runs", .check_only_help = "check only",
+    .counters_help = "counters", .no_counters_help = "no counters",
+    .host_part = fake_host_part, .host_part_name = "model", .host_part_hint = "`fake_run --model`",
+    .prepare = fake_prepare, .check = fake_check,
+    .counters = fake_counters, .counters_metric = "fake__metric.sum",
+    .probe = fake_probe,
+};
+
+/* Output capture: stdout and stderr both into one file, stdout fully
+ * buffered (as into a pipe, where the order of the two can go wrong). */
+static FILE *captured;
+static int saved_out, saved_err;
+
+static void capture_begin(void)
+{
+    static char buf[BUFSIZ];
+    fflush(stdout);
+    fflush(stderr);
+    captured = tmpfile();
+    cr_assert(captured != NULL);
+    saved_out = dup(1);
+    saved_err = dup(2);
+    dup2(fileno(captured), 1);
+    dup2(fileno(captured), 2);
+    setvbuf(stdout, buf, _IOFBF, sizeof buf);
+}
+
+static void capture_end(char *out, size_t len)
+{
+    fflush(stdout);
+    fflush(stderr);
+    dup2(saved_out, 1);
+    dup2(saved_err, 2);
+    close(saved_out);
+    close(saved_err);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    rewind(captured);
+    size_t n = fread(out, 1, len - 1, captured);
+    out[n] = '\0';
+    fclose(captured);
+}
+
+/* Runs `fake_run ARGS` (words split at spaces) under capture; returns the
+ * exit status, the text in out. */
+static int run_fake(char *out, size_t len, const char *args)
+{
+    static char words[256];
+    char *argv[16] = {words};
+    int argc = 1;
+    snprintf(words, sizeof words, "fake_run%s%s", args[0] ? " " : "", args);
+    for (char *p = strchr(words, ' '); p != NULL && argc < 15; p = strchr(p + 1, ' ')) {
+        *p = '\0';
+        argv[argc++] = p + 1;
+    }
+    argv[argc] = NULL;
+    capture_begin();
+    int rc = cml_lab_main(&fake_lab, NULL, argc, argv);
+    capture_end(out, len);
+    return rc;
+}
+
+Test(lab_runner, without_a_gpu_prints_the_model_before_the_no_gpu_lines_it_refers_to)
+{
+    static char out[8192];
+    const char *argv = "";  /* every step */
+    gpu_present = 0;
+    int rc = run_fake(out, sizeof out, argv);
+    cr_expect_eq(rc, CML_EXIT_NO_GPU, "exit %d, expected 77:\n%s", rc, out);
+    const char *table = strstr(out, "MODEL TABLE, last row\n");
+    const char *why = strstr(out, "fake_run: no CUDA device: a test without one\n");
+    const char *above = strstr(out, "fake_run: the measurements need a GPU; the model above");
+    cr_assert(table && why && above, "missing lines:\n%s", out);
+    cr_expect(table < why && why < above, "the model table must come first, whole, then the reason:\n%s", out);
+}
+
+Test(lab_runner, never_mentions_the_model_above_when_none_was_printed)
+{
+    static char out[8192];
+    const char *argv = "--counters";
+    gpu_present = 0;
+    int rc = run_fake(out, sizeof out, argv);
+    cr_expect_eq(rc, CML_EXIT_NO_GPU);
+    cr_expect(strstr(out, "MODEL TABLE") == NULL, "--counters prints no model:\n%s", out);
+    cr_expect(strstr(out, "above") == NULL, "no model was printed, yet a line refers to it:\n%s", out);
+    cr_expect(strstr(out, "`fake_run --model` and the host tests") != NULL, "%s", out);
+}
+
+Test(lab_runner, host_steps_alone_need_no_gpu)
+{
+    static char out[8192];
+    const char *argv = "--step 1";
+    gpu_present = 0;
+    int rc = run_fake(out, sizeof out, argv);
+    cr_expect_eq(rc, CML_EXIT_OK, "%s", out);
+    cr_expect(strstr(out, "MODEL TABLE") != NULL && strstr(out, "no CUDA device") == NULL, "%s", out);
+}
+
+Test(lab_runner, counters_json_names_the_metric_and_each_step_or_why_not)
+{
+    static char out[8192];
+    static const struct {
+        int gpu, rc;
+        const char *json;
+    } cases[] = {
+        {0, CML_EXIT_NO_GPU,
+         "{\"lab\": \"99_fake\", \"metric\": \"fake__metric.sum\", \"available\": false, "
+         "\"reason\": \"no CUDA device: a test without one\", \"steps\": []}"},
+        {1, CML_EXIT_OK,
+         "{\"lab\": \"99_fake\", \"metric\": \"fake__metric.sum\", \"available\": true, \"reason\": \"\", "
+         "\"steps\": [{\"step\": 2, \"ident\": \"gpu_ok\", \"kernels\": \"fake_kernel\", \"value\": 1024}]}"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; ++k) {
+        gpu_present = cases[k].gpu;
+        int rc = run_fake(out, sizeof out, "--counters --json");
+        cr_expect_eq(rc, cases[k].rc, "gpu %d: exit %d\n%s", cases[k].gpu, rc, out);
+        cr_expect(strstr(out, cases[k].json) != NULL, "gpu %d: expected %s in\n%s", cases[k].gpu, cases[k].json,
+                  out);
+    }
+}
+
+Test(lab_runner, check_only_checks_every_chosen_step_and_exits_1_on_a_wrong_one)
+{
+    static char out[8192];
+    const char *argv = "--check-only";
+    gpu_present = 1;
+    memset(checked, 0, sizeof checked);
+    int rc = run_fake(out, sizeof out, argv);
+    cr_expect_eq(rc, CML_EXIT_FAIL, "%s", out);
+    cr_expect(checked[2] && checked[3] && !checked[1], "steps checked: %d %d %d", checked[1], checked[2],
+              checked[3]);
+    cr_expect(strstr(out, "step 2 gpu_ok           ok\nstep 3 gpu_wrong        WRONG: expected 1, got 2\n") != NULL,
+              "%s", out);
+    const char *one = "--check-only --step 2";
+    cr_expect_eq(run_fake(out, sizeof out, one), CML_EXIT_OK, "%s", out);
+}
+
+Test(lab_runner, bad_arguments_exit_2, .exit_code = 2)
+{
+    static char out[8192];
+    const char *argv = "--step 4";
+    run_fake(out, sizeof out, argv);
+}
+
+Test(lab_runner, unknown_arguments_exit_2, .exit_code = 2)
+{
+    static char out[8192];
+    const char *argv = "--frobnicate";
+    run_fake(out, sizeof out, argv);
+}
+
+Test(lab_runner, say_flushes_the_table_first)
+{
+    static char out[256];
+    cml_lab_run r;
+    memset(&r, 0, sizeof r);
+    r.args.prog = "x_run";
+    capture_begin();
+    printf("| a row ");
+    cml_lab_say(&r, "a message");
+    capture_end(out, sizeof out);
+    cr_expect_str_eq(out, "| a row x_run: a message\n");
+}
+
+Test(lab_runner, writes_large_counts_with_thousands_separators)
+{
+    char buf[32];
+    cr_expect_str_eq(cml_with_commas(261888.0, buf, sizeof buf), "261,888");
+    cr_expect_str_eq(cml_with_commas(4063232.0, buf, sizeof buf), "4,063,232");
+    cr_expect_str_eq(cml_with_commas(0.0, buf, sizeof buf), "0");
+    cr_expect_str_eq(cml_with_commas(999.0, buf, sizeof buf), "999");
 }

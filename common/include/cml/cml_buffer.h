@@ -41,6 +41,12 @@ cudaError_t cml_dbuf_fill32(cml_dbuf *b, uint32_t pattern);
  * after it. */
 cudaError_t cml_dbuf_check_guards(const cml_dbuf *b, int *intact, long long *where);
 
+/* Checks the guards of n buffers in order (the likeliest culprit first).
+ * Returns the first CUDA error, or cudaSuccess with *bad = the index of the
+ * first damaged buffer (and *where as above), or -1 when all are intact.
+ * Every checked run of the kit (tests and runners) goes through this. */
+cudaError_t cml_dbufs_check_guards(const cml_dbuf *const *bufs, int n, int *bad, long long *where);
+
 /* Launch a fill of n 32-bit words at d with pattern (asynchronous). */
 cudaError_t cml_fill32_async(void *d, size_t n, uint32_t pattern, cudaStream_t stream);
 

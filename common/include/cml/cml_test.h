@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <cuda_runtime_api.h>
 #include "cml_device.h"
+#include "cml_rng.h"
 
 /* Skip the current test, visibly, when there is no usable GPU. Each test
  * runs in its own worker process, so probing here never initializes CUDA in
@@ -25,6 +26,19 @@
         cr_assert(cml_err_ == cudaSuccess, "%s failed: %s (%s)", #call,   \
                   cudaGetErrorName(cml_err_), cudaGetErrorString(cml_err_)); \
     } while (0)
+
+/* The seed of the current test, in one call: CML_SEED when set (decimal or
+ * 0x hex), else the kit's default; logged on Criterion's info channel. A
+ * CML_SEED that is not a number fails the test rather than running on
+ * other data than asked. The same rule as the runners' (cml_seed). */
+static inline uint64_t cml_test_seed(void)
+{
+    uint64_t seed = 0;
+    char err[160];
+    cr_assert(cml_seed(&seed, err, sizeof err), "%s", err);
+    cr_log_info("seed %llu (set CML_SEED to change the data)", (unsigned long long)seed);
+    return seed;
+}
 
 #define CML_CAT_(a, b) a##b
 #define CML_CAT(a, b) CML_CAT_(a, b)

@@ -44,17 +44,15 @@ cudaError_t banks_probe_run(banks_probe_buffers *b, banks_pattern p, int rounds,
 
     const cml_dbuf *guarded[] = {&b->start, &b->stop, &b->sums};
     const char *names[] = {"start", "stop", "sums"};
-    for (int k = 0; k < 3; ++k) {
-        int intact = 0;
-        long long where = 0;
-        err = cml_dbuf_check_guards(guarded[k], &intact, &where);
-        if (err != cudaSuccess)
-            return err;
-        if (!intact) {
-            snprintf(r->why, sizeof r->why, "a write outside %s (byte offset %lld): index by warp "
-                     "(threadIdx.x / 32) for start/stop and by thread for sums", names[k], where);
-            return cudaSuccess;
-        }
+    int bad = -1;
+    long long where = 0;
+    err = cml_dbufs_check_guards(guarded, 3, &bad, &where);
+    if (err != cudaSuccess)
+        return err;
+    if (bad >= 0) {
+        snprintf(r->why, sizeof r->why, "a write outside %s (byte offset %lld): index by warp "
+                 "(threadIdx.x / 32) for start/stop and by thread for sums", names[bad], where);
+        return cudaSuccess;
     }
     for (int t = 0; t < THREADS; ++t) {
         unsigned expect = banks_probe_expected_sum(p, t % BANKS_WARP, rounds);
@@ -88,4 +86,35 @@ cudaError_t banks_abt_run(banks_abt_buffers *d, int step)
     if (err == cudaSuccess)
         err = banks_abt(step, (const float *)d->a.ptr, (const float *)d->b.ptr, (float *)d->c.ptr, d->batch);
     return err;
+}
+
+int banks_abt_run_checked(banks_abt_buffers *d, int step, const float *a, const float *b, const double *ref,
+                          const double *abs_ref, float *c_out, int max_reports, banks_abt_result *res)
+{
+    size_t bytes = (size_t)d->batch * BANKS_TILE * BANKS_TILE * sizeof(float);
+    memset(res, 0, sizeof *res);
+    cudaError_t err = banks_abt_run(d, step);
+    if (err == cudaSuccess)
+        err = cudaDeviceSynchronize();
+    if (err == cudaSuccess)
+        err = cudaMemcpy(c_out, d->c.ptr, bytes, cudaMemcpyDeviceToHost);
+    /* c first: writing past it is the likely mistake; a and b are only read. */
+    const cml_dbuf *guarded[] = {&d->c, &d->a, &d->b};
+    const char *names[] = {"c", "a", "b"};
+    int bad = -1;
+    long long where = 0;
+    if (err == cudaSuccess)
+        err = cml_dbufs_check_guards(guarded, 3, &bad, &where);
+    if (err != cudaSuccess) {
+        res->err = err;
+        return 0;
+    }
+    res->guards_intact = bad < 0;
+    if (bad >= 0)
+        snprintf(res->guard_msg, sizeof res->guard_msg,
+                 "a write outside %s (byte offset %lld of %zu): an index past the matrix, or a block that "
+                 "handles a matrix that does not exist", names[bad], where, bytes);
+    res->wrong = banks_abt_check(step, a, b, c_out, ref, abs_ref, d->batch, max_reports, res->report,
+                                 sizeof res->report);
+    return res->guards_intact && res->wrong == 0;
 }

@@ -180,3 +180,43 @@ size_t banks_abt_check(int step, const float *a, const float *b, const float *c,
     }
     return wrong;
 }
+
+/* ------------------------------------------------------------ the model's view */
+
+int banks_model_table(int (*bank)(uint32_t byte_address),
+                      int (*degree)(const uint32_t byte_address[BANKS_WARP], int access_bytes), char *out,
+                      size_t len)
+{
+    enum { SHOWN = 8 };  /* lanes whose banks are shown */
+    size_t used = 0;
+    int no_bank = 0, no_degree = 0;
+#define PUT(...)                                                                       \
+    do {                                                                               \
+        int n_ = snprintf(out + used, used < len ? len - used : 0, __VA_ARGS__);        \
+        used += n_ > 0 ? (size_t)n_ : 0;                                               \
+    } while (0)
+    PUT("%-16s %-48s %-24s %5s\n", "pattern", "lane i reads", "banks of lanes 0-7", "model");
+    for (int p = 0; p < BANKS_NUM_PATTERNS; ++p) {
+        uint32_t addr[BANKS_WARP];
+        banks_pattern_addresses((banks_pattern)p, addr);
+        char banks[SHOWN * 4 + 1] = "", model[16];
+        size_t b = 0;
+        for (int lane = 0; lane < SHOWN; ++lane) {
+            int k = bank(addr[lane]);
+            int ok = k >= 0 && k < BANKS_COUNT;
+            no_bank += !ok;
+            b += (size_t)snprintf(banks + b, sizeof banks - b, ok ? "%s%d" : "%s?", lane ? " " : "", k);
+        }
+        int d = degree(addr, 4);
+        no_degree += d <= 0;
+        snprintf(model, sizeof model, d > 0 ? "%d" : "?", d);
+        PUT("%-16s %-48s %-24s %5s\n", banks_pattern_names[p], banks_pattern_whats[p], banks, model);
+    }
+    if (no_bank)
+        PUT("banks ?: bank_of gives no bank from 0 to 31 yet (step 1 in bank_model.c).\n");
+    if (no_degree)
+        PUT("model ?: conflict_degree gives no wavefront count yet (steps 2-3 in bank_model.c)%s.\n",
+            no_bank ? "" : "; the banks above are your bank_of's");
+#undef PUT
+    return no_bank + no_degree;
+}

@@ -43,6 +43,16 @@ unsigned banks_pattern_word(banks_pattern p, int lane);
 /* The 32 byte addresses of pattern p, for the model. */
 void banks_pattern_addresses(banks_pattern p, uint32_t addr[BANKS_WARP]);
 
+/* The model's view of every pattern, for `banks_run --model` and the runner
+ * without a GPU: the banks bank() gives lanes 0-7 (step 1) and the
+ * wavefronts degree() gives (steps 2-3), '?' where they give no answer,
+ * then a line saying which step the '?' waits for. The functions are the
+ * student's bank_of and conflict_degree (passed in: the tests pass their
+ * own). Writes the text into out; returns how many answers were '?'. */
+int banks_model_table(int (*bank)(uint32_t byte_address),
+                      int (*degree)(const uint32_t byte_address[BANKS_WARP], int access_bytes), char *out,
+                      size_t len);
+
 /* ------------------------------------------------------------ the probe */
 
 /* What the probe of pattern p must leave in sums[t] after `rounds` rounds:
@@ -100,6 +110,22 @@ cudaError_t banks_abt_alloc(banks_abt_buffers *d, int batch);
 void banks_abt_free(banks_abt_buffers *d);
 /* Poisons c (a NaN pattern no product gives) and runs the step. */
 cudaError_t banks_abt_run(banks_abt_buffers *d, int step);
+
+/* One checked A*B^T run: poisons c, runs the step, fetches c into c_out
+ * (batch * 1024 floats), checks the guards of c, a and b and compares c
+ * with the reference (ref, abs_ref from banks_cpu_abt of a and b). */
+typedef struct banks_abt_result {
+    cudaError_t err;          /* a CUDA error (then nothing else is set) */
+    int guards_intact;
+    char guard_msg[240];      /* when not intact: which buffer, where, the likely cause */
+    size_t wrong;             /* elements of c outside their bound */
+    char report[1200];        /* the first max_reports of them (banks_abt_check) */
+} banks_abt_result;
+
+/* Returns 1 when c is right and nothing outside a, b, c was written (in
+ * banks_call.c; the tests and the runner both use it). */
+int banks_abt_run_checked(banks_abt_buffers *d, int step, const float *a, const float *b, const double *ref,
+                          const double *abs_ref, float *c_out, int max_reports, banks_abt_result *res);
 
 /* Checks c (downloaded, batch*1024 floats) against the reference; writes up
  * to max_reports lines "matrix m, C[i][j]: expected E, got G (likely

@@ -3,7 +3,8 @@
  * Compute's bank-conflict counter where the GPU allows it), then checks and
  * times the three A*B^T steps against the device-copy bandwidth measured in
  * the same run. Built twice: banks_run (your files) and banks_run_ref (the
- * reference). `banks_run --help` tells how to use it. */
+ * reference). `banks_run --help` tells how to use it; the command line,
+ * table and exit codes are the kit's runner library (cml_lab_runner.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
 #include <stdio.h>
@@ -11,119 +12,22 @@
 #include <string.h>
 
 #include <cml/cml_args.h>
-#include <cml/cml_ceiling.h>
 #include <cml/cml_check.h>
-#include <cml/cml_device.h>
-#include <cml/cml_ncu.h>
-#include <cml/cml_report.h>
-#include <cml/cml_rng.h>
-#include <cml/cml_runner.h>
+#include <cml/cml_lab_runner.h>
 #include <cml/cml_timing.h>
 
 #include "banks_host.h"
 
-#define STEP_NAME(num, ident, where, what) #ident,
-#define STEP_WHERE(num, ident, where, what) where,
-#define STEP_WHAT(num, ident, where, what) what,
-static const char *step_names[] = {BANKS_STEPS(STEP_NAME)};
-static const char *step_wheres[] = {BANKS_STEPS(STEP_WHERE)};
-static const char *step_whats[] = {BANKS_STEPS(STEP_WHAT)};
-
 #define STEP_BIT(s) (1u << ((s) - 1))
-#define GPU_STEPS (((1u << BANKS_NUM_STEPS) - 1u) & ~(STEP_BIT(BANKS_FIRST_GPU_STEP) - 1u))
-#define ABT_FIRST 5
+#define PROBE_STEP BANKS_FIRST_GPU_STEP
+#define ABT_FIRST (PROBE_STEP + 1)
 #define MATRIX_FLOATS (BANKS_TILE * BANKS_TILE)
 #define TOLERANCE 0.25 /* a measured N-way conflict within 25% of N times */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
-static const char *prog = "banks_run";
-
-typedef struct options {
-    cml_runner_args run;  /* --step, --repeat, --json, --markdown, --check-only */
-    int batch;
-    int rounds;
-    int counters, model_only, no_counters;
-} options;
-
-static void usage(FILE *out)
-{
-    fprintf(out,
-            "usage: %s [--step N|all|LIST] [--batch B] [--rounds R] [--repeat N] [--json]\n"
-            "       [--markdown FILE] [--check-only] [--counters] [--no-counters]\n"
-            "       | --model | --list | --probe | --help\n",
-            prog);
-}
-
-static void help(void)
-{
-    usage(stdout);
-    printf("\nFor each access pattern: the wavefronts your bank model (bank_model.c)\n"
-           "predicts, the cycles per warp-wide load the probe (step 4) measures, the\n"
-           "ratio to the conflict-free stride 1, and Nsight Compute's count of bank\n"
-           "conflicts when it can read the GPU's counters. Then A*B^T (steps 5-7):\n"
-           "checked against a CPU product, timed (median of N runs after a warm-up)\n"
-           "next to the device-copy bandwidth measured in the same run.\n\n"
-           "  --step S        steps: all (default), 6, 4,6,7 or 5-7 (1-3: the model only)\n"
-           "  --batch B       32x32 matrices per A*B^T (default 65536: 768 MiB moved)\n"
-           "  --rounds R      probe rounds of %d loads per thread (default 256)\n"
-           "  --repeat N      timed runs per measurement (default 20)\n"
-           "  --json          print the results as JSON instead of the tables\n"
-           "  --markdown FILE write the results as Markdown: a page, or the marked\n"
-           "                  region of a handout (repeat for up to 4 files)\n"
-           "  --check-only    check each selected step once; no timing, no counters\n"
-           "                  (for compute-sanitizer and Nsight Compute)\n"
-           "  --counters      print only the bank-conflict counts per step, from ncu\n"
-           "  --no-counters   do not run Nsight Compute\n"
-           "  --model         print the model's predictions only (no GPU needed)\n"
-           "  --list          list the steps\n"
-           "  --probe         exit 0 when a usable GPU is present, 77 otherwise\n\n"
-           "Set CML_NCU to the ncu to use (default: ncu on the PATH), CML_SEED to\n"
-           "change the data. Exit status: 0 all checked steps correct, 1 a wrong result\n"
-           "or CUDA error, 2 bad arguments, 77 no GPU.\n\nSteps:\n",
-           BANKS_PROBE_UNROLL);
-    for (int s = 1; s <= BANKS_NUM_STEPS; ++s)
-        printf("  %d  %-13s %-13s %s\n", s, step_names[s - 1], step_wheres[s - 1], step_whats[s - 1]);
-}
-
-static void parse(int argc, char **argv, options *o)
-{
-    memset(o, 0, sizeof *o);
-    cml_runner_init(&o->run, argc > 0 ? argv[0] : NULL, prog, BANKS_NUM_STEPS, 20, usage);
-    prog = o->run.prog;
-    o->batch = 1 << 16;
-    o->rounds = 256;
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (cml_runner_arg(&o->run, argc, argv, &i))
-            continue;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            help();
-            exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--list") == 0) {
-            for (int s = 1; s <= BANKS_NUM_STEPS; ++s)
-                printf("%d\t%s\t%s\t%s\n", s, step_names[s - 1], step_wheres[s - 1], step_whats[s - 1]);
-            exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--batch") == 0) {
-            if (!cml_parse_int(v, 1, 1 << 20, &o->batch))
-                cml_runner_bad_arg(&o->run, a, v, "a number of matrices from 1 to 2^20");
-            ++i;
-        } else if (strcmp(a, "--rounds") == 0) {
-            if (!cml_parse_int(v, 1, BANKS_PROBE_MAX_ROUNDS, &o->rounds))
-                cml_runner_bad_arg(&o->run, a, v, "a number of rounds from 1 to 100000");
-            ++i;
-        } else if (strcmp(a, "--counters") == 0) {
-            o->counters = 1;
-        } else if (strcmp(a, "--no-counters") == 0) {
-            o->no_counters = 1;
-        } else if (strcmp(a, "--model") == 0) {
-            o->model_only = 1;
-        } else {
-            cml_runner_unknown(&o->run, a);
-        }
-    }
-}
-
-/* ------------------------------------------------------------ results */
+/* Loads per probe run of one round: every warp, every unrolled load. */
+#define PROBE_LOADS_PER_ROUND ((double)BANKS_PROBE_WARPS * BANKS_PROBE_UNROLL)
 
 typedef struct pattern_result {
     int model;            /* the model's wavefronts (<= 0: the model gave no answer) */
@@ -134,35 +38,73 @@ typedef struct pattern_result {
     double conflicts;     /* ncu: bank conflicts in one probe of 1 round; -1 unknown */
 } pattern_result;
 
-typedef struct results {
+typedef struct lab_data {
+    int batch, rounds;
     pattern_result pat[BANKS_NUM_PATTERNS];
     int probe_run;
-    double abt_conflicts[3]; /* ncu, per step 5-7, for the counter batch; -1 unknown */
+    double abt_conflicts[BANKS_NUM_STEPS - PROBE_STEP]; /* ncu, per A*B^T step, the counter batch; -1 unknown */
+    char abt_kernel[BANKS_NUM_STEPS - PROBE_STEP][64];
     int counters_available;
     char counters_reason[256];
     int counter_batch;
-} results;
+    /* A*B^T: host data, reference and device buffers */
+    float *a, *b, *c, *first_c;
+    double *ref, *abs_ref;
+    banks_abt_buffers d;
+    int first_step;       /* the first step that passed, whose bits the others match */
+} lab_data;
 
-/* Loads per probe run of one round: every warp, every unrolled load. */
-#define PROBE_LOADS_PER_ROUND ((double)BANKS_PROBE_WARPS * BANKS_PROBE_UNROLL)
+static int option(cml_lab_run *r, const char *a, const char *v)
+{
+    lab_data *d = r->data;
+    if (strcmp(a, "--batch") == 0) {
+        if (!cml_parse_int(v, 1, 1 << 20, &d->batch))
+            cml_runner_bad_arg(&r->args, a, v, "a number of matrices from 1 to 2^20");
+        return 2;
+    }
+    if (strcmp(a, "--rounds") == 0) {
+        if (!cml_parse_int(v, 1, BANKS_PROBE_MAX_ROUNDS, &d->rounds))
+            cml_runner_bad_arg(&r->args, a, v, "a number of rounds from 1 to 100000");
+        return 2;
+    }
+    if (strcmp(a, "--model") == 0) {
+        r->host_only = 1;
+        return 1;
+    }
+    return 0;
+}
 
-static void run_model(results *res)
+/* ------------------------------------------------------------ the model */
+
+static void run_model(lab_data *d)
 {
     for (int p = 0; p < BANKS_NUM_PATTERNS; ++p) {
         uint32_t addr[BANKS_WARP];
         banks_pattern_addresses((banks_pattern)p, addr);
-        res->pat[p].model = conflict_degree(addr, 4);
-        res->pat[p].conflicts = -1.0;
+        d->pat[p].model = conflict_degree(addr, 4);
+        d->pat[p].conflicts = -1.0;
     }
 }
 
-static const char *verdict(const pattern_result *r, char *buf, size_t len)
+/* No GPU part: the model's view of each pattern (bank_of's banks and
+ * conflict_degree's wavefronts), unless the mode prints nothing. */
+static int host_part(cml_lab_run *r)
 {
-    if (!r->measured)
+    static char text[8192];
+    if (r->args.check_only || r->counters || r->args.json)
+        return 0;
+    banks_model_table(bank_of, conflict_degree, text, sizeof text);
+    printf("Your bank model (steps 1-3) for each pattern, 4-byte loads:\n\n%s", text);
+    return 1;
+}
+
+static const char *verdict(const pattern_result *p, char *buf, size_t len)
+{
+    if (!p->measured)
         return "-";
-    if (r->model <= 0)
+    if (p->model <= 0)
         return "no model answer";
-    double off = r->ratio / r->model - 1.0;
+    double off = p->ratio / p->model - 1.0;
     if (fabs(off) <= TOLERANCE)
         snprintf(buf, len, "ok (%+.0f%%)", 100.0 * off);
     else
@@ -170,8 +112,8 @@ static const char *verdict(const pattern_result *r, char *buf, size_t len)
     return buf;
 }
 
-/* The pattern table, as text for the terminal or as Markdown. */
-static void patterns_table(const results *res, int markdown, char *out, size_t len)
+/* The pattern table of the probe, as text for the terminal or as Markdown. */
+static void patterns_table(const lab_data *d, int markdown, char *out, size_t len)
 {
     size_t used = 0;
 #define PUT(...)                                                                       \
@@ -191,385 +133,360 @@ static void patterns_table(const results *res, int markdown, char *out, size_t l
             "ncu", "check");
     }
     for (int p = 0; p < BANKS_NUM_PATTERNS; ++p) {
-        const pattern_result *r = &res->pat[p];
+        const pattern_result *q = &d->pat[p];
         char model[16], cycles[16], ratio[16], ncu[16], check[40];
-        snprintf(model, sizeof model, r->model > 0 ? "%d" : "?", r->model);
-        snprintf(cycles, sizeof cycles, r->measured ? "%.2f" : "-", r->cycles);
-        snprintf(ratio, sizeof ratio, r->measured ? "%.2fx" : "-", r->ratio);
-        if (r->conflicts >= 0.0)
-            snprintf(ncu, sizeof ncu, "%.2f", 1.0 + r->conflicts / PROBE_LOADS_PER_ROUND);
+        snprintf(model, sizeof model, q->model > 0 ? "%d" : "?", q->model);
+        snprintf(cycles, sizeof cycles, q->measured ? "%.2f" : "-", q->cycles);
+        snprintf(ratio, sizeof ratio, q->measured ? "%.2fx" : "-", q->ratio);
+        if (q->conflicts >= 0.0)
+            snprintf(ncu, sizeof ncu, "%.2f", 1.0 + q->conflicts / PROBE_LOADS_PER_ROUND);
         else
             snprintf(ncu, sizeof ncu, "-");
-        const char *v = verdict(r, check, sizeof check);
+        const char *v = verdict(q, check, sizeof check);
         if (markdown)
             PUT("| %s | %s | %s | %s | %s | %s | %s |\n", banks_pattern_names[p], banks_pattern_whats[p], model,
                 cycles, ratio, ncu, v);
         else
             PUT("%-16s %-48s %5s %8s %11s %6s  %s%s%s\n", banks_pattern_names[p], banks_pattern_whats[p], model,
-                cycles, ratio, ncu, v, r->measured || !r->why[0] ? "" : ": ", r->measured ? "" : r->why);
+                cycles, ratio, ncu, v, q->measured || !q->why[0] ? "" : ": ", q->measured ? "" : q->why);
     }
-    if (!res->counters_available && res->counters_reason[0])
-        PUT("%scounters not available: %s\n", markdown ? "\n" : "", res->counters_reason);
+    if (!d->counters_available && d->counters_reason[0])
+        PUT("%scounters not available: %s\n", markdown ? "\n" : "", d->counters_reason);
 #undef PUT
 }
 
-static void patterns_json(const results *res, char *out, size_t len)
+static void patterns_json(const lab_data *d, char *out, size_t len)
 {
     size_t used = 0;
     used += (size_t)snprintf(out, len, "{\"probe_warps\": %d, \"patterns\": [", BANKS_PROBE_WARPS);
     for (int p = 0; p < BANKS_NUM_PATTERNS && used < len; ++p) {
-        const pattern_result *r = &res->pat[p];
+        const pattern_result *q = &d->pat[p];
         int n = snprintf(out + used, len - used,
                          "%s{\"pattern\": \"%s\", \"model\": %d, \"measured\": %s, \"cycles_per_access\": %.4f, "
                          "\"ratio_to_stride_1\": %.4f, \"ncu_wavefronts_per_access\": %.4f}",
-                         p ? ", " : "", banks_pattern_names[p], r->model, r->measured ? "true" : "false",
-                         r->measured ? r->cycles : 0.0, r->measured ? r->ratio : 0.0,
-                         r->conflicts >= 0.0 ? 1.0 + r->conflicts / PROBE_LOADS_PER_ROUND : -1.0);
+                         p ? ", " : "", banks_pattern_names[p], q->model, q->measured ? "true" : "false",
+                         q->measured ? q->cycles : 0.0, q->measured ? q->ratio : 0.0,
+                         q->conflicts >= 0.0 ? 1.0 + q->conflicts / PROBE_LOADS_PER_ROUND : -1.0);
         used += n > 0 ? (size_t)n : 0;
     }
     if (used < len)
         snprintf(out + used, len - used, "], \"counters\": \"%s\"}",
-                 res->counters_available ? "ncu" : "not available");
+                 d->counters_available ? "ncu" : "not available");
 }
 
-/* ------------------------------------------------------------ the probe */
+/* ------------------------------------------------------------ step 4, the probe */
 
 /* Checks every pattern once, then (unless check_only) times each: the
- * median over `repeat` runs. Returns the number of failed checks. */
-static int run_probe(const options *o, results *res)
+ * median over --repeat runs. Returns the number of failed checks. */
+static int run_probe(cml_lab_run *r)
 {
+    lab_data *d = r->data;
+    if (!cml_lab_selected(r, PROBE_STEP))
+        return 0;
     banks_probe_buffers b;
     CML_CHECK(banks_probe_alloc(&b));
     int wrong = 0;
     for (int p = 0; p < BANKS_NUM_PATTERNS; ++p) {
-        pattern_result *r = &res->pat[p];
+        pattern_result *q = &d->pat[p];
         banks_probe_result pr;
-        cudaError_t err = banks_probe_run(&b, (banks_pattern)p, o->rounds, &pr);
+        cudaError_t err = banks_probe_run(&b, (banks_pattern)p, d->rounds, &pr);
         if (err != cudaSuccess || !pr.ok) {
-            snprintf(r->why, sizeof r->why, "%s", pr.why);
-            fprintf(stderr, "%s: step 4, pattern %s: %s\n", prog, banks_pattern_names[p], pr.why);
+            snprintf(q->why, sizeof q->why, "%s", pr.why);
+            cml_lab_say(r, "step %d, pattern %s: %s", PROBE_STEP, banks_pattern_names[p], pr.why);
             ++wrong;
             if (err != cudaSuccess)
                 break;  /* a sticky error poisons every later call */
             continue;
         }
-        if (o->run.check_only)
+        if (r->args.check_only)
             continue;
         double samples[256];
-        int n = o->run.repeat < 256 ? o->run.repeat : 256;
+        int n = r->args.repeat < 256 ? r->args.repeat : 256;
         for (int k = 0; k < n && pr.ok; ++k) {
-            CML_CHECK(banks_probe_run(&b, (banks_pattern)p, o->rounds, &pr));
+            CML_CHECK(banks_probe_run(&b, (banks_pattern)p, d->rounds, &pr));
             samples[k] = pr.cycles_per_access;
         }
         if (!pr.ok)
             continue;
-        r->measured = 1;
-        r->cycles = cml_median(samples, n);
+        q->measured = 1;
+        q->cycles = cml_median(samples, n);
     }
-    double base = res->pat[BANKS_PATTERN_stride_1].cycles;
+    double base = d->pat[BANKS_PATTERN_stride_1].cycles;
     for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
-        if (res->pat[p].measured)
-            res->pat[p].ratio = base > 0.0 ? res->pat[p].cycles / base : 0.0;
-    res->probe_run = 1;
+        if (d->pat[p].measured)
+            d->pat[p].ratio = base > 0.0 ? d->pat[p].cycles / base : 0.0;
+    d->probe_run = 1;
     banks_probe_free(&b);
     return wrong;
 }
 
-/* ------------------------------------------------------------ A*B^T */
+/* ------------------------------------------------------------ steps 5-7, A*B^T */
 
-typedef struct abt_job {
-    banks_abt_buffers *d;
-    int step;
-} abt_job;
-
-static cudaError_t run_abt_job(void *ctx)
+static int prepare(cml_lab_run *r)
 {
-    abt_job *j = (abt_job *)ctx;
-    return banks_abt(j->step, (const float *)j->d->a.ptr, (const float *)j->d->b.ptr, (float *)j->d->c.ptr,
-                     j->d->batch);
+    lab_data *d = r->data;
+    run_model(d);
+    snprintf(r->rep.params, sizeof r->rep.params,
+             "A*B^T of %d 32x32 float matrices (%.0f MiB read + written), median of %d runs; probe: %d rounds",
+             d->batch, 3.0 * d->batch * MATRIX_FLOATS * sizeof(float) / (1 << 20),
+             r->args.check_only ? 0 : r->args.repeat, d->rounds);
+    size_t n = (size_t)d->batch * MATRIX_FLOATS;
+    d->a = malloc(n * sizeof *d->a);
+    d->b = malloc(n * sizeof *d->b);
+    d->c = malloc(n * sizeof *d->c);
+    d->first_c = malloc(n * sizeof *d->first_c);
+    d->ref = malloc(n * sizeof *d->ref);
+    d->abs_ref = malloc(n * sizeof *d->abs_ref);
+    if (!d->a || !d->b || !d->c || !d->first_c || !d->ref || !d->abs_ref) {
+        cml_lab_say(r, "out of host memory for %d matrices", d->batch);
+        return CML_EXIT_FAIL;
+    }
+    banks_make_matrices(d->a, d->batch, BANKS_DATA_REALS, r->seed, 0);
+    banks_make_matrices(d->b, d->batch, BANKS_DATA_REALS, r->seed, 1);
+    banks_cpu_abt(d->a, d->b, d->batch, d->ref, d->abs_ref);
+    CML_CHECK(banks_abt_alloc(&d->d, d->batch));
+    CML_CHECK(cudaMemcpy(d->d.a.ptr, d->a, n * sizeof *d->a, cudaMemcpyHostToDevice));
+    CML_CHECK(cudaMemcpy(d->d.b.ptr, d->b, n * sizeof *d->b, cudaMemcpyHostToDevice));
+    return CML_EXIT_OK;
 }
 
-/* Checks step on the uploaded data; fills row; returns 1 when correct. The
- * result is left in c_out (host) for the cross-step comparison. */
-static int check_abt(banks_abt_buffers *d, int step, const float *a, const float *b, const double *ref,
-                     const double *abs_ref, float *c_out, cml_row *row)
+/* One checked run (banks_abt_run_checked, as the tests do), then the bits
+ * against the first step that passed: all sum k = 0..31 in one order. */
+static int check(cml_lab_run *r, int step, cml_row *row)
 {
+    lab_data *d = r->data;
     size_t n = (size_t)d->batch * MATRIX_FLOATS;
-    cudaError_t err = banks_abt_run(d, step);
-    if (err == cudaSuccess)
-        err = cudaMemcpy(c_out, d->c.ptr, n * sizeof(float), cudaMemcpyDeviceToHost);
-    if (err != cudaSuccess) {
-        row->status = CML_ROW_ERROR;
-        snprintf(row->note, sizeof row->note, "CUDA error: %s: %s", cudaGetErrorName(err), cudaGetErrorString(err));
+    banks_abt_result res;
+    int ok = banks_abt_run_checked(&d->d, step, d->a, d->b, d->ref, d->abs_ref, d->c, 1, &res);
+    if (res.err != cudaSuccess) {
+        cml_lab_row_error(row, "CUDA error", res.err);
         return 0;
     }
-    int intact = 0;
-    long long where = 0;
-    CML_CHECK(cml_dbuf_check_guards(&d->c, &intact, &where));
-    if (!intact) {
-        row->status = CML_ROW_WRONG;
-        snprintf(row->note, sizeof row->note, "a write outside c (byte offset %lld)", where);
+    row->status = ok ? CML_ROW_OK : CML_ROW_WRONG;
+    if (!res.guards_intact)
+        snprintf(row->note, sizeof row->note, "%.*s", (int)sizeof row->note - 1, res.guard_msg);
+    else if (res.wrong)
+        snprintf(row->note, sizeof row->note, "%zu wrong, first: %.150s", res.wrong, res.report);
+    if (!ok) {
+        cml_lab_say(r, "step %d: %s", step, row->note);
         return 0;
     }
-    char report[400];
-    size_t wrong = banks_abt_check(step, a, b, c_out, ref, abs_ref, d->batch, 1, report, sizeof report);
-    if (wrong) {
-        row->status = CML_ROW_WRONG;
-        snprintf(row->note, sizeof row->note, "%zu wrong, first: %.150s", wrong, report);
-        return 0;
+    if (d->first_step == 0) {
+        memcpy(d->first_c, d->c, n * sizeof *d->c);
+        d->first_step = step;
+    } else if (memcmp(d->first_c, d->c, n * sizeof *d->c) != 0) {
+        snprintf(row->note, sizeof row->note, "correct, but not bit-for-bit step %d's product", d->first_step);
+    } else {
+        snprintf(row->note, sizeof row->note, "same bits as step %d", d->first_step);
     }
-    row->status = CML_ROW_OK;
     return 1;
 }
 
-static int run_abt(const options *o, uint64_t seed, cml_report *rep, results *res)
+static cudaError_t launch(cml_lab_run *r, int step)
 {
-    int batch = o->batch;
-    size_t n = (size_t)batch * MATRIX_FLOATS;
-    float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-    float *c = malloc(n * sizeof *c), *first_c = malloc(n * sizeof *first_c);
-    double *ref = malloc(n * sizeof *ref), *abs_ref = malloc(n * sizeof *abs_ref);
-    if (!a || !b || !c || !first_c || !ref || !abs_ref) {
-        fprintf(stderr, "%s: out of host memory for %d matrices\n", prog, batch);
-        exit(CML_EXIT_FAIL);
-    }
-    banks_make_matrices(a, batch, BANKS_DATA_REALS, seed, 0);
-    banks_make_matrices(b, batch, BANKS_DATA_REALS, seed, 1);
-    banks_cpu_abt(a, b, batch, ref, abs_ref);
-    banks_abt_buffers d;
-    CML_CHECK(banks_abt_alloc(&d, batch));
-    CML_CHECK(cudaMemcpy(d.a.ptr, a, n * sizeof *a, cudaMemcpyHostToDevice));
-    CML_CHECK(cudaMemcpy(d.b.ptr, b, n * sizeof *b, cudaMemcpyHostToDevice));
+    lab_data *d = r->data;
+    return banks_abt(step, (const float *)d->d.a.ptr, (const float *)d->d.b.ptr, (float *)d->d.c.ptr, d->batch);
+}
 
-    double bytes = 3.0 * (double)n * sizeof(float);  /* read A and B, write C */
-    int wrong = 0, have_first = 0, first_step = 0;
-    for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s) {
-        if (!(o->run.steps & STEP_BIT(s)))
-            continue;
-        cml_row *row = cml_report_add(rep, CML_ROW_STEP, s, step_names[s - 1]);
-        if (!check_abt(&d, s, a, b, ref, abs_ref, c, row)) {
-            ++wrong;  /* a wrong step is never timed as if it worked */
-            fprintf(stderr, "%s: step %d: %s\n", prog, s, row->note);
-            if (row->status == CML_ROW_ERROR)
-                break;
-            continue;
-        }
-        /* All steps sum k = 0..31 in the same order: the same bits. */
-        if (!have_first) {
-            memcpy(first_c, c, n * sizeof *c);
-            have_first = 1;
-            first_step = s;
-        } else if (memcmp(first_c, c, n * sizeof *c) != 0) {
-            snprintf(row->note, sizeof row->note, "correct, but not bit-for-bit step %d's product", first_step);
-        } else {
-            snprintf(row->note, sizeof row->note, "same bits as step %d", first_step);
-        }
-        if (o->run.check_only)
-            continue;
-        abt_job job = {&d, s};
-        cml_timing t;
-        CML_CHECK(cml_time_median(run_abt_job, &job, 3, o->run.repeat, &t));
-        row->timed = 1;
-        row->ms = t.median_ms;
-        row->rate = bytes / (t.median_ms * 1e6);
-    }
-    banks_abt_free(&d);
-    (void)res;
-    free(a);
-    free(b);
-    free(c);
-    free(first_c);
-    free(ref);
-    free(abs_ref);
-    return wrong;
+static double work(const cml_lab_run *r, int step)
+{
+    const lab_data *d = r->data;
+    (void)step;
+    return 3.0 * (double)d->batch * MATRIX_FLOATS * sizeof(float);  /* read A and B, write C */
+}
+
+static size_t ceiling_bytes(const cml_lab_run *r)
+{
+    return (size_t)(work(r, 0) / 2);
+}
+
+static void release(cml_lab_run *r)
+{
+    lab_data *d = r->data;
+    banks_abt_free(&d->d);
+    free(d->a);
+    free(d->b);
+    free(d->c);
+    free(d->first_c);
+    free(d->ref);
+    free(d->abs_ref);
+    d->a = d->b = d->c = d->first_c = NULL;
+    d->ref = d->abs_ref = NULL;
 }
 
 /* ------------------------------------------------------------ counters */
 
 /* Runs this program again under Nsight Compute in --check-only mode and
- * reads the shared-load bank conflicts of every probe and A*B^T launch. */
-/* The A*B^T launches are profiled on one wave of blocks (two matrices per
+ * reads the shared-load bank conflicts of every probe and A*B^T launch.
+ * The A*B^T launches are profiled on one wave of blocks (two matrices per
  * SM): with later waves a block's column reads overlap the next blocks'
  * global loads landing in the same SRAM banks, and ncu counts those few
  * stalls as bank conflicts too, hiding the exact count of the access
  * pattern. */
-static void collect_counters(const options *o, int sm_count, results *res)
+static void collect_counters(cml_lab_run *r)
 {
-    char self[4096];
-    res->counter_batch = o->batch < 2 * sm_count ? o->batch : 2 * sm_count;
-    if (!cml_self_exe(self, sizeof self)) {
-        snprintf(res->counters_reason, sizeof res->counters_reason, "cannot find this program's path");
-        return;
-    }
-    char steps[64] = "", batch[16];
+    static cml_ncu_counts c;
+    lab_data *d = r->data;
+    d->counter_batch = d->batch < 2 * r->dev.sm_count ? d->batch : 2 * r->dev.sm_count;
+    unsigned steps = 0;
     int expected = 0;
-    for (int s = BANKS_FIRST_GPU_STEP; s <= BANKS_NUM_STEPS; ++s)
-        if (o->run.steps & STEP_BIT(s)) {
-            snprintf(steps + strlen(steps), sizeof steps - strlen(steps), "%s%d", steps[0] ? "," : "", s);
-            expected += s == BANKS_FIRST_GPU_STEP ? BANKS_NUM_PATTERNS : 1;
+    for (int s = PROBE_STEP; s <= BANKS_NUM_STEPS; ++s)
+        if (cml_lab_selected(r, s)) {
+            steps |= STEP_BIT(s);
+            expected += s == PROBE_STEP ? BANKS_NUM_PATTERNS : 1;
         }
-    if (expected == 0)
-        return;
-    snprintf(batch, sizeof batch, "%d", res->counter_batch);
-    const char *args[] = {"--check-only", "--step", steps, "--batch", batch, "--rounds", "1", NULL};
+    char batch[16];
+    snprintf(batch, sizeof batch, "%d", d->counter_batch);
+    const char *args[] = {"--batch", batch, "--rounds", "1", NULL};
     const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS};
-    cml_ncu_counts *c = malloc(sizeof *c);
-    if (c == NULL)
-        return;
     /* The kernels keep the names the skeleton gives them: probe_kernel and
      * abt_*_kernel. */
-    if (!cml_ncu_collect(self, args, metrics, 1, "regex:^(probe_kernel|abt_)", c)) {
-        snprintf(res->counters_reason, sizeof res->counters_reason, "%s", c->reason);
-    } else if (c->nkernels != expected) {
-        snprintf(res->counters_reason, sizeof res->counters_reason,
-                 "ncu profiled %d launches, expected %d (kernels renamed?)", c->nkernels, expected);
-    } else {
-        res->counters_available = 1;
-        int k = 0;
-        if (o->run.steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
-            for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
-                res->pat[p].conflicts = c->value[k++][0];
-        for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s)
-            res->abt_conflicts[s - ABT_FIRST] = (o->run.steps & STEP_BIT(s)) ? c->value[k++][0] : -1.0;
+    if (!cml_lab_ncu(r, steps, args, metrics, 1, "regex:^(probe_kernel|abt_)", expected, &c, d->counters_reason,
+                     sizeof d->counters_reason))
+        return;
+    d->counters_available = 1;
+    int k = 0;
+    if (steps & STEP_BIT(PROBE_STEP))
+        for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
+            d->pat[p].conflicts = c.value[k++][0];
+    for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s) {
+        d->abt_conflicts[s - ABT_FIRST] = (steps & STEP_BIT(s)) ? c.value[k][0] : -1.0;
+        if (steps & STEP_BIT(s))
+            snprintf(d->abt_kernel[s - ABT_FIRST], sizeof d->abt_kernel[0], "%s", c.kernel[k++]);
     }
-    free(c);
 }
 
-static void print_counters(const options *o, const results *res)
+/* --counters: one line per probe pattern and A*B^T step. */
+static int counters(cml_lab_run *r, cml_lab_counters *out)
 {
-    if (!res->counters_available) {
-        printf("counters not available: %s\n", res->counters_reason);
+    lab_data *d = r->data;
+    collect_counters(r);
+    out->available = d->counters_available;
+    snprintf(out->reason, sizeof out->reason, "%s", d->counters_reason);
+    if (!d->counters_available)
+        return CML_EXIT_OK;
+    if (cml_lab_selected(r, PROBE_STEP)) {
+        double sum = 0.0;
+        for (int p = 0; p < BANKS_NUM_PATTERNS; ++p) {
+            sum += d->pat[p].conflicts;
+            if (!r->args.json)
+                printf("step %d probe %s: shared-load bank conflicts %.0f (%.2f wavefronts per load)\n", PROBE_STEP,
+                       banks_pattern_names[p], d->pat[p].conflicts,
+                       1.0 + d->pat[p].conflicts / PROBE_LOADS_PER_ROUND);
+        }
+        cml_lab_counters_add(out, r, PROBE_STEP, "probe_kernel, once per pattern (" STR(BANKS_NUM_PATTERNS) ")",
+                             sum);
+    }
+    for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s) {
+        if (!cml_lab_selected(r, s))
+            continue;
+        cml_lab_counters_add(out, r, s, d->abt_kernel[s - ABT_FIRST], d->abt_conflicts[s - ABT_FIRST]);
+        if (!r->args.json)
+            printf("step %d %s: shared-load bank conflicts %.0f (%d matrices, one wave of blocks)\n", s,
+                   cml_lab_ident(r, s), d->abt_conflicts[s - ABT_FIRST], d->counter_batch);
+    }
+    return CML_EXIT_OK;
+}
+
+/* After the ceiling: counters on the rows, the probe table as extras. */
+static void finish(cml_lab_run *r)
+{
+    lab_data *d = r->data;
+    static char md[16384], json[8192];
+    if (!r->no_counters)
+        collect_counters(r);
+    else
+        snprintf(d->counters_reason, sizeof d->counters_reason, "--no-counters");
+    for (int i = 0; i < r->rep.nrows; ++i) {
+        cml_row *row = &r->rep.rows[i];
+        double k = row->kind == CML_ROW_STEP && row->step >= ABT_FIRST ? d->abt_conflicts[row->step - ABT_FIRST]
+                                                                        : -1.0;
+        if (k >= 0.0 && row->status == CML_ROW_OK)
+            snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
+                     "%sncu: %.0f shared-load bank conflicts per matrix", row->note[0] ? "; " : "",
+                     k / d->counter_batch);
+    }
+    if (d->probe_run) {
+        patterns_table(d, 1, md, sizeof md);
+        r->rep.extra_markdown = md;
+        patterns_json(d, json, sizeof json);
+        r->rep.extra_json = json;
+    }
+}
+
+/* Before the A*B^T table (or check lines): the probe's. */
+static void before_table(cml_lab_run *r)
+{
+    static char text[16384];
+    lab_data *d = r->data;
+    if (!d->probe_run)
+        return;
+    if (r->args.check_only) {
+        for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
+            printf("step %d probe %-16s %s%s%s\n", PROBE_STEP, banks_pattern_names[p],
+                   d->pat[p].why[0] ? "WRONG" : "ok", d->pat[p].why[0] ? ": " : "", d->pat[p].why);
         return;
     }
-    if (o->run.steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
-        for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
-            printf("step %d probe %s: shared-load bank conflicts %.0f (%.2f wavefronts per load)\n",
-                   BANKS_FIRST_GPU_STEP, banks_pattern_names[p], res->pat[p].conflicts,
-                   1.0 + res->pat[p].conflicts / PROBE_LOADS_PER_ROUND);
-    for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s)
-        if (o->run.steps & STEP_BIT(s))
-            printf("step %d %s: shared-load bank conflicts %.0f (%d matrices, one wave of blocks)\n", s,
-                   step_names[s - 1], res->abt_conflicts[s - ABT_FIRST], res->counter_batch);
+    patterns_table(d, 0, text, sizeof text);
+    printf("Step 4, the probe: %d warps read each pattern at once; cycles per warp-wide 4-byte load.\n"
+           "model: your bank model's wavefronts. ncu: 1 + bank conflicts per load (Nsight Compute).\n"
+           "check: the measured ratio within %.0f%% of the model's.\n\n%s\n",
+           BANKS_PROBE_WARPS, 100.0 * TOLERANCE, text);
 }
 
-/* ------------------------------------------------------------ main */
+CML_LAB_STEP_TABLE(BANKS);
+
+static const cml_lab_option options[] = {
+    {"--batch B", "32x32 matrices per A*B^T (default 65536: 768 MiB moved)"},
+    {"--rounds R", "probe rounds of " STR(BANKS_PROBE_UNROLL) " loads per thread (default 256)"},
+};
+static const cml_lab_option modes[] = {
+    {"--model", "print the model's predictions only (no GPU needed)"},
+};
+
+static const cml_lab lab = {
+    CML_LAB_IDENTITY(BANKS, "01_shared_banks", "banks"),
+    .title = "bank conflicts: the probe, and C = A*B^T of 32x32 tiles",
+    .first_row_step = ABT_FIRST,
+    .default_repeat = 20,
+    .name_width = 13,
+    .list_files = 1,
+    .usage = "[--step N|all|LIST] [--batch B] [--rounds R] [--repeat N] [--json]\n"
+             "       [--markdown FILE] [--check-only] [--counters] [--no-counters]\n"
+             "       | --model | --list | --probe | --help",
+    .about = "For each access pattern: the wavefronts your bank model (bank_model.c)\n"
+             "predicts, the cycles per warp-wide load the probe (step 4) measures, the\n"
+             "ratio to the conflict-free stride 1, and Nsight Compute's count of bank\n"
+             "conflicts when it can read the GPU's counters. Then A*B^T (steps 5-7):\n"
+             "checked against a CPU product, timed (median of N runs after a warm-up)\n"
+             "next to the device-copy bandwidth measured in the same run.",
+    .step_help = "steps: all (default), 6, 4,6,7 or 5-7 (1-3: the model only)",
+    CML_LAB_LIST(options, options),
+    .repeat_help = "timed runs per measurement (default 20)",
+    .json_help = "print the results as JSON instead of the tables",
+    .check_only_help = "check each selected step once; no timing, no counters\n"
+                       "(for compute-sanitizer and Nsight Compute)",
+    .counters_help = "print only the bank-conflict counts per step, from ncu\n(with --json: as JSON)",
+    .no_counters_help = "do not run Nsight Compute",
+    CML_LAB_LIST(modes, modes),
+    .notes = "Set CML_NCU to the ncu to use (default: ncu on the PATH), CML_SEED to\nchange the data.",
+    .option = option,
+    CML_LAB_GPU_PART,
+    .host_part = host_part,
+    .host_part_name = "model",
+    .host_part_hint = "`banks_run --model` (your bank model's predictions)",
+    .before_rows = run_probe,
+    .finish = finish,
+    .before_table = before_table,
+    .table_note = "GB/s counts A and B read and C written; the copies count bytes read + written.",
+    .counters = counters,
+    .counters_metric = CML_NCU_SHARED_LD_CONFLICTS,
+};
 
 int main(int argc, char **argv)
 {
-    options o;
-    parse(argc, argv, &o);
-
-    static results res;
-    static char text[16384], json[8192];
-    for (int k = 0; k < 3; ++k)
-        res.abt_conflicts[k] = -1.0;
-    run_model(&res);
-
-    cml_device_info dev;
-    char why[256];
-    int gpu_wanted = !o.model_only && (o.run.steps & GPU_STEPS);
-    int have_gpu = gpu_wanted && cml_device_probe(&dev, why, sizeof why);
-    if (!gpu_wanted || !have_gpu) {
-        if (!o.run.check_only && !o.counters) {
-            patterns_table(&res, 0, text, sizeof text);
-            printf("Your bank model (steps 1-3) for each pattern, 4-byte loads:\n\n%s", text);
-        }
-        if (!gpu_wanted)
-            return CML_EXIT_OK;
-        fprintf(stderr, "%s: %s\n%s: the measurements need a GPU; the model above and the host tests "
-                "(ctest --preset host) work without one\n", prog, why, prog);
-        return CML_EXIT_NO_GPU;
-    }
-    uint64_t seed = 0;
-    char err_text[200];
-    if (!cml_seed(&seed, err_text, sizeof err_text)) {
-        fprintf(stderr, "%s: %s\n", prog, err_text);
-        return CML_EXIT_USAGE;
-    }
-
-    if (o.counters) {
-        collect_counters(&o, dev.sm_count, &res);
-        print_counters(&o, &res);
-        return CML_EXIT_OK;
-    }
-
-    cml_report rep;
-    cml_report_init(&rep, "01_shared_banks", "bank conflicts: the probe, and C = A*B^T of 32x32 tiles", "GB/s");
-    rep.device = dev;
-    rep.seed = seed;
-    snprintf(rep.params, sizeof rep.params,
-             "A*B^T of %d 32x32 float matrices (%.0f MiB read + written), median of %d runs; probe: %d rounds",
-             o.batch, 3.0 * o.batch * MATRIX_FLOATS * sizeof(float) / (1 << 20), o.run.check_only ? 0 : o.run.repeat,
-             o.rounds);
-
-    int wrong = 0;
-    if (o.run.steps & STEP_BIT(BANKS_FIRST_GPU_STEP))
-        wrong += run_probe(&o, &res);
-    wrong += run_abt(&o, seed, &rep, &res);
-
-    if (!o.run.check_only) {
-        if (!o.no_counters)
-            collect_counters(&o, dev.sm_count, &res);
-        else
-            snprintf(res.counters_reason, sizeof res.counters_reason, "--no-counters");
-        for (int i = 0; i < rep.nrows; ++i) {
-            cml_row *row = &rep.rows[i];
-            double k = row->step >= ABT_FIRST ? res.abt_conflicts[row->step - ABT_FIRST] : -1.0;
-            if (row->kind == CML_ROW_STEP && k >= 0.0 && row->status == CML_ROW_OK)
-                snprintf(row->note + strlen(row->note), sizeof row->note - strlen(row->note),
-                         "%sncu: %.0f shared-load bank conflicts per matrix", row->note[0] ? "; " : "",
-                         k / res.counter_batch);
-        }
-        if (rep.nrows > 0) {
-            size_t bytes = (size_t)o.batch * MATRIX_FLOATS * sizeof(float) * 3 / 2;
-            cml_copy_ceiling c;
-            CML_CHECK(cml_measure_copy_ceiling(bytes, o.run.repeat, &c));
-            rep.ceiling_rate = c.best_gbs;
-            snprintf(rep.ceiling_name, sizeof rep.ceiling_name, "device copy (read + write)");
-            const char *names[2] = {"cudaMemcpy device to device", "copy kernel, 16 B per thread"};
-            double rates[2] = {c.memcpy_gbs, c.kernel_gbs};
-            for (int k = 0; k < 2; ++k) {
-                cml_row *r = cml_report_add(&rep, CML_ROW_CEILING, 0, names[k]);
-                r->status = CML_ROW_OK;
-                r->timed = 1;
-                r->rate = rates[k];
-                r->ms = 2.0 * (double)c.bytes / (rates[k] * 1e6);
-            }
-        }
-    }
-
-    static char md[16384];
-    if (res.probe_run && !o.run.check_only) {
-        patterns_table(&res, 1, md, sizeof md);
-        rep.extra_markdown = md;
-        patterns_json(&res, json, sizeof json);
-        rep.extra_json = json;
-    }
-    if (o.run.json) {
-        cml_report_print_json(&rep, stdout);
-    } else if (o.run.check_only) {
-        if (res.probe_run)
-            for (int p = 0; p < BANKS_NUM_PATTERNS; ++p)
-                printf("step 4 probe %-16s %s%s%s\n", banks_pattern_names[p], res.pat[p].why[0] ? "WRONG" : "ok",
-                       res.pat[p].why[0] ? ": " : "", res.pat[p].why);
-        for (int i = 0; i < rep.nrows; ++i)
-            printf("step %d %-13s %s%s%s\n", rep.rows[i].step, rep.rows[i].name,
-                   rep.rows[i].status == CML_ROW_OK ? "ok" : "WRONG", rep.rows[i].note[0] ? ": " : "",
-                   rep.rows[i].note);
-    } else {
-        if (res.probe_run) {
-            patterns_table(&res, 0, text, sizeof text);
-            printf("Step 4, the probe: %d warps read each pattern at once; cycles per warp-wide 4-byte load.\n"
-                   "model: your bank model's wavefronts. ncu: 1 + bank conflicts per load (Nsight Compute).\n"
-                   "check: the measured ratio within %.0f%% of the model's.\n\n%s\n",
-                   BANKS_PROBE_WARPS, 100.0 * TOLERANCE, text);
-        }
-        if (rep.nrows > 0) {
-            cml_report_print_table(&rep, stdout);
-            printf("GB/s counts A and B read and C written; the copies count bytes read + written.\n");
-        }
-    }
-    if (cml_runner_write_markdown(&o.run, &rep) != CML_EXIT_OK)
-        return CML_EXIT_FAIL;
-    return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
+    static lab_data d = {.batch = 1 << 16, .rounds = 256};
+    for (int k = 0; k < BANKS_NUM_STEPS - PROBE_STEP; ++k)
+        d.abt_conflicts[k] = -1.0;
+    return cml_lab_main(&lab, &d, argc, argv);
 }

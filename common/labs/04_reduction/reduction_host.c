@@ -140,19 +140,29 @@ cudaError_t red_fetch(red_buffers *b, void *result)
 int red_guards_intact(red_buffers *b, char *msg, size_t len, cudaError_t *err)
 {
     static const char *names[3] = {"the input (a kernel wrote into its input!)", "out", "scratch"};
-    cml_dbuf *bufs[3] = {&b->in, &b->out, &b->scratch};
-    *err = cudaSuccess;
-    for (int k = 0; k < 3; ++k) {
-        int intact = 1;
-        long long where = 0;
-        *err = cml_dbuf_check_guards(bufs[k], &intact, &where);
-        if (*err != cudaSuccess)
-            return 0;
-        if (!intact) {
-            snprintf(msg, len, "a kernel wrote outside %s: byte offset %lld from its start (%s)", names[k],
-                     where, where < 0 ? "before the first element" : "past the last element");
-            return 0;
-        }
+    const cml_dbuf *bufs[3] = {&b->in, &b->out, &b->scratch};
+    int bad = -1;
+    long long where = 0;
+    *err = cml_dbufs_check_guards(bufs, 3, &bad, &where);
+    if (*err != cudaSuccess)
+        return 0;
+    if (bad >= 0) {
+        snprintf(msg, len, "a kernel wrote outside %s: byte offset %lld from its start (%s)", names[bad], where,
+                 where < 0 ? "before the first element" : "past the last element");
+        return 0;
     }
     return 1;
+}
+
+void red_reference_of(const void *host, red_type type, red_float_kind kind, size_t n, red_reference *ref)
+{
+    memset(ref, 0, sizeof *ref);
+    ref->type = type;
+    if (type == RED_INT) {
+        ref->isum = red_cpu_sum_int((const int *)host, n);
+        return;
+    }
+    double abs_sum = 0.0;
+    ref->fsum = red_cpu_sum_float((const float *)host, n, &abs_sum);
+    ref->tol = kind == RED_SMALL_INTS ? 0.0 : red_float_tolerance(n, abs_sum);
 }

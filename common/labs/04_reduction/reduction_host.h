@@ -79,6 +79,36 @@ cudaError_t red_fetch(red_buffers *b, void *result);
  * writes which buffer and where into msg. */
 int red_guards_intact(red_buffers *b, char *msg, size_t len, cudaError_t *err);
 
+/* What one reduction must give: the exact sum of ints, or the double sum
+ * of floats and the tolerance allowed (0 for RED_SMALL_INTS: exact). */
+typedef struct red_reference {
+    red_type type;
+    int64_t isum;
+    double fsum, tol;
+} red_reference;
+
+/* The reference of n elements of host data (ints or floats of kind). */
+void red_reference_of(const void *host, red_type type, red_float_kind kind, size_t n, red_reference *ref);
+
+/* One checked run: poisons out and scratch, runs, fetches out[0], checks
+ * the guards of all three buffers and compares with ref. */
+typedef struct red_result {
+    cudaError_t err;          /* a CUDA error (then nothing else is set) */
+    int guards_intact;
+    char guard_msg[200];      /* when not intact: which buffer and where */
+    union { int i; float f; } got;
+    int value_ok;             /* got matches ref */
+    int ok;                   /* guards intact and value right */
+    char msg[200];            /* when !ok: the guard message, or "expected E, got G: likely cause" */
+} red_result;
+
+/* The checked run of a step (reduction_call.c). Returns res->ok. Shared by
+ * the tests and the runner, so both check the same way. */
+int red_run_checked(red_buffers *b, int step, const red_reference *ref, red_result *res);
+/* The same around any reduction into b->out (the runner's CUB anchor). */
+int red_run_checked_with(red_buffers *b, cudaError_t (*run)(void *ctx), void *ctx, const red_reference *ref,
+                         red_result *res);
+
 #ifdef __cplusplus
 }
 #endif

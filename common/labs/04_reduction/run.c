@@ -1,20 +1,17 @@
 /* reduction_run: check and time the steps of lab 04 against the device-copy
  * bandwidth and CUB, measured in the same run. Built twice: reduction_run
  * (your labs/04_reduction/reduction.cu) and reduction_run_ref (the reference).
- * `reduction_run --help` tells how to use it. */
+ * `reduction_run --help` tells how to use it; the command line, table and
+ * exit codes are the kit's runner library (cml_lab_runner.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <cml/cml_args.h>
-#include <cml/cml_ceiling.h>
 #include <cml/cml_check.h>
-#include <cml/cml_compare.h>
-#include <cml/cml_device.h>
-#include <cml/cml_report.h>
+#include <cml/cml_lab_runner.h>
 #include <cml/cml_rng.h>
-#include <cml/cml_runner.h>
 #include <cml/cml_timing.h>
 
 #include "cub_anchor.h"
@@ -22,165 +19,39 @@
 
 #define DEFAULT_N ((size_t)1 << 28)
 
-static const char *prog = "reduction_run";
-
-#define STEP_NAME(num, ident, file, what) #ident,
-#define STEP_WHAT(num, ident, file, what) what,
-static const char *step_names[] = {REDUCTION_STEPS(STEP_NAME)};
-static const char *step_whats[] = {REDUCTION_STEPS(STEP_WHAT)};
-
-typedef struct options {
-    cml_runner_args run;  /* --step, --repeat, --json, --markdown, --check-only */
-    size_t n;
+typedef struct lab_data {
+    size_t n;          /* --n, then what fits */
     int n_given;
     red_type type;
-} options;
+    red_buffers buf;
+    red_reference ref;
+    double first_ms, last_ms;  /* the first and last step timed */
+} lab_data;
 
-static void usage(FILE *out)
+static int option(cml_lab_run *r, const char *a, const char *v)
 {
-    fprintf(out,
-            "usage: %s [--step N|all|LIST] [--n COUNT] [--type int|float] [--repeat R]\n"
-            "       [--json] [--markdown FILE] [--check-only] | --list | --probe | --help\n",
-            prog);
+    lab_data *d = r->data;
+    if (strcmp(a, "--n") == 0) {
+        if (!cml_parse_count(v, 1, (size_t)1 << 34, &d->n))
+            cml_runner_bad_arg(&r->args, a, v, "a count from 1 to 2^34, like 1000003, 2^28+1 or 64M");
+        d->n_given = 1;
+        return 2;
+    }
+    if (strcmp(a, "--type") == 0) {
+        if (v && strcmp(v, "int") == 0)
+            d->type = RED_INT;
+        else if (v && strcmp(v, "float") == 0)
+            d->type = RED_FLOAT;
+        else
+            cml_runner_bad_arg(&r->args, a, v, "int or float");
+        return 2;
+    }
+    return 0;
 }
 
-static void help(void)
+static size_t elem_size(const lab_data *d)
 {
-    usage(stdout);
-    printf("\nChecks each step's sum against a CPU reference, then times it (median of R\n"
-           "runs after a warm-up) next to the device-copy bandwidth and CUB's\n"
-           "DeviceReduce::Sum on the same data, all measured in this run.\n\n"
-           "  --step S        steps to run: all (default), 3, 1,4,7 or 2-5\n"
-           "  --n COUNT       elements (default 2^28 = 1 GiB of ints, reduced to fit\n"
-           "                  the GPU); e.g. 1000003, 2^28+1, 64M\n"
-           "  --type T        int (default; exact) or float (within a bound from n)\n"
-           "  --repeat R      timed runs per kernel (default 50)\n"
-           "  --json          print the results as JSON instead of the table\n"
-           "  --markdown FILE write the results as Markdown: a page, or the marked\n"
-           "                  region of a handout (repeat for up to 4 files)\n"
-           "  --check-only    check correctness only: no timing, no CUB, no copy\n"
-           "                  (for compute-sanitizer)\n"
-           "  --list          list the steps\n"
-           "  --probe         exit 0 when a usable GPU is present, 77 otherwise\n\n"
-           "Data are seeded: set CML_SEED to change them. Exit status: 0 all checked\n"
-           "steps correct, 1 a wrong result or CUDA error, 2 bad arguments, 77 no GPU.\n\nSteps:\n");
-    for (int s = 1; s <= REDUCTION_NUM_STEPS; ++s)
-        printf("  %d  %-16s %s\n", s, step_names[s - 1], step_whats[s - 1]);
-}
-
-static void parse(int argc, char **argv, options *o)
-{
-    memset(o, 0, sizeof *o);
-    cml_runner_init(&o->run, argc > 0 ? argv[0] : NULL, prog, REDUCTION_NUM_STEPS, 50, usage);
-    prog = o->run.prog;
-    o->n = DEFAULT_N;
-    o->type = RED_INT;
-    for (int i = 1; i < argc; ++i) {
-        const char *a = argv[i];
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (cml_runner_arg(&o->run, argc, argv, &i))
-            continue;
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            help();
-            exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--list") == 0) {
-            for (int s = 1; s <= REDUCTION_NUM_STEPS; ++s)
-                printf("%d\t%s\t%s\n", s, step_names[s - 1], step_whats[s - 1]);
-            exit(CML_EXIT_OK);
-        } else if (strcmp(a, "--n") == 0) {
-            if (!cml_parse_count(v, 1, (size_t)1 << 34, &o->n))
-                cml_runner_bad_arg(&o->run, a, v, "a count from 1 to 2^34, like 1000003, 2^28+1 or 64M");
-            o->n_given = 1;
-            ++i;
-        } else if (strcmp(a, "--type") == 0) {
-            if (v && strcmp(v, "int") == 0)
-                o->type = RED_INT;
-            else if (v && strcmp(v, "float") == 0)
-                o->type = RED_FLOAT;
-            else
-                cml_runner_bad_arg(&o->run, a, v, "int or float");
-            ++i;
-        } else {
-            cml_runner_unknown(&o->run, a);
-        }
-    }
-}
-
-/* One reduction to time: a step of the lab, or CUB. */
-typedef struct job {
-    red_buffers *buf;
-    int step;          /* 0: CUB */
-    void *cub_temp;
-    size_t cub_bytes;
-} job;
-
-static cudaError_t run_job(void *ctx)
-{
-    job *j = (job *)ctx;
-    red_buffers *b = j->buf;
-    if (j->step > 0)
-        return red_run_step(b, j->step);
-    if (b->type == RED_INT)
-        return red_cub_sum_int(j->cub_temp, &j->cub_bytes, (const int *)b->in.ptr, b->n, (int *)b->out.ptr);
-    return red_cub_sum_float(j->cub_temp, &j->cub_bytes, (const float *)b->in.ptr, b->n, (float *)b->out.ptr);
-}
-
-typedef struct reference {
-    int64_t isum;
-    double fsum, tol;
-} reference;
-
-/* Runs the job once on poisoned outputs and checks the result and the guard
- * zones. Fills row->status and row->note; returns 1 when correct. */
-static int check_job(job *j, const reference *ref, cml_row *row)
-{
-    red_buffers *b = j->buf;
-    cudaError_t err = red_poison(b);
-    if (err == cudaSuccess)
-        err = run_job(j);
-    union { int i; float f; } got;
-    if (err == cudaSuccess)
-        err = red_fetch(b, &got);
-    char guard_msg[200];
-    if (err == cudaSuccess && !red_guards_intact(b, guard_msg, sizeof guard_msg, &err) && err == cudaSuccess) {
-        row->status = CML_ROW_WRONG;
-        snprintf(row->note, sizeof row->note, "%s", guard_msg);
-        return 0;
-    }
-    if (err != cudaSuccess) {
-        row->status = CML_ROW_ERROR;
-        snprintf(row->note, sizeof row->note, "CUDA error: %s: %s", cudaGetErrorName(err), cudaGetErrorString(err));
-        return 0;
-    }
-    int ok;
-    if (b->type == RED_INT) {
-        ok = (int64_t)got.i == ref->isum;
-        if (!ok)
-            snprintf(row->note, sizeof row->note, "expected %lld, got %d: %s", (long long)ref->isum, got.i,
-                     red_diagnose_int(got.i, ref->isum));
-    } else {
-        ok = cml_close(got.f, ref->fsum, ref->tol, 0.0);
-        if (!ok)
-            snprintf(row->note, sizeof row->note, "expected %.9g, got %.9g (bound %.3g): %s", ref->fsum,
-                     (double)got.f, ref->tol, red_diagnose_float(got.f, ref->fsum, ref->tol));
-    }
-    row->status = ok ? CML_ROW_OK : CML_ROW_WRONG;
-    return ok;
-}
-
-static int time_job(job *j, int repeat, size_t bytes, cml_row *row)
-{
-    cml_timing t;
-    cudaError_t err = cml_time_median(run_job, j, 3, repeat, &t);
-    if (err != cudaSuccess) {
-        row->status = CML_ROW_ERROR;
-        snprintf(row->note, sizeof row->note, "CUDA error while timing: %s", cudaGetErrorString(err));
-        return 0;
-    }
-    row->timed = 1;
-    row->ms = t.median_ms;
-    row->rate = (double)bytes / (t.median_ms * 1e6);
-    return 1;
+    return d->type == RED_INT ? sizeof(int) : sizeof(float);
 }
 
 /* n that fits: input plus a copy-ceiling pair of the same size, with room. */
@@ -194,124 +65,160 @@ static size_t fit_n(size_t n, size_t elem, int given)
     return n;
 }
 
-int main(int argc, char **argv)
+static int prepare(cml_lab_run *r)
 {
-    options o;
-    parse(argc, argv, &o);
-
-    cml_device_info dev;
-    char why[256];
-    if (!cml_device_probe(&dev, why, sizeof why)) {
-        fprintf(stderr, "%s: %s\n", prog, why);
-        fprintf(stderr, "%s: nothing to run without a GPU; the host tests still work: ctest --preset host\n", prog);
-        return CML_EXIT_NO_GPU;
-    }
-    uint64_t seed = 0;
-    char err_text[200];
-    if (!cml_seed(&seed, err_text, sizeof err_text)) {
-        fprintf(stderr, "%s: %s\n", prog, err_text);
-        return CML_EXIT_USAGE;
-    }
-
-    size_t elem = o.type == RED_INT ? sizeof(int) : sizeof(float);
-    size_t n = fit_n(o.n, elem, o.n_given);
-    if (n != o.n)
-        fprintf(stderr, "%s: using n = %zu so that the data fit in this GPU's free memory\n", prog, n);
-    size_t bytes = n * elem;
-
-    /* Data and the CPU reference. */
+    lab_data *d = r->data;
+    size_t n = fit_n(d->n, elem_size(d), d->n_given);
+    if (n != d->n)
+        cml_lab_say(r, "using n = %zu so that the data fit in this GPU's free memory", n);
+    d->n = n;
+    size_t bytes = n * elem_size(d);
     void *host = malloc(bytes);
     if (host == NULL) {
-        fprintf(stderr, "%s: out of host memory for %zu bytes\n", prog, bytes);
+        cml_lab_say(r, "out of host memory for %zu bytes", bytes);
         return CML_EXIT_FAIL;
     }
-    reference ref = {0, 0.0, 0.0};
-    if (o.type == RED_INT) {
-        red_make_ints((int *)host, n, seed, 0);
-        ref.isum = red_cpu_sum_int((const int *)host, n);
-    } else {
-        double abs_sum = 0.0;
-        red_make_floats((float *)host, n, RED_REALS, seed, 0);
-        ref.fsum = red_cpu_sum_float((const float *)host, n, &abs_sum);
-        ref.tol = red_float_tolerance(n, abs_sum);
-    }
-    red_buffers buf;
-    CML_CHECK(red_buffers_alloc(&buf, o.type, n));
-    CML_CHECK(red_upload(&buf, host));
+    if (d->type == RED_INT)
+        red_make_ints((int *)host, n, r->seed, 0);
+    else
+        red_make_floats((float *)host, n, RED_REALS, r->seed, 0);
+    red_reference_of(host, d->type, RED_REALS, n, &d->ref);
+    CML_CHECK(red_buffers_alloc(&d->buf, d->type, n));
+    CML_CHECK(red_upload(&d->buf, host));
     free(host);
+    snprintf(r->rep.params, sizeof r->rep.params, "n = %zu %s (%.2f GiB read), median of %d runs", n,
+             d->type == RED_INT ? "int" : "float", (double)bytes / (1 << 30),
+             r->args.check_only ? 0 : r->args.repeat);
+    return CML_EXIT_OK;
+}
 
-    cml_report rep;
-    cml_report_init(&rep, "04_reduction", "parallel reduction, the sum of n elements", "GB/s");
-    rep.device = dev;
-    rep.seed = seed;
-    snprintf(rep.params, sizeof rep.params, "n = %zu %s (%.2f GiB read), median of %d runs", n,
-             o.type == RED_INT ? "int" : "float", (double)bytes / (1 << 30), o.run.check_only ? 0 : o.run.repeat);
+/* Fills row from one checked run (red_run_checked: poison, run, fetch,
+ * guards, compare); returns 1 when correct. */
+static int fill_row(const red_result *res, cml_row *row)
+{
+    if (res->err != cudaSuccess) {
+        cml_lab_row_error(row, "CUDA error", res->err);
+        return 0;
+    }
+    row->status = res->ok ? CML_ROW_OK : CML_ROW_WRONG;
+    if (!res->ok)
+        snprintf(row->note, sizeof row->note, "%s", res->msg);
+    return res->ok;
+}
 
-    int wrong = 0;
-    double first_ms = 0.0, last_ms = 0.0;
-    for (int s = 1; s <= REDUCTION_NUM_STEPS; ++s) {
-        if (!(o.run.steps & (1u << (s - 1))))
-            continue;
-        cml_row *row = cml_report_add(&rep, CML_ROW_STEP, s, step_names[s - 1]);
-        job j = {&buf, s, NULL, 0};
-        if (!check_job(&j, &ref, row)) {
-            ++wrong;  /* a wrong step is never timed as if it worked */
-            if (row->status == CML_ROW_ERROR) {
-                fprintf(stderr, "%s: step %d: %s\n", prog, s, row->note);
-                break;  /* a sticky error poisons every later call */
-            }
-            continue;
-        }
-        if (!o.run.check_only && time_job(&j, o.run.repeat, bytes, row)) {
-            if (first_ms == 0.0)
-                first_ms = row->ms;
-            last_ms = row->ms;
+static int check(cml_lab_run *r, int step, cml_row *row)
+{
+    lab_data *d = r->data;
+    red_result res;
+    red_run_checked(&d->buf, step, &d->ref, &res);
+    return fill_row(&res, row);
+}
+
+static cudaError_t launch(cml_lab_run *r, int step)
+{
+    return red_run_step(&((lab_data *)r->data)->buf, step);
+}
+
+static double work(const cml_lab_run *r, int step)
+{
+    const lab_data *d = r->data;
+    (void)step;
+    return (double)(d->n * elem_size(d));
+}
+
+/* The library anchor: CUB on the same data, checked and timed like a step. */
+typedef struct cub_job {
+    red_buffers *buf;
+    void *temp;
+    size_t temp_bytes;
+} cub_job;
+
+static cudaError_t run_cub(void *ctx)
+{
+    cub_job *j = ctx;
+    red_buffers *b = j->buf;
+    if (b->type == RED_INT)
+        return red_cub_sum_int(j->temp, &j->temp_bytes, (const int *)b->in.ptr, b->n, (int *)b->out.ptr);
+    return red_cub_sum_float(j->temp, &j->temp_bytes, (const float *)b->in.ptr, b->n, (float *)b->out.ptr);
+}
+
+static int anchors(cml_lab_run *r)
+{
+    lab_data *d = r->data;
+    cml_row *row = cml_report_add(&r->rep, CML_ROW_ANCHOR, 0, "CUB DeviceReduce::Sum");
+    cub_job j = {&d->buf, NULL, 0};
+    CML_CHECK(run_cub(&j));  /* with temp NULL: asks for the size */
+    CML_CHECK(cudaMalloc(&j.temp, j.temp_bytes ? j.temp_bytes : 1));
+    red_result res;
+    red_run_checked_with(&d->buf, run_cub, &j, &d->ref, &res);
+    int ok = fill_row(&res, row);
+    if (ok) {
+        cml_timing t;
+        cudaError_t err = cml_time_median(run_cub, &j, 3, r->args.repeat, &t);
+        if (err != cudaSuccess) {
+            cml_lab_row_error(row, "CUDA error while timing", err);
+        } else {
+            row->timed = 1;
+            row->ms = t.median_ms;
+            row->rate = work(r, 0) / (t.median_ms * 1e6);
         }
     }
+    cudaFree(j.temp);
+    return 0;  /* the anchor is not the student's step: it never fails the run */
+}
 
-    if (!o.run.check_only) {
-        /* The library anchor: CUB on the same data, checked like a step. */
-        cml_row *row = cml_report_add(&rep, CML_ROW_ANCHOR, 0, "CUB DeviceReduce::Sum");
-        job j = {&buf, 0, NULL, 0};
-        CML_CHECK(run_job(&j));  /* with temp NULL: asks for the size */
-        CML_CHECK(cudaMalloc(&j.cub_temp, j.cub_bytes ? j.cub_bytes : 1));
-        if (check_job(&j, &ref, row))
-            time_job(&j, o.run.repeat, bytes, row);
-        cudaFree(j.cub_temp);
+static void release(cml_lab_run *r)
+{
+    red_buffers_free(&((lab_data *)r->data)->buf);
+}
 
-        /* The ceiling: the same number of bytes copied device to device. */
-        red_buffers_free(&buf);
-        cml_copy_ceiling c;
-        CML_CHECK(cml_measure_copy_ceiling(bytes, o.run.repeat, &c));
-        rep.ceiling_rate = c.best_gbs;
-        snprintf(rep.ceiling_name, sizeof rep.ceiling_name, "device copy (read + write)");
-        const char *names[2] = {"cudaMemcpy device to device", "copy kernel, 16 B per thread"};
-        double rates[2] = {c.memcpy_gbs, c.kernel_gbs};
-        for (int k = 0; k < 2; ++k) {
-            cml_row *r = cml_report_add(&rep, CML_ROW_CEILING, 0, names[k]);
-            r->status = CML_ROW_OK;
-            r->timed = 1;
-            r->rate = rates[k];
-            r->ms = 2.0 * (double)c.bytes / (rates[k] * 1e6);
+static size_t ceiling_bytes(const cml_lab_run *r)
+{
+    return (size_t)work(r, 0);
+}
+
+static void after_table(cml_lab_run *r)
+{
+    double first = 0.0, last = 0.0;
+    for (int i = 0; i < r->rep.nrows; ++i) {
+        const cml_row *row = &r->rep.rows[i];
+        if (row->kind == CML_ROW_STEP && row->timed) {
+            if (first == 0.0)
+                first = row->ms;
+            last = row->ms;
         }
-    } else {
-        red_buffers_free(&buf);
     }
+    if (!r->args.check_only && first > 0.0 && last > 0.0)
+        printf("Speed-up from the first to the last step timed: %.1fx\n", first / last);
+}
 
-    if (o.run.json) {
-        cml_report_print_json(&rep, stdout);
-    } else if (!o.run.check_only) {
-        cml_report_print_table(&rep, stdout);
-        printf("GB/s counts bytes read for the reductions and bytes read + written for the copies.\n");
-        if (first_ms > 0.0 && last_ms > 0.0)
-            printf("Speed-up from the first to the last step timed: %.1fx\n", first_ms / last_ms);
-    } else {
-        for (int i = 0; i < rep.nrows; ++i)
-            printf("step %d %-16s %s%s%s\n", rep.rows[i].step, rep.rows[i].name,
-                   rep.rows[i].status == CML_ROW_OK ? "ok" : "WRONG", rep.rows[i].note[0] ? ": " : "",
-                   rep.rows[i].note);
-    }
-    if (cml_runner_write_markdown(&o.run, &rep) != CML_EXIT_OK)
-        return CML_EXIT_FAIL;
-    return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
+CML_LAB_STEP_TABLE(REDUCTION);
+
+static const cml_lab_option options[] = {
+    {"--n COUNT", "elements (default 2^28 = 1 GiB of ints, reduced to fit\nthe GPU); e.g. 1000003, 2^28+1, 64M"},
+    {"--type T", "int (default; exact) or float (within a bound from n)"},
+};
+
+static const cml_lab lab = {
+    CML_LAB_IDENTITY(REDUCTION, "04_reduction", "reduction"),
+    .title = "parallel reduction, the sum of n elements",
+    .usage = "[--step N|all|LIST] [--n COUNT] [--type int|float] [--repeat N]\n"
+             "       [--json] [--markdown FILE] [--check-only] | --list | --probe | --help",
+    .about = "Checks each step's sum against a CPU reference, then times it (median of N\n"
+             "runs after a warm-up) next to the device-copy bandwidth and CUB's\n"
+             "DeviceReduce::Sum on the same data, all measured in this run.",
+    .step_help = "steps to run: all (default), 3, 1,4,7 or 2-5",
+    CML_LAB_LIST(options, options),
+    .check_only_help = "check correctness only: no timing, no CUB, no copy\n(for compute-sanitizer)",
+    .option = option,
+    CML_LAB_GPU_PART,
+    .anchors = anchors,
+    .table_note = "GB/s counts bytes read for the reductions and bytes read + written for the copies.",
+    .after_table = after_table,
+};
+
+int main(int argc, char **argv)
+{
+    static lab_data d = {.n = DEFAULT_N, .type = RED_INT};
+    return cml_lab_main(&lab, &d, argc, argv);
 }

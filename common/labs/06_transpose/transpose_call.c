@@ -16,24 +16,17 @@ static cudaError_t check_guards(tr_buffers *b, tr_result *res)
 {
     /* out first: writing past it is the classic mistake; in is only read. */
     static const char *names[2] = {"out", "in, its input"};
-    cml_dbuf *bufs[2] = {&b->out, &b->in};
-    res->guards_intact = 1;
-    for (int k = 0; k < 2; ++k) {
-        int intact = 1;
-        long long where = 0;
-        cudaError_t err = cml_dbuf_check_guards(bufs[k], &intact, &where);
-        if (err != cudaSuccess)
-            return err;
-        if (!intact) {
-            res->guards_intact = 0;
-            snprintf(res->guard_msg, sizeof res->guard_msg,
-                     "the kernel writes outside %s, at byte offset %lld (%s): a partial tile without bounds "
-                     "checks (the tiles on the right and bottom edges hang over the matrix)",
-                     names[k], where, where < 0 ? "before the first element" : "past the last element");
-            return cudaSuccess;
-        }
-    }
-    return cudaSuccess;
+    const cml_dbuf *bufs[2] = {&b->out, &b->in};
+    int bad = -1;
+    long long where = 0;
+    cudaError_t err = cml_dbufs_check_guards(bufs, 2, &bad, &where);
+    res->guards_intact = bad < 0;
+    if (err == cudaSuccess && bad >= 0)
+        snprintf(res->guard_msg, sizeof res->guard_msg,
+                 "the kernel writes outside %s, at byte offset %lld (%s): a partial tile without bounds "
+                 "checks (the tiles on the right and bottom edges hang over the matrix)",
+                 names[bad], where, where < 0 ? "before the first element" : "past the last element");
+    return err;
 }
 
 int tr_run_checked(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res)

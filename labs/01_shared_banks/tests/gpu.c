@@ -16,14 +16,6 @@
 #include <cml/cml_test.h>
 #include "banks_host.h"
 
-static uint64_t test_seed(void)
-{
-    uint64_t seed = 0;
-    char err[160];
-    cr_assert(cml_seed(&seed, err, sizeof err), "%s", err);
-    return seed;
-}
-
 /* ------------------------------------------------------------ step 4 */
 
 static void probe_every_pattern(int rounds)
@@ -52,7 +44,7 @@ Test(step4, probe_repeats_the_reads_for_every_round, .timeout = 60)
     CML_REQUIRE_GPU();
     probe_every_pattern(7);
     cml_rng rng;
-    cml_rng_init(&rng, test_seed(), 401);
+    cml_rng_init(&rng, cml_test_seed(), 401);
     probe_every_pattern(cml_rng_int(&rng, 2, 50));
     /* and refuses a round count it cannot do */
     banks_probe_buffers b;
@@ -76,7 +68,7 @@ static void check_abt(int step, int batch, banks_data kind, uint64_t stream)
     float *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b), *c = malloc(n * sizeof *c);
     double *ref = malloc(n * sizeof *ref), *abs_ref = malloc(n * sizeof *abs_ref);
     cr_assert(a && b && c && ref && abs_ref, "out of host memory for batch %d", batch);
-    uint64_t seed = test_seed();
+    uint64_t seed = cml_test_seed();
     banks_make_matrices(a, batch, kind, seed, 2 * stream);
     banks_make_matrices(b, batch, kind, seed, 2 * stream + 1);
     banks_cpu_abt(a, b, batch, ref, abs_ref);
@@ -85,28 +77,14 @@ static void check_abt(int step, int batch, banks_data kind, uint64_t stream)
     CML_TEST_CHECK(banks_abt_alloc(&d, batch));
     CML_TEST_CHECK(cudaMemcpy(d.a.ptr, a, n * sizeof *a, cudaMemcpyHostToDevice));
     CML_TEST_CHECK(cudaMemcpy(d.b.ptr, b, n * sizeof *b, cudaMemcpyHostToDevice));
-    cudaError_t err = banks_abt_run(&d, step);
-    if (err == cudaSuccess)
-        err = cudaDeviceSynchronize();
-    cr_assert(err == cudaSuccess, "step %d, batch %d: CUDA error %s: %s", step, batch, cudaGetErrorName(err),
-              cudaGetErrorString(err));
-    CML_TEST_CHECK(cudaMemcpy(c, d.c.ptr, n * sizeof *c, cudaMemcpyDeviceToHost));
-    const cml_dbuf *bufs[] = {&d.a, &d.b, &d.c};
-    const char *names[] = {"a", "b", "c"};
-    for (int k = 0; k < 3; ++k) {
-        int intact = 0;
-        long long where = 0;
-        CML_TEST_CHECK(cml_dbuf_check_guards(bufs[k], &intact, &where));
-        cr_expect(intact, "step %d, batch %d: a write outside %s (byte offset %lld of %zu): an index past the "
-                  "matrix, or a block that handles a matrix that does not exist", step, batch, names[k], where,
-                  n * sizeof(float));
-    }
+    static banks_abt_result res;  /* the checked run the runner uses too */
+    banks_abt_run_checked(&d, step, a, b, ref, abs_ref, c, 4, &res);
+    cr_assert(res.err == cudaSuccess, "step %d, batch %d: CUDA error %s: %s", step, batch, cudaGetErrorName(res.err),
+              cudaGetErrorString(res.err));
     banks_abt_free(&d);
-
-    char report[1200];
-    size_t wrong = banks_abt_check(step, a, b, c, ref, abs_ref, batch, 4, report, sizeof report);
-    cr_expect(wrong == 0, "step %d, batch %d %s: %zu of %zu elements wrong:\n%s", step, batch,
-              kind == BANKS_DATA_SMALL_INTS ? "small integers (exact)" : "reals", wrong, n, report);
+    cr_expect(res.guards_intact, "step %d, batch %d: %s", step, batch, res.guard_msg);
+    cr_expect(res.wrong == 0, "step %d, batch %d %s: %zu of %zu elements wrong:\n%s", step, batch,
+              kind == BANKS_DATA_SMALL_INTS ? "small integers (exact)" : "reals", res.wrong, n, res.report);
     free(a);
     free(b);
     free(c);
@@ -120,7 +98,7 @@ static void check_batches(int step)
     for (size_t k = 0; k < sizeof batches / sizeof batches[0]; ++k)
         check_abt(step, batches[k], BANKS_DATA_REALS, k);
     cml_rng rng;
-    cml_rng_init(&rng, test_seed(), 500 + (uint64_t)step);
+    cml_rng_init(&rng, cml_test_seed(), 500 + (uint64_t)step);
     check_abt(step, cml_rng_int(&rng, 3, 5000), BANKS_DATA_REALS, 10);
     cudaError_t err = banks_abt(step, NULL, NULL, NULL, 0);
     cr_expect_eq(err, cudaErrorInvalidValue, "batch 0: expected cudaErrorInvalidValue, got %s", cudaGetErrorName(err));

@@ -117,3 +117,56 @@ Test(abt, diagnosis_names_unwritten_elements_and_a_times_b)
     cr_expect_eq(wrong, 1u);
     cr_expect(strstr(report, "C[1][1]") != NULL && strstr(report, "swizzle") != NULL, "%s", report);
 }
+
+/* The model's view (banks_run --model, and the runner without a GPU): a
+ * student with step 1 done sees their banks, and a '?' says which step it
+ * waits for. The stand-ins play a student's bank_model.c at that point. */
+static int bank_done(uint32_t byte_address)
+{
+    return (int)(byte_address / BANKS_WORD_BYTES % BANKS_COUNT);
+}
+
+static int bank_stub(uint32_t byte_address)
+{
+    (void)byte_address;
+    return -1;
+}
+
+static int degree_stub(const uint32_t byte_address[BANKS_WARP], int access_bytes)
+{
+    (void)byte_address;
+    (void)access_bytes;
+    return 0;  /* the skeleton's step-2 stub */
+}
+
+static int degree_done(const uint32_t byte_address[BANKS_WARP], int access_bytes)
+{
+    (void)access_bytes;
+    return byte_address[1] == byte_address[0] ? 1 : 7;  /* any answer: the view shows it */
+}
+
+Test(model_view, shows_the_banks_of_bank_of_once_step_1_is_done)
+{
+    static char text[8192];
+    int unknown = banks_model_table(bank_done, degree_stub, text, sizeof text);
+    cr_expect_eq(unknown, BANKS_NUM_PATTERNS, "only the model column waits (step 2), got %d '?'", unknown);
+    cr_expect(strstr(text, "0 2 4 6 8 10 12 14") != NULL, "stride_2's banks from bank_of are missing:\n%s", text);
+    cr_expect(strstr(text, "5 5 5 5 5 5 5 5") != NULL, "tile_column's banks are missing:\n%s", text);
+    cr_expect(strstr(text, "banks ?") == NULL, "bank_of is done, yet the view says it is not:\n%s", text);
+    cr_expect(strstr(text, "model ?: conflict_degree gives no wavefront count yet (steps 2-3") != NULL,
+              "the '?' in the model column is not explained:\n%s", text);
+}
+
+Test(model_view, says_which_step_each_question_mark_waits_for)
+{
+    static char text[8192];
+    banks_model_table(bank_stub, degree_stub, text, sizeof text);
+    cr_expect(strstr(text, "banks ?: bank_of gives no bank from 0 to 31 yet (step 1") != NULL, "%s", text);
+    cr_expect(strstr(text, "model ?:") != NULL, "%s", text);
+    int unknown = banks_model_table(bank_done, degree_done, text, sizeof text);
+    cr_expect_eq(unknown, 0, "%s", text);
+    cr_expect(strstr(text, "?") == NULL, "nothing waits, yet a '?' is shown:\n%s", text);
+    cr_expect(strstr(text, "broadcast        word 7 for every lane                            7 7 7 7 7 7 7 7"
+                           "              1") != NULL,
+              "broadcast's row:\n%s", text);
+}

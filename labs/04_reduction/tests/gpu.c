@@ -24,14 +24,6 @@ static const size_t fixed_sizes[] = {1, 2, 31, 32, 33, 255, 256, 257, 511, 513, 
 #define N_SIZES (N_FIXED + 2)
 #define MAX_REPORTS 4
 
-static uint64_t test_seed(void)
-{
-    uint64_t seed = 0;
-    char err[160];
-    cr_assert(cml_seed(&seed, err, sizeof err), "%s", err);
-    return seed;
-}
-
 static void sizes_for(uint64_t seed, size_t *sizes)
 {
     memcpy(sizes, fixed_sizes, sizeof fixed_sizes);
@@ -41,35 +33,22 @@ static void sizes_for(uint64_t seed, size_t *sizes)
     sizes[N_FIXED + 1] = (size_t)cml_rng_int(&rng, 5001, 3000000);
 }
 
-/* Runs one step on data already uploaded to b; returns the CUDA error. */
-static cudaError_t run_once(red_buffers *b, int step, void *result)
-{
-    cudaError_t err = red_poison(b);
-    if (err == cudaSuccess)
-        err = red_run_step(b, step);
-    if (err == cudaSuccess)
-        err = red_fetch(b, result);
-    return err;
-}
-
-/* Uploads n elements of host data (freed here), runs the step on poisoned
- * outputs and checks the guard zones. The result lands in *result. Returns
- * 1 when the guards are intact (a failed expectation is reported). */
-static int run_checked(red_type type, const char *tname, void *host, size_t n, int step, void *result)
+/* Uploads n elements of host data (freed here) and runs the step once,
+ * checked the way the runner checks it (red_run_checked: out and scratch
+ * poisoned, guard zones checked, the sum compared with ref). A CUDA error
+ * ends the test; a damaged guard is reported. */
+static void run_checked(red_type type, const char *tname, void *host, size_t n, int step, const red_reference *ref,
+                        red_result *res)
 {
     red_buffers b;
     CML_TEST_CHECK(red_buffers_alloc(&b, type, n));
     CML_TEST_CHECK(red_upload(&b, host));
     free(host);
-    cudaError_t err = run_once(&b, step, result);
-    cr_assert(err == cudaSuccess, "step %d, n = %zu %s: CUDA error %s: %s", step, n, tname,
-              cudaGetErrorName(err), cudaGetErrorString(err));
-    char msg[200];
-    int guards = red_guards_intact(&b, msg, sizeof msg, &err);
-    CML_TEST_CHECK(err);
+    red_run_checked(&b, step, ref, res);
+    cr_assert(res->err == cudaSuccess, "step %d, n = %zu %s: CUDA error %s: %s", step, n, tname,
+              cudaGetErrorName(res->err), cudaGetErrorString(res->err));
     red_buffers_free(&b);
-    cr_expect(guards, "step %d, n = %zu %s: %s", step, n, tname, msg);
-    return guards;
+    cr_expect(res->guards_intact, "step %d, n = %zu %s: %s", step, n, tname, res->guard_msg);
 }
 
 /* Checks one int reduction of n elements; reports and returns 0 when wrong. */
@@ -78,13 +57,13 @@ static int check_ints(int step, size_t n, uint64_t seed, uint64_t stream)
     int *h = malloc(n * sizeof *h);
     cr_assert(h != NULL, "out of host memory for n = %zu", n);
     red_make_ints(h, n, seed, stream);
-    int64_t expected = red_cpu_sum_int(h, n);
-    int got = 0;
-    int guards = run_checked(RED_INT, "int", h, n, step, &got);
-    int ok = (int64_t)got == expected;
-    cr_expect(ok, "step %d, n = %zu int (seed %llu): expected %lld, got %d. Likely cause: %s", step, n,
-              (unsigned long long)seed, (long long)expected, got, red_diagnose_int(got, expected));
-    return ok && guards;
+    red_reference ref;
+    red_reference_of(h, RED_INT, RED_REALS, n, &ref);
+    red_result res;
+    run_checked(RED_INT, "int", h, n, step, &ref, &res);
+    cr_expect(res.value_ok, "step %d, n = %zu int (seed %llu): expected %lld, got %d. Likely cause: %s", step, n,
+              (unsigned long long)seed, (long long)ref.isum, res.got.i, red_diagnose_int(res.got.i, ref.isum));
+    return res.ok;
 }
 
 /* Checks one float reduction; exact for RED_SMALL_INTS, else within the bound. */
@@ -93,23 +72,22 @@ static int check_floats(int step, size_t n, red_float_kind kind, uint64_t seed, 
     float *h = malloc(n * sizeof *h);
     cr_assert(h != NULL, "out of host memory for n = %zu", n);
     red_make_floats(h, n, kind, seed, stream);
-    double abs_sum = 0.0;
-    double expected = red_cpu_sum_float(h, n, &abs_sum);
-    double tol = kind == RED_SMALL_INTS ? 0.0 : red_float_tolerance(n, abs_sum);
-    float got = 0.0f;
-    int guards = run_checked(RED_FLOAT, "float", h, n, step, &got);
-    int ok = cml_close(got, expected, tol, 0.0);
-    cr_expect(ok, "step %d, n = %zu float (%s, seed %llu): expected %.9g, got %.9g, allowed error %.3g. "
+    red_reference ref;
+    red_reference_of(h, RED_FLOAT, kind, n, &ref);
+    red_result res;
+    run_checked(RED_FLOAT, "float", h, n, step, &ref, &res);
+    cr_expect(res.value_ok, "step %d, n = %zu float (%s, seed %llu): expected %.9g, got %.9g, allowed error %.3g. "
               "Likely cause: %s", step, n, kind == RED_SMALL_INTS ? "small integers, exact" : "reals",
-              (unsigned long long)seed, expected, (double)got, tol, red_diagnose_float(got, expected, tol));
-    return ok && guards;
+              (unsigned long long)seed, ref.fsum, (double)res.got.f, ref.tol,
+              red_diagnose_float(res.got.f, ref.fsum, ref.tol));
+    return res.ok;
 }
 
 /* Every size; stop after a few failures so the report stays readable. */
 static void ints_at_awkward_sizes(int step)
 {
     CML_REQUIRE_GPU();
-    uint64_t seed = test_seed();
+    uint64_t seed = cml_test_seed();
     size_t sizes[N_SIZES];
     sizes_for(seed, sizes);
     int failures = 0;
@@ -120,7 +98,7 @@ static void ints_at_awkward_sizes(int step)
 static void small_int_floats_at_awkward_sizes(int step)
 {
     CML_REQUIRE_GPU();
-    uint64_t seed = test_seed();
+    uint64_t seed = cml_test_seed();
     size_t sizes[N_SIZES];
     sizes_for(seed, sizes);
     int failures = 0;
@@ -132,7 +110,7 @@ static void real_floats_within_bound(int step)
 {
     CML_REQUIRE_GPU();
     static const size_t sizes[] = {1, 33, 4097, 1000003, (1u << 22) + 1};
-    uint64_t seed = test_seed();
+    uint64_t seed = cml_test_seed();
     int failures = 0;
     for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && failures < MAX_REPORTS; ++k)
         failures += !check_floats(step, sizes[k], RED_REALS, seed, 300 * (uint64_t)step + k);
@@ -141,7 +119,7 @@ static void real_floats_within_bound(int step)
 static void large_ints(int step)
 {
     CML_REQUIRE_GPU();
-    check_ints(step, ((size_t)1 << 28) + 1, test_seed(), 400 * (uint64_t)step);
+    check_ints(step, ((size_t)1 << 28) + 1, cml_test_seed(), 400 * (uint64_t)step);
 }
 
 /* The suites, from the step table. Suite "stepN"; tests read as sentences. */

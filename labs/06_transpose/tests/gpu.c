@@ -31,14 +31,6 @@ static const shape fixed_edge_shapes[] = {{31, 33}, {32, 32}, {33, 31}, {1000, 7
 static const shape tall_shapes[] = {{TALL, 1}, {TALL, 3}, {1, TALL}};
 static const shape big_shape[] = {{8191, 12289}};
 
-static uint64_t test_seed(void)
-{
-    uint64_t seed = 0;
-    char err[160];
-    cr_assert(cml_seed(&seed, err, sizeof err), "%s", err);
-    return seed;
-}
-
 /* Runs step on one seeded rows x cols matrix and checks out and the guards.
  * Reports what is wrong and returns 0 when anything is. */
 static int check_shape(int step, shape s, uint64_t seed, uint64_t stream)
@@ -76,7 +68,7 @@ static int check_shape(int step, shape s, uint64_t seed, uint64_t stream)
 static void check_shapes(int step, const shape *shapes, size_t count, uint64_t stream0)
 {
     CML_REQUIRE_GPU();
-    uint64_t seed = test_seed();
+    uint64_t seed = cml_test_seed();
     int failures = 0;
     for (size_t k = 0; k < count && failures < MAX_FAILED_SHAPES; ++k)
         failures += !check_shape(step, shapes[k], seed, stream0 + k);
@@ -90,7 +82,7 @@ static void edge_shapes(int step)
     for (size_t k = 0; k < COUNT(fixed_edge_shapes); ++k)
         s[k] = fixed_edge_shapes[k];
     cml_rng rng;
-    cml_rng_init(&rng, test_seed(), 606);
+    cml_rng_init(&rng, cml_test_seed(), 606);
     shape *a = &s[COUNT(fixed_edge_shapes)], *b = a + 1;
     a->rows = cml_rng_int(&rng, 2, 3000);
     a->cols = cml_rng_int(&rng, 2, 3000);

@@ -1,0 +1,224 @@
+/* cml_lab_runner.h: a lab's runner as a description plus callbacks.
+ *
+ * The library owns what every runner does the same way: the command line
+ * (--step, --repeat, --json, --markdown, --check-only, --counters,
+ * --no-counters, --list, --probe, --help), the help text, the device probe
+ * and the no-GPU message, the seed, the check-then-time loop over the
+ * steps, the copy-ceiling rows, the table, JSON and Markdown, the counters'
+ * JSON, and the exit codes (CML_EXIT_*: 0 ok, 1 wrong result or CUDA
+ * error, 2 bad arguments, 77 no GPU). A lab's run.c fills a cml_lab and
+ * calls cml_lab_main from main().
+ *
+ * Order of a run: options -> probe -> [host part, no-GPU message] -> seed
+ * -> prepare -> before_rows -> for each selected row step: check, then time
+ * (unless --check-only) -> anchors -> release -> ceiling rows -> finish ->
+ * output (before_table, the table or check lines or JSON, after_table) ->
+ * Markdown files.
+ */
+#ifndef CML_LAB_RUNNER_H
+#define CML_LAB_RUNNER_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <cuda_runtime_api.h>
+
+#include "cml_ceiling.h"
+#include "cml_device.h"
+#include "cml_ncu.h"
+#include "cml_report.h"
+#include "cml_runner.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* One row of the lab's step table. Build the array from the generated
+ * X-macro: static const cml_lab_step steps[] = {BANKS_STEPS(CML_LAB_STEP)}; */
+typedef struct cml_lab_step {
+    int num;
+    const char *ident;
+    const char *file;    /* the student file the step is in */
+    const char *title;
+} cml_lab_step;
+#define CML_LAB_STEP(num, ident, file, title) {num, #ident, file, title},
+
+/* A lab's identity from its generated step header (STEM_STEPS,
+ * STEM_NUM_STEPS, STEM_FIRST_GPU_STEP), inside the cml_lab initializer:
+ *   CML_LAB_STEP_TABLE(BANKS);
+ *   static const cml_lab lab = {CML_LAB_IDENTITY(BANKS, "01_shared_banks", "banks"), ...}; */
+#define CML_LAB_STEP_TABLE(STEM) static const cml_lab_step cml_lab_steps_[] = {STEM##_STEPS(CML_LAB_STEP)}
+#define CML_LAB_IDENTITY(STEM, lab_name, stem)                                                      \
+    .name = lab_name, .prog = stem "_run", .steps = cml_lab_steps_, .nsteps = STEM##_NUM_STEPS,     \
+    .first_gpu_step = STEM##_FIRST_GPU_STEP
+
+/* A list field and its count from one array: CML_LAB_LIST(options, opts)
+ * sets .options and .noptions (likewise modes). */
+#define CML_LAB_LIST(field, array) .field = array, .n##field = (int)(sizeof array / sizeof array[0])
+
+/* The GPU part's callbacks under their conventional names in a lab's run.c
+ * (prepare, check, launch, work, release, ceiling_bytes: see cml_lab). */
+#define CML_LAB_GPU_PART                                                                            \
+    .prepare = prepare, .check = check, .launch = launch, .work = work, .release = release,         \
+    .ceiling_bytes = ceiling_bytes
+
+/* A lab's own option in the help: "  FLAG            HELP"; a '\n' in help
+ * continues on the next line under the first. */
+typedef struct cml_lab_option {
+    const char *flag;    /* "--n COUNT" */
+    const char *help;
+} cml_lab_option;
+
+#define CML_LAB_MAX_COUNTER_STEPS 32
+
+/* Counters of one run (--counters): one value per step, summed over the
+ * step's kernels, of one metric. */
+typedef struct cml_lab_counters {
+    const char *metric;          /* the ncu metric name */
+    int available;
+    char reason[300];            /* why not, when !available */
+    int n;
+    struct {
+        int step;
+        const char *ident;
+        char kernels[96];        /* which launches the value covers */
+        double value;            /* < 0: no value */
+    } steps[CML_LAB_MAX_COUNTER_STEPS];
+} cml_lab_counters;
+
+typedef struct cml_lab cml_lab;
+
+/* The state of one run, handed to every callback. */
+typedef struct cml_lab_run {
+    const cml_lab *lab;
+    cml_runner_args args;        /* prog, steps, repeat, json, check_only, markdown */
+    int counters;                /* --counters: check, then the counter lines (or JSON) only */
+    int no_counters;             /* --no-counters */
+    int host_only;               /* set by a lab option (lab 01's --model): no GPU part */
+    uint64_t seed;
+    cml_device_info dev;
+    cml_report rep;
+    int have_ceiling;
+    cml_copy_ceiling ceiling;    /* when have_ceiling */
+    void *data;                  /* the lab's own options and data (cml_lab_main's data) */
+} cml_lab_run;
+
+struct cml_lab {
+    /* identity */
+    const char *name;            /* "04_reduction" */
+    const char *prog;            /* "reduction_run", when argv[0] says nothing */
+    const char *title;           /* the report's title */
+    const char *unit;            /* NULL: "GB/s" */
+    const cml_lab_step *steps;   /* the step table, steps[k].num == k + 1 */
+    int nsteps;
+    int first_gpu_step;          /* steps below it are host-only (lab 01's model) */
+    int first_row_step;          /* 0: first_gpu_step; steps before it run in before_rows */
+    int default_repeat;          /* 0: 50 */
+    int name_width;              /* step-name column of the help and check lines (16 when 0) */
+    int list_files;              /* the help's and --list's step lines name the student file */
+
+    /* help */
+    const char *usage;           /* the lines after "usage: PROG ", '\n' + 7 spaces between lines */
+    const char *about;           /* the paragraph after the usage */
+    const char *step_help;       /* after "--step S": "steps to run: all (default), 3, 1,4,7 or 2-5" */
+    const cml_lab_option *options;  /* the lab's sizes and types, listed after --step */
+    int noptions;
+    const char *repeat_help;     /* NULL: "timed runs per kernel (default R)" */
+    const char *json_help;       /* NULL: "print the results as JSON instead of the table" */
+    const char *check_only_help;
+    const char *counters_help;   /* with counters(): --counters and --no-counters */
+    const char *no_counters_help;
+    const cml_lab_option *modes; /* listed after --no-counters (lab 01's --model) */
+    int nmodes;
+    const char *notes;           /* before "Exit status: ..."; NULL: "Data are seeded: set CML_SEED to change them." */
+
+    /* The lab's own options: 0 when opt is not one, 1 when it was a flag,
+     * 2 when it took value too. A bad value: cml_runner_bad_arg(&r->args, ...). */
+    int (*option)(cml_lab_run *r, const char *opt, const char *value);
+    /* After parsing: a combination that cannot work -> print and exit 2. Optional. */
+    void (*validate)(cml_lab_run *r);
+
+    /* Without a GPU, or with no GPU step chosen: print the host part
+     * (lab 01's model table) when the mode shows it. Returns 1 when
+     * something was printed. Optional. */
+    int (*host_part)(cml_lab_run *r);
+    const char *host_part_name;  /* "model": "the model above ... work without one" */
+    const char *host_part_hint;  /* when not printed: "`banks_run --model`" */
+
+    /* GPU part. prepare: data, device buffers, r->rep.params; returns
+     * CML_EXIT_OK or an exit status. */
+    int (*prepare)(cml_lab_run *r);
+    /* Steps first_gpu_step .. first_row_step - 1; returns how many failed. Optional. */
+    int (*before_rows)(cml_lab_run *r);
+    /* One checked run of a row step: poison, run, fetch, compare, guards.
+     * Fills row->status (CML_ROW_ERROR for a CUDA error) and row->note;
+     * returns 1 when correct. Never timed when it returns 0. */
+    int (*check)(cml_lab_run *r, int step, cml_row *row);
+    /* The work to time: enqueue one run of step (no sync). */
+    cudaError_t (*launch)(cml_lab_run *r, int step);
+    /* Units of the report's unit per run (bytes for GB/s): rate = work / ms / 1e6. */
+    double (*work)(const cml_lab_run *r, int step);
+    /* Library anchors (CUB), after the steps, unless --check-only; returns failures. Optional. */
+    int (*anchors)(cml_lab_run *r);
+    /* Frees the device data before the ceiling is measured. Optional. */
+    void (*release)(cml_lab_run *r);
+    /* Bytes the copy ceiling copies (read once, written once). */
+    size_t (*ceiling_bytes)(const cml_lab_run *r);
+    /* After the ceiling, unless --check-only: counters, notes, extra JSON/Markdown. Optional. */
+    void (*finish)(cml_lab_run *r);
+    /* Printed around the table (or the check lines: r->args.check_only). Optional. */
+    void (*before_table)(cml_lab_run *r);
+    const char *table_note;      /* the line under the table */
+    void (*after_table)(cml_lab_run *r);
+
+    /* --counters: check what it needs, read the counters into *c and print
+     * one line per step (unless r->args.json). Returns an exit status. The
+     * library prints "counters not available: REASON" or the JSON. NULL:
+     * the lab has no --counters. */
+    int (*counters)(cml_lab_run *r, cml_lab_counters *c);
+    const char *counters_metric; /* the ncu metric --counters reports (c->metric starts as this) */
+
+    /* Tests only: a stand-in for cml_device_probe. NULL in every runner. */
+    int (*probe)(cml_device_info *info, char *reason, size_t len);
+};
+
+/* Runs the lab: parses argv, probes, runs and prints as above. data is
+ * handed to the callbacks as r->data. Returns the exit status (--help,
+ * --list, --probe and bad arguments exit from inside). */
+int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv);
+
+/* A message on stderr, "PROG: ..." and a newline, after flushing stdout so
+ * that it never lands inside a line of a table. */
+void cml_lab_say(const cml_lab_run *r, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* 1 when step s was chosen with --step. */
+int cml_lab_selected(const cml_lab_run *r, int step);
+/* The step's identifier ("tile"). */
+const char *cml_lab_ident(const cml_lab_run *r, int step);
+
+/* Fills row for a CUDA error (status CML_ROW_ERROR, the error in the note). */
+void cml_lab_row_error(cml_row *row, const char *what, cudaError_t err);
+
+/* Runs this program again under Nsight Compute: `--check-only --step
+ * LIST ARGS...` with LIST the steps in `steps`, reading `metrics` of the
+ * kernels that match filter. expected: launches expected (0: any).
+ * Returns 1 with *c filled; 0 with the reason in why. */
+int cml_lab_ncu(const cml_lab_run *r, unsigned steps, const char *const *args, const char *const *metrics,
+                int nmetrics, const char *filter, int expected, cml_ncu_counts *c, char *why, size_t len);
+
+/* Appends a step's value to *c (ident from the step table). */
+void cml_lab_counters_add(cml_lab_counters *c, const cml_lab_run *r, int step, const char *kernels, double value);
+/* The counters as one JSON object: {"lab", "metric", "available",
+ * "reason", "steps": [{"step", "ident", "kernels", "value"}]}. */
+void cml_lab_counters_print_json(const char *lab, const cml_lab_counters *c, FILE *out);
+
+/* 4063232 -> "4,063,232" into buf; returns buf. */
+const char *cml_with_commas(double v, char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CML_LAB_RUNNER_H */

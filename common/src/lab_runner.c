@@ -1,0 +1,429 @@
+/* lab_runner.c: what every lab runner does the same way (cml_lab_runner.h). */
+#define _POSIX_C_SOURCE 200809L
+#include "cml/cml_lab_runner.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cml/cml_check.h"
+#include "cml/cml_rng.h"
+#include "cml/cml_timing.h"
+
+#define OPT_WIDTH 15  /* "--markdown FILE": the help's option column */
+
+static const cml_lab *usage_lab;  /* for cml_runner_args.usage, which takes only a FILE */
+static const char *usage_prog;
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: %s %s\n", usage_prog, usage_lab->usage);
+}
+
+void cml_lab_say(const cml_lab_run *r, const char *fmt, ...)
+{
+    fflush(stdout);  /* the table so far first: a message never splits a row */
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", r->args.prog);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+}
+
+int cml_lab_selected(const cml_lab_run *r, int step)
+{
+    return step >= 1 && step <= r->lab->nsteps && (r->args.steps & (1u << (step - 1))) != 0;
+}
+
+const char *cml_lab_ident(const cml_lab_run *r, int step)
+{
+    return step >= 1 && step <= r->lab->nsteps ? r->lab->steps[step - 1].ident : "?";
+}
+
+void cml_lab_row_error(cml_row *row, const char *what, cudaError_t err)
+{
+    row->status = CML_ROW_ERROR;
+    snprintf(row->note, sizeof row->note, "%s: %s: %s", what, cudaGetErrorName(err), cudaGetErrorString(err));
+}
+
+const char *cml_with_commas(double v, char *buf, size_t len)
+{
+    char digits[32];
+    snprintf(digits, sizeof digits, "%.0f", v);
+    size_t n = strlen(digits), o = 0;
+    for (size_t i = 0; i < n && o + 2 < len; ++i) {
+        if (i > 0 && digits[i - 1] != '-' && (n - i) % 3 == 0)
+            buf[o++] = ',';
+        buf[o++] = digits[i];
+    }
+    if (len > 0)
+        buf[o < len ? o : len - 1] = '\0';
+    return buf;
+}
+
+/* ------------------------------------------------------------ help */
+
+static int default_repeat(const cml_lab *lab)
+{
+    return lab->default_repeat > 0 ? lab->default_repeat : 50;
+}
+
+/* "  FLAG            TEXT", a '\n' in text continuing under its start. */
+static void option_line(const char *flag, const char *text)
+{
+    printf("  %-*s ", OPT_WIDTH, flag);
+    for (const char *p = text; *p; ++p) {
+        putchar(*p);
+        if (*p == '\n')
+            printf("%*s", OPT_WIDTH + 3, "");
+    }
+    putchar('\n');
+}
+
+static void step_line(const cml_lab *lab, const cml_lab_step *s, int list)
+{
+    int w = lab->name_width > 0 ? lab->name_width : 16;
+    if (list && lab->list_files)
+        printf("%d\t%s\t%s\t%s\n", s->num, s->ident, s->file, s->title);
+    else if (list)
+        printf("%d\t%s\t%s\n", s->num, s->ident, s->title);
+    else if (lab->list_files)
+        printf("  %d  %-*s %-*s %s\n", s->num, w, s->ident, w, s->file, s->title);
+    else
+        printf("  %d  %-*s %s\n", s->num, w, s->ident, s->title);
+}
+
+static void help(const cml_lab *lab)
+{
+    usage(stdout);
+    printf("\n%s\n\n", lab->about);
+    option_line("--step S", lab->step_help);
+    for (int k = 0; k < lab->noptions; ++k)
+        option_line(lab->options[k].flag, lab->options[k].help);
+    char repeat[64];
+    snprintf(repeat, sizeof repeat, "timed runs per kernel (default %d)", default_repeat(lab));
+    option_line("--repeat N", lab->repeat_help ? lab->repeat_help : repeat);
+    option_line("--json", lab->json_help ? lab->json_help : "print the results as JSON instead of the table");
+    option_line("--markdown FILE", "write the results as Markdown: a page, or the marked\n"
+                                   "region of a handout (repeat for up to 4 files)");
+    option_line("--check-only", lab->check_only_help);
+    if (lab->counters) {
+        option_line("--counters", lab->counters_help);
+        option_line("--no-counters", lab->no_counters_help);
+    }
+    for (int k = 0; k < lab->nmodes; ++k)
+        option_line(lab->modes[k].flag, lab->modes[k].help);
+    option_line("--list", "list the steps");
+    option_line("--probe", "exit 0 when a usable GPU is present, 77 otherwise");
+    printf("\n%s\nExit status: 0 all checked steps correct, 1 a wrong result or CUDA error,\n"
+           "2 bad arguments, 77 no GPU.\n\nSteps:\n",
+           lab->notes ? lab->notes : "Data are seeded: set CML_SEED to change them.");
+    for (int s = 0; s < lab->nsteps; ++s)
+        step_line(lab, &lab->steps[s], 0);
+}
+
+/* ------------------------------------------------------------ options */
+
+static void parse(cml_lab_run *r, int argc, char **argv)
+{
+    const cml_lab *lab = r->lab;
+    cml_runner_init(&r->args, argc > 0 ? argv[0] : NULL, lab->prog, lab->nsteps, default_repeat(lab), usage);
+    usage_lab = lab;
+    usage_prog = r->args.prog;
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (cml_runner_arg(&r->args, argc, argv, &i))
+            continue;
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            help(lab);
+            exit(CML_EXIT_OK);
+        } else if (strcmp(a, "--list") == 0) {
+            for (int s = 0; s < lab->nsteps; ++s)
+                step_line(lab, &lab->steps[s], 1);
+            exit(CML_EXIT_OK);
+        } else if (lab->counters && strcmp(a, "--counters") == 0) {
+            r->counters = 1;
+        } else if (lab->counters && strcmp(a, "--no-counters") == 0) {
+            r->no_counters = 1;
+        } else {
+            int took = lab->option ? lab->option(r, a, v) : 0;
+            if (took == 0)
+                cml_runner_unknown(&r->args, a);
+            i += took - 1;
+        }
+    }
+    if (r->counters && (r->args.check_only || r->args.nmarkdown > 0 || r->host_only)) {
+        cml_lab_say(r, "--counters goes alone (with --step, --json and the sizes)");
+        usage(stderr);
+        exit(CML_EXIT_USAGE);
+    }
+    if (lab->validate)
+        lab->validate(r);
+}
+
+/* ------------------------------------------------------------ counters */
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; s && *s; ++s) {
+        if (*s == '"' || *s == '\\')
+            fprintf(out, "\\%c", *s);
+        else if ((unsigned char)*s < 0x20)
+            fprintf(out, "\\u%04x", (unsigned char)*s);
+        else
+            fputc(*s, out);
+    }
+    fputc('"', out);
+}
+
+void cml_lab_counters_add(cml_lab_counters *c, const cml_lab_run *r, int step, const char *kernels, double value)
+{
+    if (c->n >= CML_LAB_MAX_COUNTER_STEPS)
+        return;
+    c->steps[c->n].step = step;
+    c->steps[c->n].ident = cml_lab_ident(r, step);
+    snprintf(c->steps[c->n].kernels, sizeof c->steps[c->n].kernels, "%s", kernels);
+    c->steps[c->n].value = value;
+    ++c->n;
+}
+
+void cml_lab_counters_print_json(const char *lab, const cml_lab_counters *c, FILE *out)
+{
+    fprintf(out, "{\"lab\": ");
+    json_string(out, lab);
+    fprintf(out, ", \"metric\": ");
+    json_string(out, c->metric);
+    fprintf(out, ", \"available\": %s, \"reason\": ", c->available ? "true" : "false");
+    json_string(out, c->available ? "" : c->reason);
+    fprintf(out, ", \"steps\": [");
+    for (int k = 0; k < c->n; ++k) {
+        fprintf(out, "%s{\"step\": %d, \"ident\": ", k ? ", " : "", c->steps[k].step);
+        json_string(out, c->steps[k].ident);
+        fprintf(out, ", \"kernels\": ");
+        json_string(out, c->steps[k].kernels);
+        if (c->steps[k].value >= 0.0)
+            fprintf(out, ", \"value\": %.0f}", c->steps[k].value);
+        else
+            fprintf(out, ", \"value\": null}");
+    }
+    fprintf(out, "]}\n");
+}
+
+int cml_lab_ncu(const cml_lab_run *r, unsigned steps, const char *const *args, const char *const *metrics,
+                int nmetrics, const char *filter, int expected, cml_ncu_counts *c, char *why, size_t len)
+{
+    char self[4096], list[128] = "";
+    const char *argv[24] = {"--check-only", "--step", list};
+    int nargs = 3, nsteps = 0;
+    for (int s = 1; s <= r->lab->nsteps; ++s)
+        if (steps & (1u << (s - 1)))
+            snprintf(list + strlen(list), sizeof list - strlen(list), "%s%d", nsteps++ ? "," : "", s);
+    if (nsteps == 0) {
+        snprintf(why, len, "no step passed its check, so none was measured");
+        return 0;
+    }
+    if (!cml_self_exe(self, sizeof self)) {
+        snprintf(why, len, "cannot find this program's own path to run it under ncu");
+        return 0;
+    }
+    for (int k = 0; args && args[k] && nargs < 23; ++k)
+        argv[nargs++] = args[k];
+    argv[nargs] = NULL;
+    if (!cml_ncu_collect(self, argv, metrics, nmetrics, filter, c)) {
+        snprintf(why, len, "%s", c->reason);
+        return 0;
+    }
+    if (expected > 0 && c->nkernels != expected) {
+        snprintf(why, len, "ncu measured %d launches of the lab's kernels (%s), expected %d: kernels renamed?",
+                 c->nkernels, filter, expected);
+        return 0;
+    }
+    return 1;
+}
+
+static int counters_only(cml_lab_run *r)
+{
+    static cml_lab_counters c;
+    memset(&c, 0, sizeof c);
+    c.metric = r->lab->counters_metric;
+    int rc = r->lab->counters(r, &c);
+    if (r->args.json)
+        cml_lab_counters_print_json(r->lab->name, &c, stdout);
+    else if (!c.available)
+        printf("counters not available: %s\n", c.reason);
+    return rc;
+}
+
+/* ------------------------------------------------------------ the run */
+
+typedef struct timed {
+    cml_lab_run *r;
+    int step;
+} timed;
+
+static cudaError_t launch_timed(void *ctx)
+{
+    timed *t = (timed *)ctx;
+    return t->r->lab->launch(t->r, t->step);
+}
+
+/* Times a step that passed its check: the median of --repeat runs after a
+ * warm-up. Returns 0 (row set to ERROR) on a CUDA error. */
+static int time_step(cml_lab_run *r, int step, cml_row *row)
+{
+    timed t = {r, step};
+    cml_timing tm;
+    cudaError_t err = cml_time_median(launch_timed, &t, 3, r->args.repeat, &tm);
+    if (err != cudaSuccess) {
+        cml_lab_row_error(row, "CUDA error while timing", err);
+        return 0;
+    }
+    row->timed = 1;
+    row->ms = tm.median_ms;
+    row->rate = r->lab->work(r, step) / (tm.median_ms * 1e6);
+    return 1;
+}
+
+/* The speed limit: the same bytes copied device to device, two rows. */
+static void ceiling_rows(cml_lab_run *r)
+{
+    CML_CHECK(cml_measure_copy_ceiling(r->lab->ceiling_bytes(r), r->args.repeat, &r->ceiling));
+    r->have_ceiling = 1;
+    r->rep.ceiling_rate = r->ceiling.best_gbs;
+    snprintf(r->rep.ceiling_name, sizeof r->rep.ceiling_name, "device copy (read + write)");
+    const char *names[2] = {"cudaMemcpy device to device", "copy kernel, 16 B per thread"};
+    double rates[2] = {r->ceiling.memcpy_gbs, r->ceiling.kernel_gbs};
+    for (int k = 0; k < 2; ++k) {
+        cml_row *row = cml_report_add(&r->rep, CML_ROW_CEILING, 0, names[k]);
+        if (row == NULL)
+            break;
+        row->status = CML_ROW_OK;
+        row->timed = 1;
+        row->rate = rates[k];
+        row->ms = 2.0 * (double)r->ceiling.bytes / (rates[k] * 1e6);
+    }
+}
+
+static void print_check_lines(const cml_lab_run *r)
+{
+    int w = r->lab->name_width > 0 ? r->lab->name_width : 16;
+    for (int i = 0; i < r->rep.nrows; ++i) {
+        const cml_row *row = &r->rep.rows[i];
+        printf("step %d %-*s %s%s%s\n", row->step, w, row->name, row->status == CML_ROW_OK ? "ok" : "WRONG",
+               row->note[0] ? ": " : "", row->note);
+    }
+}
+
+/* Without a usable GPU: the host part first (it is what the message
+ * refers to), then the reason and what works without one. */
+static int without_gpu(cml_lab_run *r, const char *why)
+{
+    const cml_lab *lab = r->lab;
+    int shown = lab->host_part ? lab->host_part(r) : 0;
+    if (r->counters && r->args.json) {
+        static cml_lab_counters c;
+        memset(&c, 0, sizeof c);
+        c.metric = lab->counters_metric;
+        snprintf(c.reason, sizeof c.reason, "%s", why);
+        cml_lab_counters_print_json(lab->name, &c, stdout);
+    }
+    cml_lab_say(r, "%s", why);
+    if (shown)
+        cml_lab_say(r, "the measurements need a GPU; the %s above and the host tests (ctest --preset host) work "
+                    "without one", lab->host_part_name);
+    else if (lab->host_part)
+        cml_lab_say(r, "the measurements need a GPU; %s and the host tests (ctest --preset host) work without one",
+                    lab->host_part_hint);
+    else
+        cml_lab_say(r, "nothing to run without a GPU; the host tests still work: ctest --preset host");
+    return CML_EXIT_NO_GPU;
+}
+
+int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
+{
+    static cml_lab_run run;
+    cml_lab_run *r = &run;
+    memset(r, 0, sizeof *r);
+    r->lab = lab;
+    r->data = data;
+    parse(r, argc, argv);
+
+    unsigned all = lab->nsteps >= 32 ? ~0u : (1u << lab->nsteps) - 1u;
+    unsigned gpu_steps = all & ~((1u << (lab->first_gpu_step - 1)) - 1u);
+    int gpu_wanted = !r->host_only && (r->args.steps & gpu_steps);
+    char why[300];
+    int (*probe)(cml_device_info *, char *, size_t) = lab->probe ? lab->probe : cml_device_probe;
+    if (!gpu_wanted) {
+        if (lab->host_part)
+            lab->host_part(r);
+        return CML_EXIT_OK;
+    }
+    if (!probe(&r->dev, why, sizeof why))
+        return without_gpu(r, why);
+    char err[200];
+    if (!cml_seed(&r->seed, err, sizeof err)) {
+        cml_lab_say(r, "%s", err);
+        return CML_EXIT_USAGE;
+    }
+    if (r->counters)
+        return counters_only(r);
+
+    cml_report_init(&r->rep, lab->name, lab->title, lab->unit ? lab->unit : "GB/s");
+    r->rep.device = r->dev;
+    r->rep.seed = r->seed;
+    int rc = lab->prepare(r);
+    if (rc != CML_EXIT_OK)
+        return rc;
+
+    int wrong = lab->before_rows ? lab->before_rows(r) : 0;
+    int first_row = lab->first_row_step > 0 ? lab->first_row_step : lab->first_gpu_step;
+    for (int s = first_row; s <= lab->nsteps; ++s) {
+        if (!cml_lab_selected(r, s))
+            continue;
+        cml_row *row = cml_report_add(&r->rep, CML_ROW_STEP, s, cml_lab_ident(r, s));
+        int ok = lab->check(r, s, row);
+        if (ok && !r->args.check_only)
+            ok = time_step(r, s, row);
+        if (!ok) {
+            ++wrong;  /* a wrong step is never timed as if it worked */
+            if (row->status == CML_ROW_ERROR) {
+                cml_lab_say(r, "step %d: %s", s, row->note);
+                break;  /* a sticky error poisons every later call */
+            }
+        }
+    }
+    if (!r->args.check_only && lab->anchors)
+        wrong += lab->anchors(r);
+    if (lab->release)
+        lab->release(r);
+    if (!r->args.check_only) {
+        if (r->rep.nrows > 0)
+            ceiling_rows(r);
+        if (lab->finish)
+            lab->finish(r);
+    }
+
+    if (r->args.json) {
+        cml_report_print_json(&r->rep, stdout);
+    } else {
+        if (lab->before_table)
+            lab->before_table(r);
+        if (r->args.check_only) {
+            print_check_lines(r);
+        } else if (r->rep.nrows > 0) {
+            cml_report_print_table(&r->rep, stdout);
+            if (lab->table_note)
+                printf("%s\n", lab->table_note);
+        }
+        if (lab->after_table)
+            lab->after_table(r);
+    }
+    fflush(stdout);
+    if (cml_runner_write_markdown(&r->args, &r->rep) != CML_EXIT_OK)
+        return CML_EXIT_FAIL;
+    return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
+}
