@@ -136,3 +136,32 @@ extern "C" cudaError_t cml_dbufs_check_guards(const cml_dbuf *const *bufs, int n
     *where = 0;
     return cudaSuccess;
 }
+
+extern "C" uint64_t cml_hash_bytes(const void *p, size_t n, uint64_t h)
+{
+    const unsigned char *c = (const unsigned char *)p;
+    if (h == 0)
+        h = 0xcbf29ce484222325ull;  /* FNV-1a offset basis */
+    for (size_t i = 0; i < n; ++i)
+        h = (h ^ c[i]) * 0x100000001b3ull;
+    return h;
+}
+
+extern "C" cudaError_t cml_dbuf_hash(const cml_dbuf *b, uint64_t *hash)
+{
+    const size_t piece = (size_t)64 << 20;
+    unsigned char *h = (unsigned char *)malloc(b->bytes < piece ? (b->bytes ? b->bytes : 1) : piece);
+    if (h == NULL)
+        return cudaErrorMemoryAllocation;
+    uint64_t acc = cml_hash_bytes(NULL, 0, 0);
+    cudaError_t err = cudaSuccess;
+    for (size_t at = 0; at < b->bytes && err == cudaSuccess; at += piece) {
+        size_t n = b->bytes - at < piece ? b->bytes - at : piece;
+        err = cudaMemcpy(h, (const char *)b->ptr + at, n, cudaMemcpyDeviceToHost);
+        if (err == cudaSuccess)
+            acc = cml_hash_bytes(h, n, acc);
+    }
+    free(h);
+    *hash = acc;
+    return err;
+}

@@ -73,7 +73,10 @@ static int default_repeat(const cml_lab *lab)
 /* "  FLAG            TEXT", a '\n' in text continuing under its start. */
 static void option_line(const char *flag, const char *text)
 {
-    printf("  %-*s ", OPT_WIDTH, flag);
+    if (strlen(flag) > OPT_WIDTH)
+        printf("  %s\n%*s", flag, OPT_WIDTH + 3, "");  /* too long for the column: the text below it */
+    else
+        printf("  %-*s ", OPT_WIDTH, flag);
     for (const char *p = text; *p; ++p) {
         putchar(*p);
         if (*p == '\n')
@@ -109,6 +112,8 @@ static void help(const cml_lab *lab)
     option_line("--markdown FILE", "write the results as Markdown: a page, or the marked\n"
                                    "region of a handout (repeat for up to 4 files)");
     option_line("--check-only", lab->check_only_help);
+    option_line("--check-every-run", "poison before and check after every timed run too\n"
+                                     "(outside the timing; slower)");
     if (lab->counters) {
         option_line("--counters", lab->counters_help);
         option_line("--no-counters", lab->no_counters_help);
@@ -144,6 +149,8 @@ static void parse(cml_lab_run *r, int argc, char **argv)
             for (int s = 0; s < lab->nsteps; ++s)
                 step_line(lab, &lab->steps[s], 1);
             exit(CML_EXIT_OK);
+        } else if (strcmp(a, "--check-every-run") == 0) {
+            r->check_every_run = 1;
         } else if (lab->counters && strcmp(a, "--counters") == 0) {
             r->counters = 1;
         } else if (lab->counters && strcmp(a, "--no-counters") == 0) {
@@ -260,6 +267,50 @@ static int counters_only(cml_lab_run *r)
 
 /* ------------------------------------------------------------ the run */
 
+void cml_lab_watch_input(cml_lab_run *r, const cml_dbuf *buf, const void *host, const char *name)
+{
+    if (r->ninputs == CML_LAB_MAX_INPUTS)
+        return;
+    r->inputs[r->ninputs].buf = buf;
+    r->inputs[r->ninputs].name = name;
+    r->inputs[r->ninputs].hash = cml_hash_bytes(host, buf->bytes, 0);
+    ++r->ninputs;
+}
+
+/* The watched inputs still hold what was uploaded. */
+static int inputs_unchanged(const cml_lab_run *r, cml_row *row)
+{
+    for (int k = 0; k < r->ninputs; ++k) {
+        uint64_t h = 0;
+        cudaError_t err = cml_dbuf_hash(r->inputs[k].buf, &h);
+        if (err != cudaSuccess) {
+            cml_lab_row_error(row, "CUDA error", err);
+            return 0;
+        }
+        if (h != r->inputs[k].hash) {
+            row->status = CML_ROW_WRONG;
+            snprintf(row->note, sizeof row->note,
+                     "the step changed its input %s: a kernel writes into memory it must only read",
+                     r->inputs[k].name);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+int cml_lab_check(cml_lab_run *r, int step, cml_row *row)
+{
+    const cml_lab *lab = r->lab;
+    cudaError_t err = lab->poison ? lab->poison(r, step) : cudaSuccess;
+    if (err == cudaSuccess)
+        err = lab->launch(r, step);
+    if (err != cudaSuccess) {
+        cml_lab_row_error(row, "CUDA error", err);
+        return 0;
+    }
+    return lab->verify(r, step, row) && inputs_unchanged(r, row);
+}
+
 typedef struct timed {
     cml_lab_run *r;
     int step;
@@ -271,17 +322,72 @@ static cudaError_t launch_timed(void *ctx)
     return t->r->lab->launch(t->r, t->step);
 }
 
+/* --check-every-run: each timed run between its own two events, poisoned
+ * before and verified after, outside the events. Returns 0 with row set
+ * when a run fails (a launcher that caches its last answer, say). */
+static cudaError_t time_checked(cml_lab_run *r, int step, cml_row *row, cml_timing *tm, int *ok)
+{
+    enum { MAX_SAMPLES = 4096 };
+    static double ms[MAX_SAMPLES];
+    int n = r->args.repeat < MAX_SAMPLES ? r->args.repeat : MAX_SAMPLES;
+    cudaEvent_t start, stop;
+    *ok = 1;
+    CML_TRY(cudaEventCreate(&start));
+    CML_TRY(cudaEventCreate(&stop));
+    cudaError_t err = cudaSuccess;
+    for (int k = 0; k < 3 && err == cudaSuccess; ++k)  /* warm-up */
+        err = r->lab->launch(r, step);
+    for (int k = 0; k < n && err == cudaSuccess && *ok; ++k) {
+        err = r->lab->poison ? r->lab->poison(r, step) : cudaSuccess;
+        if (err == cudaSuccess)
+            err = cudaDeviceSynchronize();  /* the poison is not part of the time */
+        if (err == cudaSuccess)
+            err = cudaEventRecord(start, 0);
+        if (err == cudaSuccess)
+            err = r->lab->launch(r, step);
+        if (err == cudaSuccess)
+            err = cudaEventRecord(stop, 0);
+        if (err == cudaSuccess)
+            err = cudaEventSynchronize(stop);
+        float t = 0.0f;
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&t, start, stop);
+        ms[k] = t;
+        if (err == cudaSuccess && !(r->lab->verify(r, step, row) && inputs_unchanged(r, row))) {
+            char note[sizeof row->note];
+            memcpy(note, row->note, sizeof note);
+            int at = snprintf(row->note, sizeof row->note, "timed run %d of %d: ", k + 1, n);
+            if (at > 0 && (size_t)at < sizeof row->note)
+                memcpy(row->note + at, note, sizeof row->note - (size_t)at - 1);
+            row->note[sizeof row->note - 1] = '\0';
+            *ok = 0;
+        }
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (err == cudaSuccess && *ok) {
+        tm->runs = n;
+        tm->median_ms = cml_median(ms, n);
+    }
+    return err;
+}
+
 /* Times a step that passed its check: the median of --repeat runs after a
- * warm-up. Returns 0 (row set to ERROR) on a CUDA error. */
+ * warm-up. Returns 0 (row set to ERROR, or WRONG when a checked repeat
+ * fails) otherwise. */
 static int time_step(cml_lab_run *r, int step, cml_row *row)
 {
     timed t = {r, step};
     cml_timing tm;
-    cudaError_t err = cml_time_median(launch_timed, &t, 3, r->args.repeat, &tm);
+    int ok = 1;
+    cudaError_t err = r->check_every_run ? time_checked(r, step, row, &tm, &ok)
+                                         : cml_time_median(launch_timed, &t, 3, r->args.repeat, &tm);
     if (err != cudaSuccess) {
         cml_lab_row_error(row, "CUDA error while timing", err);
         return 0;
     }
+    if (!ok)
+        return 0;
     row->timed = 1;
     row->ms = tm.median_ms;
     row->rate = r->lab->work(r, step) / (tm.median_ms * 1e6);
@@ -385,7 +491,7 @@ int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
         if (!cml_lab_selected(r, s))
             continue;
         cml_row *row = cml_report_add(&r->rep, CML_ROW_STEP, s, cml_lab_ident(r, s));
-        int ok = lab->check(r, s, row);
+        int ok = cml_lab_check(r, s, row);
         if (ok && !r->args.check_only)
             ok = time_step(r, s, row);
         if (!ok) {

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "cml/cml_args.h"
+#include "cml/cml_buffer.h"
 #include "cml/cml_check.h"
 #include "cml/cml_compare.h"
 #include "cml/cml_lab_runner.h"
@@ -428,9 +429,31 @@ static int fake_prepare(cml_lab_run *r)
     return CML_EXIT_OK;
 }
 
+static char calls[64];  /* the order of the callbacks: p2 l2 v2 ... */
+
+static void called(const char *what, int step)
+{
+    snprintf(calls + strlen(calls), sizeof calls - strlen(calls), "%s%d ", what, step);
+}
+
+static cudaError_t fake_poison(cml_lab_run *r, int step)
+{
+    (void)r;
+    called("p", step);
+    return cudaSuccess;
+}
+
+static cudaError_t fake_launch(cml_lab_run *r, int step)
+{
+    (void)r;
+    called("l", step);
+    return cudaSuccess;
+}
+
 static int fake_check(cml_lab_run *r, int step, cml_row *row)
 {
     (void)r;
+    called("v", step);
     checked[step] = 1;
     row->status = step == 3 ? CML_ROW_WRONG : CML_ROW_OK;
     if (step == 3)
@@ -455,7 +478,7 @@ static const cml_lab fake_lab = {
     .repeat_help = "runs", .check_only_help = "check only",
     .counters_help = "counters", .no_counters_help = "no counters",
     .host_part = fake_host_part, .host_part_name = "model", .host_part_hint = "`fake_run --model`",
-    .prepare = fake_prepare, .check = fake_check,
+    .prepare = fake_prepare, .poison = fake_poison, .launch = fake_launch, .verify = fake_check,
     .counters = fake_counters, .counters_metric = "fake__metric.sum",
     .probe = fake_probe,
 };
@@ -578,7 +601,9 @@ Test(lab_runner, check_only_checks_every_chosen_step_and_exits_1_on_a_wrong_one)
     const char *argv = "--check-only";
     gpu_present = 1;
     memset(checked, 0, sizeof checked);
+    calls[0] = '\0';
     int rc = run_fake(out, sizeof out, argv);
+    cr_expect_str_eq(calls, "p2 l2 v2 p3 l3 v3 ", "each check is poison, launch, verify, in step order");
     cr_expect_eq(rc, CML_EXIT_FAIL, "%s", out);
     cr_expect(checked[2] && checked[3] && !checked[1], "steps checked: %d %d %d", checked[1], checked[2],
               checked[3]);
@@ -622,4 +647,16 @@ Test(lab_runner, writes_large_counts_with_thousands_separators)
     cr_expect_str_eq(cml_with_commas(4063232.0, buf, sizeof buf), "4,063,232");
     cr_expect_str_eq(cml_with_commas(0.0, buf, sizeof buf), "0");
     cr_expect_str_eq(cml_with_commas(999.0, buf, sizeof buf), "999");
+}
+
+Test(buffer, hashes_in_pieces_as_in_one_go)
+{
+    unsigned char data[1000];
+    for (int i = 0; i < 1000; ++i)
+        data[i] = (unsigned char)(i * 7 + 3);
+    uint64_t whole = cml_hash_bytes(data, sizeof data, 0);
+    uint64_t pieces = cml_hash_bytes(data + 300, 700, cml_hash_bytes(data, 300, 0));
+    cr_expect_eq(whole, pieces);
+    data[999] ^= 1;
+    cr_expect_neq(cml_hash_bytes(data, sizeof data, 0), whole, "one changed bit must change the hash");
 }

@@ -47,6 +47,14 @@ cudaError_t cml_dbuf_check_guards(const cml_dbuf *b, int *intact, long long *whe
  * Every checked run of the kit (tests and runners) goes through this. */
 cudaError_t cml_dbufs_check_guards(const cml_dbuf *const *bufs, int n, int *bad, long long *where);
 
+/* A 64-bit FNV-1a hash of bytes of host memory: cml_hash_bytes(p, n, 0)
+ * starts one; pass the last result as h to go on over the next piece. */
+uint64_t cml_hash_bytes(const void *p, size_t n, uint64_t h);
+/* The same hash of a buffer's payload, read back from the device in
+ * pieces (for checking that a kernel left its input alone without keeping
+ * a host copy). Synchronizes. */
+cudaError_t cml_dbuf_hash(const cml_dbuf *b, uint64_t *hash);
+
 /* Launch a fill of n 32-bit words at d with pattern (asynchronous). */
 cudaError_t cml_fill32_async(void *d, size_t n, uint32_t pattern, cudaStream_t stream);
 

@@ -1,8 +1,8 @@
 /* cml_lab_runner.h: a lab's runner as a description plus callbacks.
  *
  * The library owns what every runner does the same way: the command line
- * (--step, --repeat, --json, --markdown, --check-only, --counters,
- * --no-counters, --list, --probe, --help), the help text, the device probe
+ * (--step, --repeat, --json, --markdown, --check-only, --check-every-run,
+ * --counters, --no-counters, --list, --probe, --help), the help text, the device probe
  * and the no-GPU message, the seed, the check-then-time loop over the
  * steps, the copy-ceiling rows, the table, JSON and Markdown, the counters'
  * JSON, and the exit codes (CML_EXIT_*: 0 ok, 1 wrong result or CUDA
@@ -10,8 +10,8 @@
  * calls cml_lab_main from main().
  *
  * Order of a run: options -> probe -> [host part, no-GPU message] -> seed
- * -> prepare -> before_rows -> for each selected row step: check, then time
- * (unless --check-only) -> anchors -> release -> ceiling rows -> finish ->
+ * -> prepare -> before_rows -> for each selected row step: poison, launch,
+ * verify, inputs unchanged, then time (unless --check-only) -> anchors -> release -> ceiling rows -> finish ->
  * output (before_table, the table or check lines or JSON, after_table) ->
  * Markdown files.
  */
@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <cuda_runtime_api.h>
 
+#include "cml_buffer.h"
 #include "cml_ceiling.h"
 #include "cml_device.h"
 #include "cml_ncu.h"
@@ -56,10 +57,10 @@ typedef struct cml_lab_step {
 #define CML_LAB_LIST(field, array) .field = array, .n##field = (int)(sizeof array / sizeof array[0])
 
 /* The GPU part's callbacks under their conventional names in a lab's run.c
- * (prepare, check, launch, work, release, ceiling_bytes: see cml_lab). */
+ * (prepare, poison, launch, verify, work, release, ceiling_bytes: see cml_lab). */
 #define CML_LAB_GPU_PART                                                                            \
-    .prepare = prepare, .check = check, .launch = launch, .work = work, .release = release,         \
-    .ceiling_bytes = ceiling_bytes
+    .prepare = prepare, .poison = poison, .launch = launch, .verify = verify, .work = work,          \
+    .release = release, .ceiling_bytes = ceiling_bytes
 
 /* A lab's own option in the help: "  FLAG            HELP"; a '\n' in help
  * continues on the next line under the first. */
@@ -87,6 +88,8 @@ typedef struct cml_lab_counters {
 
 typedef struct cml_lab cml_lab;
 
+#define CML_LAB_MAX_INPUTS 4
+
 /* The state of one run, handed to every callback. */
 typedef struct cml_lab_run {
     const cml_lab *lab;
@@ -94,6 +97,13 @@ typedef struct cml_lab_run {
     int counters;                /* --counters: check, then the counter lines (or JSON) only */
     int no_counters;             /* --no-counters */
     int host_only;               /* set by a lab option (lab 01's --model): no GPU part */
+    int check_every_run;         /* --check-every-run: re-poison and verify every timed repeat */
+    struct {                     /* device inputs a kernel must leave alone (cml_lab_watch_input) */
+        const cml_dbuf *buf;
+        const char *name;
+        uint64_t hash;
+    } inputs[CML_LAB_MAX_INPUTS];
+    int ninputs;
     uint64_t seed;
     cml_device_info dev;
     cml_report rep;
@@ -149,10 +159,14 @@ struct cml_lab {
     int (*prepare)(cml_lab_run *r);
     /* Steps first_gpu_step .. first_row_step - 1; returns how many failed. Optional. */
     int (*before_rows)(cml_lab_run *r);
-    /* One checked run of a row step: poison, run, fetch, compare, guards.
-     * Fills row->status (CML_ROW_ERROR for a CUDA error) and row->note;
-     * returns 1 when correct. Never timed when it returns 0. */
-    int (*check)(cml_lab_run *r, int step, cml_row *row);
+    /* One checked run of a row step, in two halves around launch: poison
+     * the outputs (optional), then verify: fetch, guards, compare. verify
+     * fills row->status (CML_ROW_ERROR for a CUDA error) and row->note and
+     * returns 1 when correct. A step is never timed when it fails; with
+     * --check-every-run every timed repeat is poisoned and verified too
+     * (outside the timed region). Then the watched inputs are checked. */
+    cudaError_t (*poison)(cml_lab_run *r, int step);
+    int (*verify)(cml_lab_run *r, int step, cml_row *row);
     /* The work to time: enqueue one run of step (no sync). */
     cudaError_t (*launch)(cml_lab_run *r, int step);
     /* Units of the report's unit per run (bytes for GB/s): rate = work / ms / 1e6. */
@@ -193,6 +207,15 @@ void cml_lab_say(const cml_lab_run *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* One checked run of step (poison, launch, verify, watched inputs), as the
+ * library does before timing; for a lab's own modes (--counters). */
+int cml_lab_check(cml_lab_run *r, int step, cml_row *row);
+
+/* Watch a device input: every checked run then fails ("changed its input
+ * NAME") when the buffer's payload no longer hashes as host does (host:
+ * the buf->bytes uploaded into it). Call after the upload, in prepare. */
+void cml_lab_watch_input(cml_lab_run *r, const cml_dbuf *buf, const void *host, const char *name);
 
 /* 1 when step s was chosen with --step. */
 int cml_lab_selected(const cml_lab_run *r, int step);

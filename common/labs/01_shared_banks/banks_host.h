@@ -126,6 +126,9 @@ typedef struct banks_abt_result {
  * banks_call.c; the tests and the runner both use it). */
 int banks_abt_run_checked(banks_abt_buffers *d, int step, const float *a, const float *b, const double *ref,
                           const double *abs_ref, float *c_out, int max_reports, banks_abt_result *res);
+/* Its second half, after banks_abt_run (the runner's timed repeats). */
+int banks_abt_verify(banks_abt_buffers *d, int step, const float *a, const float *b, const double *ref,
+                     const double *abs_ref, float *c_out, int max_reports, banks_abt_result *res);
 
 /* Checks c (downloaded, batch*1024 floats) against the reference; writes up
  * to max_reports lines "matrix m, C[i][j]: expected E, got G (likely

@@ -36,15 +36,23 @@ int red_run_checked(red_buffers *b, int step, const red_reference *ref, red_resu
 int red_run_checked_with(red_buffers *b, cudaError_t (*run)(void *ctx), void *ctx, const red_reference *ref,
                          red_result *res)
 {
-    memset(res, 0, sizeof *res);
     cudaError_t err = red_poison(b);
     if (err == cudaSuccess)
         err = run(ctx);
-    if (err == cudaSuccess)
-        err = red_fetch(b, &res->got);
-    if (err == cudaSuccess) {
-        res->guards_intact = red_guards_intact(b, res->guard_msg, sizeof res->guard_msg, &err);
+    if (err != cudaSuccess) {
+        memset(res, 0, sizeof *res);
+        res->err = err;
+        return 0;
     }
+    return red_verify(b, ref, res);
+}
+
+int red_verify(red_buffers *b, const red_reference *ref, red_result *res)
+{
+    memset(res, 0, sizeof *res);
+    cudaError_t err = red_fetch(b, &res->got);
+    if (err == cudaSuccess)
+        res->guards_intact = red_guards_intact(b, res->guard_msg, sizeof res->guard_msg, &err);
     if (err != cudaSuccess) {
         res->err = err;
         return 0;

@@ -105,6 +105,9 @@ typedef struct red_result {
 /* The checked run of a step (reduction_call.c). Returns res->ok. Shared by
  * the tests and the runner, so both check the same way. */
 int red_run_checked(red_buffers *b, int step, const red_reference *ref, red_result *res);
+/* The second half of a checked run, after the launch: fetch, guards,
+ * compare (the runner's timed repeats use it after red_poison + a launch). */
+int red_verify(red_buffers *b, const red_reference *ref, red_result *res);
 /* The same around any reduction into b->out (the runner's CUB anchor). */
 int red_run_checked_with(red_buffers *b, cudaError_t (*run)(void *ctx), void *ctx, const red_reference *ref,
                          red_result *res);

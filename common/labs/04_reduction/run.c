@@ -85,6 +85,7 @@ static int prepare(cml_lab_run *r)
     red_reference_of(host, d->type, RED_REALS, n, &d->ref);
     CML_CHECK(red_buffers_alloc(&d->buf, d->type, n));
     CML_CHECK(red_upload(&d->buf, host));
+    cml_lab_watch_input(r, &d->buf.in, host, "in");
     free(host);
     snprintf(r->rep.params, sizeof r->rep.params, "n = %zu %s (%.2f GiB read), median of %d runs", n,
              d->type == RED_INT ? "int" : "float", (double)bytes / (1 << 30),
@@ -92,8 +93,9 @@ static int prepare(cml_lab_run *r)
     return CML_EXIT_OK;
 }
 
-/* Fills row from one checked run (red_run_checked: poison, run, fetch,
- * guards, compare); returns 1 when correct. */
+/* Fills row from one checked run (red_verify after red_poison and a
+ * launch: the shape red_run_checked gives the tests); returns 1 when
+ * correct. */
 static int fill_row(const red_result *res, cml_row *row)
 {
     if (res->err != cudaSuccess) {
@@ -106,11 +108,18 @@ static int fill_row(const red_result *res, cml_row *row)
     return res->ok;
 }
 
-static int check(cml_lab_run *r, int step, cml_row *row)
+static cudaError_t poison(cml_lab_run *r, int step)
+{
+    (void)step;
+    return red_poison(&((lab_data *)r->data)->buf);
+}
+
+static int verify(cml_lab_run *r, int step, cml_row *row)
 {
     lab_data *d = r->data;
     red_result res;
-    red_run_checked(&d->buf, step, &d->ref, &res);
+    (void)step;
+    red_verify(&d->buf, &d->ref, &res);
     return fill_row(&res, row);
 }
 

@@ -80,6 +80,8 @@ static void data_alloc(cml_lab_run *r, int rows, int cols)
     tr_make_data(d->in, n, r->seed, 0);
     CML_CHECK(tr_buffers_alloc(&d->buf, rows, cols));
     CML_CHECK(tr_upload(&d->buf, d->in));
+    r->ninputs = 0;
+    cml_lab_watch_input(r, &d->buf.in, d->in, "in");
 }
 
 static void release(cml_lab_run *r)
@@ -112,13 +114,20 @@ static int prepare(cml_lab_run *r)
     return CML_EXIT_OK;
 }
 
-/* Runs the step once on poisoned out and checks it (tr_run_checked, as the
- * tests do). The whole story goes to stderr; the note has the start. */
-static int check(cml_lab_run *r, int step, cml_row *row)
+static cudaError_t poison(cml_lab_run *r, int step)
+{
+    (void)step;
+    return tr_poison(&((lab_data *)r->data)->buf);
+}
+
+/* After poison and a launch: out and the guards checked (tr_verify, the
+ * second half of the tests' tr_run_checked). The whole story goes to
+ * stderr; the note has the start. */
+static int verify(cml_lab_run *r, int step, cml_row *row)
 {
     lab_data *d = r->data;
     tr_result res;
-    int ok = tr_run_checked(&d->buf, step, d->in, d->out, &res);
+    int ok = tr_verify(&d->buf, step, d->in, d->out, &res);
     if (res.err != cudaSuccess) {
         cml_lab_row_error(row, "CUDA error", res.err);
         return 0;
@@ -189,7 +198,7 @@ static int counters(cml_lab_run *r, cml_lab_counters *out)
             continue;
         cml_row row;
         memset(&row, 0, sizeof row);
-        if (!check(r, s, &row)) {  /* says what is wrong on stderr */
+        if (!cml_lab_check(r, s, &row)) {  /* says what is wrong on stderr */
             ++wrong;
             if (row.status == CML_ROW_ERROR) {
                 cml_lab_say(r, "step %d: %s", s, row.note);

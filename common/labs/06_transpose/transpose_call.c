@@ -29,14 +29,28 @@ static cudaError_t check_guards(tr_buffers *b, tr_result *res)
     return err;
 }
 
+cudaError_t tr_poison(tr_buffers *b)
+{
+    return cml_dbuf_fill32(&b->out, TR_POISON_BITS);
+}
+
 int tr_run_checked(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res)
 {
-    memset(res, 0, sizeof *res);
-    cudaError_t err = cml_dbuf_fill32(&b->out, TR_POISON_BITS);
+    cudaError_t err = tr_poison(b);
     if (err == cudaSuccess)
         err = tr_run_step(b, step);
-    if (err == cudaSuccess)
-        err = cudaDeviceSynchronize();
+    if (err != cudaSuccess) {
+        memset(res, 0, sizeof *res);
+        res->err = err;
+        return 0;
+    }
+    return tr_verify(b, step, host_in, host_out, res);
+}
+
+int tr_verify(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res)
+{
+    memset(res, 0, sizeof *res);
+    cudaError_t err = cudaDeviceSynchronize();
     if (err == cudaSuccess)
         err = cudaMemcpy(host_out, b->out.ptr, b->out.bytes, cudaMemcpyDeviceToHost);
     if (err == cudaSuccess)

@@ -112,6 +112,10 @@ typedef struct tr_result {
 /* Returns 1 when the step computed exactly the right out and touched
  * nothing outside it. (In transpose_call.c, with tr_run_step.) */
 int tr_run_checked(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res);
+/* Its two halves around a launch (the runner's timed repeats): poison all
+ * of out; then wait, fetch out, check the guards and compare. */
+cudaError_t tr_poison(tr_buffers *b);
+int tr_verify(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res);
 
 #ifdef __cplusplus
 }
