@@ -385,8 +385,9 @@ static int counters(cml_lab_run *r, cml_lab_counters *out)
                        banks_pattern_names[p], d->pat[p].conflicts,
                        1.0 + d->pat[p].conflicts / PROBE_LOADS_PER_ROUND);
         }
-        cml_lab_counters_add(out, r, PROBE_STEP, "probe_kernel, once per pattern (" STR(BANKS_NUM_PATTERNS) ")",
-                             sum);
+        char kernels[64];
+        snprintf(kernels, sizeof kernels, "probe_kernel, once per pattern (%d)", BANKS_NUM_PATTERNS);
+        cml_lab_counters_add(out, r, PROBE_STEP, kernels, sum);
     }
     for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s) {
         if (!cml_lab_selected(r, s))
