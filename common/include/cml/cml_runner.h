@@ -1,7 +1,7 @@
-/* cml_runner.h: the command line every lab runner shares (--step, --repeat,
- * --json, --markdown, --check-only, --probe), so the runners agree on
- * spelling, limits and messages. Each runner parses its own options (sizes,
- * --help, --list) around these. */
+/* cml_runner.h: the shared options of the runners' command line (--step,
+ * --repeat, --json, --markdown, --check-only, --probe): spelling, limits and
+ * messages. The runner library (cml_lab_runner.h) parses the rest around
+ * these; runners use that, not this header directly. */
 #ifndef CML_RUNNER_H
 #define CML_RUNNER_H
 
