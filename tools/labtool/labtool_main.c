@@ -14,6 +14,7 @@ static const char USAGE[] =
     "       labtool mutate-lab SOLUTION_DIR MISTAKES.toml NAME OUT_DIR FILE...\n"
     "       labtool mistake-cmake MISTAKES.toml NAME OUT.cmake\n"
     "       labtool list MISTAKES.toml\n"
+    "       labtool cpu-translate IN.cu OUT.cpp\n"
     "       labtool --help\n";
 
 static const char HELP[] =
@@ -32,6 +33,8 @@ static const char HELP[] =
     "                  MISTAKE_STEP, MISTAKE_CAUGHT_BY, MISTAKE_EXPECT_FAILING,\n"
     "                  MISTAKE_EXPECT_MESSAGE and MISTAKE_FILE for mistake NAME\n"
     "  list            print name<TAB>step<TAB>caught_by<TAB>summary per mistake\n"
+    "  cpu-translate   write IN.cu as C++ for the CPU path (common/cpu/README.md):\n"
+    "                  launches and extern __shared__ rewritten, lines kept\n"
     "\n"
     "Exit status: 0 ok, 1 invalid input or skeleton mismatch, 2 bad usage.\n";
 
@@ -162,6 +165,19 @@ static int cmd_mistake_cmake(char **args, char *err, size_t errlen)
     return rc;
 }
 
+static int cmd_cpu_translate(char **args, char *err, size_t errlen)
+{
+    size_t len, olen;
+    char *src = lt_read_file(args[0], &len, err, errlen), *out;
+    int rc = 1;
+    if (src && cpu_translate(src, len, args[0], &out, &olen, err, errlen) == 0) {
+        rc = lt_write_file(args[1], out, olen, err, errlen) != 0;
+        free(out);
+    }
+    free(src);
+    return rc;
+}
+
 static int cmd_list(char **args, char *err, size_t errlen)
 {
     struct mistake *ms;
@@ -188,6 +204,7 @@ int main(int argc, char **argv)
         {"skeleton", 2, cmd_skeleton},   {"check-skeleton", 2, cmd_check_skeleton},
         {"mutate", 4, cmd_mutate},       {"mistake-cmake", 3, cmd_mistake_cmake},
         {"list", 1, cmd_list},           {"mutate-lab", -5, cmd_mutate_lab},
+        {"cpu-translate", 2, cmd_cpu_translate},
     };
     static char err[16384];
     size_t i;

@@ -1,0 +1,79 @@
+/* cml_cpu.h: the interface between the CUDA C++ surface (cuda_runtime.h,
+ * compiled into translated kernels) and the C runtime that runs them
+ * (common/cpu/src/cml_cpu_runtime.c). Students never include this. */
+#ifndef CML_CPU_H
+#define CML_CPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cuda_runtime_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cml_cpu_uint3 { unsigned x, y, z; } cml_cpu_uint3;
+
+/* One launch as the translated `K<<<grid, block, smem>>>(args)` makes it.
+ * body(ctx) runs the kernel for the calling CUDA thread; the runtime calls
+ * it once per thread, on that thread's fiber. */
+typedef struct cml_cpu_launch_desc {
+    const char *kernel;   /* the kernel expression as written, e.g. "k<512, T>" */
+    const char *file;     /* where the launch is */
+    int line;
+    cml_cpu_uint3 grid, block;
+    size_t dynamic_smem;
+    void (*body)(void *ctx);
+    void *ctx;
+} cml_cpu_launch_desc;
+
+/* Runs every block of the grid to the end (blocks spread over worker
+ * threads, one fiber per CUDA thread). Returns cudaSuccess, a launch error
+ * (invalid configuration; not sticky) or the sticky error of a fault, which
+ * has already been reported on stderr. */
+cudaError_t cml_cpu_run_grid(const cml_cpu_launch_desc *d);
+
+/* 1 when p lies inside (or one past) a live cudaMalloc allocation. */
+int cml_cpu_is_device_pointer(const void *p);
+
+/* Reports a host pointer passed as argument `index` (0-based) of a launch
+ * and makes the launch fail with a sticky cudaErrorIllegalAddress. */
+cudaError_t cml_cpu_host_pointer_argument(const cml_cpu_launch_desc *d, int index, const void *p);
+
+/* Inside a kernel: the block's dynamic shared memory (extern __shared__). */
+void *cml_cpu_dynamic_shared(void);
+/* __syncthreads(): every thread of the block that has not exited arrives. */
+void cml_cpu_syncthreads(void);
+
+/* Warp operations. Each lane of `mask` that has not exited must arrive;
+ * the value of lane src_lane is returned for CML_CPU_SHFL, the ballot of
+ * the predicates (value != 0) for CML_CPU_BALLOT, 0 for CML_CPU_SYNCWARP. */
+enum { CML_CPU_SYNCWARP = 0, CML_CPU_SHFL = 1, CML_CPU_BALLOT = 2 };
+uint64_t cml_cpu_warp_op(int op, unsigned mask, uint64_t value, int src_lane);
+
+/* The calling CUDA thread's lane mask of lanes that exist and have not exited. */
+unsigned cml_cpu_active_mask(void);
+
+/* clock64(): a per-thread counter (GPU cycles mean nothing here). */
+long long cml_cpu_clock64(void);
+
+/* Integer division by zero inside a kernel: reported like a fault (a GPU
+ * gives an undefined result; the x86 would raise SIGFPE). */
+void cml_cpu_trap(const char *what);
+
+/* The current CUDA thread's coordinates (thread-local, set per switch). */
+extern __thread cml_cpu_uint3 cml_cpu_thread_idx, cml_cpu_block_idx, cml_cpu_block_dim, cml_cpu_grid_dim;
+
+/* Bank-conflict model: the wavefronts of one warp's shared access, given
+ * each lane's shared byte address (inactive lanes repeat an active lane's
+ * address) and the access width. The signature is lab 01's
+ * conflict_degree() (labs/01_shared_banks/banks.h), so the lab's own model
+ * is plugged in as is: cml_cpu_set_bank_model(conflict_degree). */
+typedef int (*cml_cpu_bank_model_fn)(const uint32_t byte_address[32], int access_bytes);
+void cml_cpu_set_bank_model(cml_cpu_bank_model_fn fn);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,143 @@
+/* cuda_runtime_api.h on the CPU path: the CUDA runtime calls the kit makes,
+ * implemented by common/cpu/src/cml_cpu_runtime.c. Usable from C and C++.
+ *
+ * "Device" memory is host memory from the runtime's own allocator (so a
+ * host pointer passed to a kernel can be told apart); kernels run to the
+ * end inside the launch, so streams and events are ordering no-ops and
+ * event times are wall-clock ("emulated", never a hardware time). Errors
+ * are sticky after a kernel fault, as on a GPU. */
+#ifndef CML_CPU_CUDA_RUNTIME_API_H
+#define CML_CPU_CUDA_RUNTIME_API_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CML_CPU_BACKEND 1 /* lets kit code tell the CPU path apart */
+#define CUDART_VERSION 13000
+
+#ifdef __cplusplus
+#define CML_CPU_DEFAULT(v) = v
+extern "C" {
+#else
+#define CML_CPU_DEFAULT(v)
+#endif
+
+typedef enum cudaError {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInitializationError = 3,
+    cudaErrorInvalidConfiguration = 9,
+    cudaErrorInvalidSymbol = 13,
+    cudaErrorInvalidDevicePointer = 17,
+    cudaErrorInvalidMemcpyDirection = 21,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidPtx = 218,
+    cudaErrorUnsupportedPtxVersion = 222,
+    cudaErrorNoKernelImageForDevice = 209,
+    cudaErrorInvalidResourceHandle = 400,
+    cudaErrorNotReady = 600,
+    cudaErrorIllegalAddress = 700,
+    cudaErrorLaunchTimeout = 702,
+    cudaErrorLaunchFailure = 719,
+    cudaErrorIllegalInstruction = 715,
+    cudaErrorAssert = 710,
+    cudaErrorUnknown = 999
+} cudaError_t;
+
+typedef enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+    cudaMemcpyDefault = 4
+} cudaMemcpyKind;
+
+typedef enum cudaDeviceAttr {
+    cudaDevAttrMaxThreadsPerBlock = 1,
+    cudaDevAttrMaxSharedMemoryPerBlock = 8,
+    cudaDevAttrWarpSize = 10,
+    cudaDevAttrClockRate = 13,
+    cudaDevAttrMultiProcessorCount = 16,
+    cudaDevAttrComputeCapabilityMajor = 75,
+    cudaDevAttrComputeCapabilityMinor = 76,
+    cudaDevAttrL2CacheSize = 38
+} cudaDeviceAttr;
+
+typedef struct CUstream_st *cudaStream_t;
+typedef struct CUevent_st *cudaEvent_t;
+
+/* The fields of cudaDeviceProp the kit reads (and a few common ones). */
+typedef struct cudaDeviceProp {
+    char name[256];
+    size_t totalGlobalMem;
+    size_t sharedMemPerBlock;
+    int regsPerBlock;
+    int warpSize;
+    int maxThreadsPerBlock;
+    int maxThreadsDim[3];
+    int maxGridSize[3];
+    int clockRate;
+    size_t totalConstMem;
+    int major;
+    int minor;
+    int multiProcessorCount;
+    int l2CacheSize;
+    int maxThreadsPerMultiProcessor;
+    size_t sharedMemPerMultiprocessor;
+    int memoryBusWidth;
+    int memoryClockRate;
+} cudaDeviceProp;
+
+cudaError_t cudaGetDeviceCount(int *count);
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *prop, int device);
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device);
+cudaError_t cudaSetDevice(int device);
+cudaError_t cudaGetDevice(int *device);
+cudaError_t cudaRuntimeGetVersion(int *version);
+cudaError_t cudaDriverGetVersion(int *version);
+cudaError_t cudaDeviceSynchronize(void);
+cudaError_t cudaDeviceReset(void);
+cudaError_t cudaGetLastError(void);
+cudaError_t cudaPeekAtLastError(void);
+const char *cudaGetErrorName(cudaError_t err);
+const char *cudaGetErrorString(cudaError_t err);
+
+cudaError_t cudaMalloc(void **ptr, size_t bytes);
+cudaError_t cudaFree(void *ptr);
+cudaError_t cudaMallocHost(void **ptr, size_t bytes);
+cudaError_t cudaFreeHost(void *ptr);
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes);
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind);
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream CML_CPU_DEFAULT(0));
+cudaError_t cudaMemset(void *dst, int value, size_t bytes);
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream CML_CPU_DEFAULT(0));
+/* Copies into / out of a __constant__ or __device__ variable: on the CPU
+ * path the symbol is an ordinary variable, so its address is the symbol. */
+cudaError_t cml_cpu_memcpy_to_symbol(void *symbol, const void *src, size_t bytes, size_t offset);
+cudaError_t cml_cpu_memcpy_from_symbol(void *dst, const void *symbol, size_t bytes, size_t offset);
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream);
+cudaError_t cudaStreamDestroy(cudaStream_t stream);
+cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+cudaError_t cudaEventCreate(cudaEvent_t *event);
+cudaError_t cudaEventDestroy(cudaEvent_t event);
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream CML_CPU_DEFAULT(0));
+cudaError_t cudaEventSynchronize(cudaEvent_t event);
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop);
+
+/* Resident blocks per "multiprocessor" (a worker thread): one block per
+ * worker at a time, whatever the kernel. */
+cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem);
+
+/* Kernel launch result not yet consumed by cudaGetLastError. */
+
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

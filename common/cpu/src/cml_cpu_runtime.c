@@ -1,0 +1,1105 @@
+/* The CPU execution path's runtime: device memory, errors, and the grid
+ * scheduler that runs translated kernels.
+ *
+ * Model: a grid's blocks are spread over a pool of OS threads (workers);
+ * a worker runs one block at a time, each CUDA thread of the block as a
+ * fiber on its own 64 KiB stack. Fibers switch only at barriers, warp
+ * operations and exit, so static __shared__ (a thread_local) is per block.
+ * Faults (SIGSEGV on a guard page, SIGFPE, the watchdog) leave the block by
+ * siglongjmp, are reported with kernel, block, thread and source line, and
+ * set a sticky error like a GPU's. */
+#define _GNU_SOURCE
+#include "cml_cpu.h"
+#include "cml_cpu_fiber.h"
+#include "cml_cpu_internal.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/sysinfo.h>
+#include <time.h>
+#include <ucontext.h>
+#include <unistd.h>
+
+// ------------------------------------------------------------ errors
+
+static cudaError_t sticky_error = cudaSuccess; /* a fault: every later call returns it */
+static cudaError_t last_error = cudaSuccess;   /* cleared by cudaGetLastError */
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static cudaError_t record(cudaError_t err)
+{
+    if (err != cudaSuccess && last_error == cudaSuccess)
+        last_error = err;
+    return err;
+}
+
+/* Every API call starts here: after a fault, nothing works any more. */
+#define STICKY_GUARD()                        \
+    do {                                      \
+        if (sticky_error != cudaSuccess)      \
+            return sticky_error;              \
+    } while (0)
+
+static void make_sticky(cudaError_t err)
+{
+    pthread_mutex_lock(&state_lock);
+    if (sticky_error == cudaSuccess)
+        sticky_error = err;
+    pthread_mutex_unlock(&state_lock);
+}
+
+const char *cudaGetErrorName(cudaError_t err)
+{
+    switch (err) {
+#define NAME(e) \
+    case e: return #e;
+        NAME(cudaSuccess) NAME(cudaErrorInvalidValue) NAME(cudaErrorMemoryAllocation)
+        NAME(cudaErrorInitializationError) NAME(cudaErrorInvalidConfiguration) NAME(cudaErrorInvalidSymbol)
+        NAME(cudaErrorInvalidDevicePointer) NAME(cudaErrorInvalidMemcpyDirection)
+        NAME(cudaErrorInsufficientDriver) NAME(cudaErrorNoDevice) NAME(cudaErrorInvalidDevice)
+        NAME(cudaErrorInvalidPtx) NAME(cudaErrorUnsupportedPtxVersion) NAME(cudaErrorNoKernelImageForDevice)
+        NAME(cudaErrorInvalidResourceHandle) NAME(cudaErrorNotReady) NAME(cudaErrorIllegalAddress)
+        NAME(cudaErrorLaunchTimeout) NAME(cudaErrorLaunchFailure) NAME(cudaErrorIllegalInstruction)
+        NAME(cudaErrorAssert) NAME(cudaErrorUnknown)
+#undef NAME
+    }
+    return "cudaErrorUnknown";
+}
+
+const char *cudaGetErrorString(cudaError_t err)
+{
+    switch (err) {
+    case cudaSuccess: return "no error";
+    case cudaErrorInvalidValue: return "invalid argument";
+    case cudaErrorMemoryAllocation: return "out of memory";
+    case cudaErrorInvalidConfiguration: return "invalid configuration argument";
+    case cudaErrorInvalidSymbol: return "invalid device symbol";
+    case cudaErrorInvalidDevicePointer: return "invalid device pointer";
+    case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+    case cudaErrorIllegalAddress:
+        return "an illegal memory access was encountered (CPU path: see the report above on stderr)";
+    case cudaErrorLaunchTimeout:
+        return "the launch timed out and was terminated (CPU path watchdog: see the report on stderr)";
+    case cudaErrorLaunchFailure:
+        return "unspecified launch failure (CPU path: deadlock or divergent barrier, see stderr)";
+    case cudaErrorIllegalInstruction:
+        return "an illegal instruction was encountered (CPU path: see the report on stderr)";
+    default: return cudaGetErrorName(err);
+    }
+}
+
+cudaError_t cudaGetLastError(void)
+{
+    if (sticky_error != cudaSuccess)
+        return sticky_error;
+    cudaError_t e = last_error;
+    last_error = cudaSuccess;
+    return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) { return sticky_error != cudaSuccess ? sticky_error : last_error; }
+
+// ------------------------------------------------------------ device
+
+static int worker_count(void);
+
+cudaError_t cudaGetDeviceCount(int *count)
+{
+    *count = 1;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp *p, int device)
+{
+    if (device != 0)
+        return record(cudaErrorInvalidDevice);
+    memset(p, 0, sizeof *p);
+    snprintf(p->name, sizeof p->name, "CPU (emulated, %d worker threads)", worker_count());
+    struct sysinfo si;
+    p->totalGlobalMem = sysinfo(&si) == 0 ? (size_t)si.totalram * si.mem_unit : (size_t)1 << 32;
+    p->sharedMemPerBlock = 48 * 1024;
+    p->sharedMemPerMultiprocessor = 228 * 1024;
+    p->regsPerBlock = 65536;
+    p->warpSize = 32;
+    p->maxThreadsPerBlock = 1024;
+    p->maxThreadsDim[0] = p->maxThreadsDim[1] = 1024;
+    p->maxThreadsDim[2] = 64;
+    p->maxGridSize[0] = 0x7fffffff;
+    p->maxGridSize[1] = p->maxGridSize[2] = 65535;
+    p->clockRate = 1000000;
+    p->totalConstMem = 65536;
+    p->major = 9; /* the surface of CUDA 13 code for sm_90: shuffles, independent thread scheduling */
+    p->minor = 0;
+    p->multiProcessorCount = worker_count();
+    p->l2CacheSize = 4 * 1024 * 1024;
+    p->maxThreadsPerMultiProcessor = 2048;
+    return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
+{
+    cudaDeviceProp p;
+    cudaError_t err = cudaGetDeviceProperties(&p, device);
+    if (err != cudaSuccess)
+        return err;
+    switch (attr) {
+    case cudaDevAttrMaxThreadsPerBlock: *value = p.maxThreadsPerBlock; break;
+    case cudaDevAttrMaxSharedMemoryPerBlock: *value = (int)p.sharedMemPerBlock; break;
+    case cudaDevAttrWarpSize: *value = 32; break;
+    case cudaDevAttrClockRate: *value = p.clockRate; break;
+    case cudaDevAttrMultiProcessorCount: *value = p.multiProcessorCount; break;
+    case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
+    case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
+    case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
+    default: return record(cudaErrorInvalidValue);
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) { return device == 0 ? cudaSuccess : record(cudaErrorInvalidDevice); }
+cudaError_t cudaGetDevice(int *device)
+{
+    *device = 0;
+    return cudaSuccess;
+}
+cudaError_t cudaRuntimeGetVersion(int *version)
+{
+    *version = CUDART_VERSION;
+    return cudaSuccess;
+}
+cudaError_t cudaDriverGetVersion(int *version)
+{
+    *version = CUDART_VERSION;
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceSynchronize(void)
+{
+    STICKY_GUARD();
+    return cudaSuccess;
+}
+cudaError_t cudaDeviceReset(void)
+{
+    sticky_error = last_error = cudaSuccess;
+    return cudaSuccess;
+}
+
+cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem)
+{
+    (void)dynamic_smem;
+    STICKY_GUARD();
+    if (block_size <= 0 || block_size > 1024)
+        return record(cudaErrorInvalidValue);
+    *blocks = 1; /* a worker runs one block at a time */
+    return cudaSuccess;
+}
+
+// ------------------------------------------------------------ memory
+
+/* Each allocation is its own mapping: [guard page][slack][payload, rounded
+ * up to 256 bytes, ending on a page boundary][guard page]. A read or write
+ * past the end (or far before the start) hits a guard page. */
+typedef struct allocation {
+    char *map;      /* the whole mapping */
+    size_t map_len;
+    char *ptr;      /* what cudaMalloc returned */
+    size_t bytes;   /* what was asked for */
+} allocation;
+
+static allocation *allocs;
+static size_t n_allocs, cap_allocs;
+static const size_t page = 4096;
+
+static size_t find_alloc(const void *p) /* index of the first allocation with ptr > p */
+{
+    size_t lo = 0, hi = n_allocs;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if ((const char *)allocs[mid].ptr <= (const char *)p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* The allocation whose mapping (guards included) contains p, or NULL. Call
+ * with state_lock held (or from a signal handler, read-only). */
+static const allocation *mapping_of(const void *p)
+{
+    for (size_t i = 0; i < n_allocs; ++i)
+        if ((const char *)p >= allocs[i].map && (const char *)p < allocs[i].map + allocs[i].map_len)
+            return &allocs[i];
+    return NULL;
+}
+
+cudaError_t cudaMalloc(void **ptr, size_t bytes)
+{
+    STICKY_GUARD();
+    *ptr = NULL;
+    size_t payload = (bytes + 255) / 256 * 256;
+    if (payload == 0)
+        payload = 256;
+    size_t body = (payload + page - 1) / page * page;
+    size_t len = body + 2 * page;
+    char *map = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map == MAP_FAILED)
+        return record(cudaErrorMemoryAllocation);
+    if (mprotect(map + page, body, PROT_READ | PROT_WRITE) != 0) {
+        munmap(map, len);
+        return record(cudaErrorMemoryAllocation);
+    }
+    allocation a = {map, len, map + page + body - payload, bytes};
+    pthread_mutex_lock(&state_lock);
+    if (n_allocs == cap_allocs) {
+        size_t cap = cap_allocs ? 2 * cap_allocs : 64;
+        allocation *grown = realloc(allocs, cap * sizeof *grown);
+        if (grown == NULL) {
+            pthread_mutex_unlock(&state_lock);
+            munmap(map, len);
+            return record(cudaErrorMemoryAllocation);
+        }
+        allocs = grown;
+        cap_allocs = cap;
+    }
+    size_t at = find_alloc(a.ptr);
+    memmove(&allocs[at + 1], &allocs[at], (n_allocs - at) * sizeof *allocs);
+    allocs[at] = a;
+    ++n_allocs;
+    pthread_mutex_unlock(&state_lock);
+    *ptr = a.ptr;
+    return cudaSuccess;
+}
+
+cudaError_t cudaFree(void *ptr)
+{
+    if (ptr == NULL)
+        return cudaSuccess;
+    pthread_mutex_lock(&state_lock);
+    size_t at = find_alloc(ptr);
+    if (at == 0 || allocs[at - 1].ptr != ptr) {
+        pthread_mutex_unlock(&state_lock);
+        return record(cudaErrorInvalidValue);
+    }
+    allocation a = allocs[at - 1];
+    memmove(&allocs[at - 1], &allocs[at], (n_allocs - at) * sizeof *allocs);
+    --n_allocs;
+    pthread_mutex_unlock(&state_lock);
+    munmap(a.map, a.map_len);
+    return sticky_error;
+}
+
+int cml_cpu_is_device_pointer(const void *p)
+{
+    pthread_mutex_lock(&state_lock);
+    size_t at = find_alloc(p);
+    int inside = at > 0 && (const char *)p <= allocs[at - 1].ptr + allocs[at - 1].bytes;
+    pthread_mutex_unlock(&state_lock);
+    return inside;
+}
+
+cudaError_t cudaMallocHost(void **ptr, size_t bytes)
+{
+    *ptr = malloc(bytes ? bytes : 1);
+    return *ptr ? cudaSuccess : record(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaFreeHost(void *ptr)
+{
+    free(ptr);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes)
+{
+    struct sysinfo si;
+    if (sysinfo(&si) != 0)
+        return record(cudaErrorUnknown);
+    *free_bytes = (size_t)si.freeram * si.mem_unit;
+    *total_bytes = (size_t)si.totalram * si.mem_unit;
+    return cudaSuccess;
+}
+
+/* A device range of a copy must lie inside one allocation (a GPU would
+ * fault or refuse). */
+static int device_range_ok(const void *p, size_t bytes)
+{
+    pthread_mutex_lock(&state_lock);
+    size_t at = find_alloc(p);
+    int ok = at > 0 && (const char *)p + bytes <= allocs[at - 1].ptr + allocs[at - 1].bytes;
+    pthread_mutex_unlock(&state_lock);
+    return ok;
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind)
+{
+    STICKY_GUARD();
+    if (bytes == 0)
+        return cudaSuccess;
+    int dst_dev = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
+    int src_dev = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
+    if (kind > cudaMemcpyDefault)
+        return record(cudaErrorInvalidMemcpyDirection);
+    if ((dst_dev && !device_range_ok(dst, bytes)) || (src_dev && !device_range_ok(src, bytes)))
+        return record(cudaErrorInvalidValue);
+    memmove(dst, src, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream)
+{
+    (void)stream;
+    return cudaMemcpy(dst, src, bytes, kind);
+}
+
+cudaError_t cudaMemset(void *dst, int value, size_t bytes)
+{
+    STICKY_GUARD();
+    if (bytes == 0)
+        return cudaSuccess;
+    if (!device_range_ok(dst, bytes))
+        return record(cudaErrorInvalidValue);
+    memset(dst, value, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream)
+{
+    (void)stream;
+    return cudaMemset(dst, value, bytes);
+}
+
+cudaError_t cml_cpu_memcpy_to_symbol(void *symbol, const void *src, size_t bytes, size_t offset)
+{
+    STICKY_GUARD();
+    memcpy((char *)symbol + offset, src, bytes);
+    return cudaSuccess;
+}
+
+cudaError_t cml_cpu_memcpy_from_symbol(void *dst, const void *symbol, size_t bytes, size_t offset)
+{
+    STICKY_GUARD();
+    memcpy(dst, (const char *)symbol + offset, bytes);
+    return cudaSuccess;
+}
+
+// ------------------------------------------------------------ streams, events
+
+/* Kernels finish inside their launch, so a stream orders nothing; events
+ * hold wall-clock time, labelled "emulated" by the kit's runners. */
+struct CUevent_st {
+    double ms;
+    int recorded;
+};
+
+static double now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec * 1e3 + (double)t.tv_nsec / 1e6;
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *stream)
+{
+    *stream = (cudaStream_t)malloc(1);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamDestroy(cudaStream_t stream)
+{
+    free(stream);
+    return cudaSuccess;
+}
+cudaError_t cudaStreamSynchronize(cudaStream_t stream)
+{
+    (void)stream;
+    STICKY_GUARD();
+    return cudaSuccess;
+}
+cudaError_t cudaEventCreate(cudaEvent_t *event)
+{
+    *event = calloc(1, sizeof **event);
+    return *event ? cudaSuccess : record(cudaErrorMemoryAllocation);
+}
+cudaError_t cudaEventDestroy(cudaEvent_t event)
+{
+    free(event);
+    return cudaSuccess;
+}
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream)
+{
+    (void)stream;
+    STICKY_GUARD();
+    if (event == NULL)
+        return record(cudaErrorInvalidResourceHandle);
+    event->ms = now_ms();
+    event->recorded = 1;
+    return cudaSuccess;
+}
+cudaError_t cudaEventSynchronize(cudaEvent_t event)
+{
+    (void)event;
+    STICKY_GUARD();
+    return cudaSuccess;
+}
+cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop)
+{
+    STICKY_GUARD();
+    if (start == NULL || stop == NULL || !start->recorded || !stop->recorded)
+        return record(cudaErrorInvalidResourceHandle);
+    *ms = (float)(stop->ms - start->ms);
+    return cudaSuccess;
+}
+
+// ------------------------------------------------------------ scheduler state
+
+enum { F_READY, F_BARRIER, F_WARP, F_DONE };
+
+typedef struct fiber {
+    cml_cpu_ctx ctx;
+    char *stack;          /* usable stack (the guard page lies below) */
+    int state;
+    unsigned linear;      /* thread index within the block, x fastest */
+    cml_cpu_uint3 tid;
+    int op;               /* warp operation waited on */
+    unsigned mask;
+    uint64_t value, result;
+    int src;
+    long long clock;
+    void *wait_pc;        /* where it waits: for the deadlock report */
+} fiber;
+
+typedef struct worker {
+    pthread_t thread;
+    int index;
+    fiber *fibers;
+    unsigned n_fibers;    /* fibers with a stack */
+    cml_cpu_ctx sched;    /* the worker's own context */
+    sigjmp_buf escape;    /* a fault leaves the block through here */
+    volatile sig_atomic_t in_block;
+    char *dyn_map;        /* dynamic shared memory, a guard page after it */
+    size_t dyn_cap;
+    char *dyn_ptr;
+    size_t dyn_bytes;
+    void *altstack;
+    /* the block being run */
+    unsigned n_threads, alive, at_barrier;
+    unsigned warp_waiting[32], warp_gone[32];
+    cml_cpu_uint3 block;
+    volatile uint64_t switches;      /* watchdog: progress */
+    volatile double running_since_ms;
+} worker;
+
+typedef struct grid {
+    const cml_cpu_launch_desc *d;
+    unsigned long long n_blocks;
+    unsigned long long next;         /* atomic */
+    volatile int abort;
+} grid;
+
+static __thread worker *self;
+static __thread fiber *current;
+__thread cml_cpu_uint3 cml_cpu_thread_idx, cml_cpu_block_idx, cml_cpu_block_dim, cml_cpu_grid_dim;
+
+static const size_t stack_bytes = 64 * 1024;
+static worker *workers;
+static int n_workers;
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t pool_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t pool_wake = PTHREAD_COND_INITIALIZER, pool_done = PTHREAD_COND_INITIALIZER;
+static grid *pool_job;
+static unsigned long pool_generation;
+static int pool_busy;
+static double watchdog_s = 10.0;
+
+static void fault_handler(int sig, siginfo_t *si, void *uctx);
+static void *pool_main(void *arg);
+static void *watchdog_main(void *arg);
+
+static void install_altstack(worker *w)
+{
+    size_t len = 64 * 1024;
+    w->altstack = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (w->altstack == MAP_FAILED)
+        return;
+    stack_t ss = {.ss_sp = w->altstack, .ss_size = len, .ss_flags = 0};
+    sigaltstack(&ss, NULL);
+}
+
+static void init_runtime(void)
+{
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    n_workers = cores > 0 ? (int)cores : 1;
+    const char *env = getenv("CML_CPU_THREADS");
+    if (env != NULL && atoi(env) > 0)
+        n_workers = atoi(env);
+    if (n_workers > 64)
+        n_workers = 64;
+    env = getenv("CML_CPU_WATCHDOG");
+    if (env != NULL && atof(env) > 0)
+        watchdog_s = atof(env);
+    workers = calloc((size_t)n_workers, sizeof *workers);
+    if (workers == NULL) {
+        fprintf(stderr, "cml-cpu: out of memory\n");
+        abort();
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGFPE, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL); /* the watchdog's */
+    for (int i = 0; i < n_workers; ++i)
+        workers[i].index = i;
+    /* Worker 0 is whichever host thread launches. */
+    for (int i = 1; i < n_workers; ++i) {
+        pthread_create(&workers[i].thread, NULL, pool_main, &workers[i]);
+    }
+    pthread_t wd;
+    if (pthread_create(&wd, NULL, watchdog_main, NULL) == 0)
+        pthread_detach(wd);
+}
+
+static int worker_count(void)
+{
+    pthread_once(&init_once, init_runtime);
+    return n_workers;
+}
+
+// ------------------------------------------------------------ reports
+
+/* "file:line" of a code address, through addr2line (only on a report). */
+static void where_is(void *pc, char *buf, size_t len)
+{
+    Dl_info info;
+    snprintf(buf, len, "pc %p", pc);
+    if (pc == NULL || dladdr(pc, &info) == 0 || info.dli_fname == NULL)
+        return;
+    char cmd[1200];
+    uintptr_t off = (uintptr_t)pc - 1 - (uintptr_t)info.dli_fbase;
+    snprintf(cmd, sizeof cmd, "addr2line -i -C -f -e '%s' 0x%lx 2>/dev/null", info.dli_fname,
+             (unsigned long)off);
+    FILE *p = popen(cmd, "r");
+    if (p == NULL)
+        return;
+    char fn[512] = "", line[512] = "";
+    /* With -i, the last pair is the outermost frame; the first the innermost. */
+    if (fgets(fn, sizeof fn, p) != NULL && fgets(line, sizeof line, p) != NULL) {
+        fn[strcspn(fn, "\n")] = '\0';
+        line[strcspn(line, "\n")] = '\0';
+        char *disc = strstr(line, " (discriminator");
+        if (disc != NULL)
+            *disc = '\0';
+        if (strncmp(line, "??", 2) != 0)
+            snprintf(buf, len, "%s (in %s)", line, fn);
+    }
+    pclose(p);
+}
+
+static void describe_thread(const worker *w, const fiber *f, char *buf, size_t len)
+{
+    snprintf(buf, len, "block (%u,%u,%u), thread (%u,%u,%u)", w->block.x, w->block.y, w->block.z, f->tid.x,
+             f->tid.y, f->tid.z);
+}
+
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* One report per grid: the first fault wins; others are the same bug. */
+static int first_report(grid *g)
+{
+    return __atomic_exchange_n(&g->abort, 1, __ATOMIC_SEQ_CST) == 0;
+}
+
+// ------------------------------------------------------------ fibers
+
+static void fiber_main(void *arg);
+
+static int ensure_fibers(worker *w, unsigned n)
+{
+    if (w->fibers == NULL) {
+        w->fibers = calloc(1024, sizeof *w->fibers);
+        if (w->fibers == NULL)
+            return 0;
+    }
+    while (w->n_fibers < n) {
+        char *m = mmap(NULL, stack_bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                       -1, 0);
+        if (m == MAP_FAILED)
+            return 0;
+        mprotect(m, page, PROT_NONE); /* a stack overflow hits this page */
+        w->fibers[w->n_fibers++].stack = m + page;
+    }
+    return 1;
+}
+
+static int ensure_dynamic_shared(worker *w, size_t bytes)
+{
+    size_t need = (bytes + page - 1) / page * page;
+    if (need == 0)
+        need = page;
+    if (w->dyn_cap < need) {
+        if (w->dyn_map != NULL)
+            munmap(w->dyn_map, w->dyn_cap + page);
+        w->dyn_map = mmap(NULL, need + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (w->dyn_map == MAP_FAILED) {
+            w->dyn_map = NULL;
+            w->dyn_cap = 0;
+            return 0;
+        }
+        mprotect(w->dyn_map + need, page, PROT_NONE);
+        w->dyn_cap = need;
+    }
+    /* The array ends where the guard page starts (16-byte aligned, as
+     * extern __shared__ __align__(16) asks). */
+    w->dyn_bytes = bytes;
+    w->dyn_ptr = w->dyn_map + w->dyn_cap - (bytes + 15) / 16 * 16;
+    return 1;
+}
+
+void *cml_cpu_dynamic_shared(void) { return self != NULL ? self->dyn_ptr : NULL; }
+
+static grid *running_grid; /* for reports from fibers (one grid at a time) */
+
+static void yield_to_scheduler(fiber *f)
+{
+    cml_cpu_ctx_switch(&f->ctx, &self->sched);
+}
+
+static void release_barrier(worker *w)
+{
+    for (unsigned i = 0; i < w->n_threads; ++i)
+        if (w->fibers[i].state == F_BARRIER)
+            w->fibers[i].state = F_READY;
+    w->at_barrier = 0;
+}
+
+/* Releases the waiting lanes of `mask` (closed over the masks the waiting
+ * lanes gave) once every lane in it waits or has exited. */
+static void try_release_warp(worker *w, unsigned warp, unsigned mask)
+{
+    unsigned waiting = w->warp_waiting[warp], gone = w->warp_gone[warp];
+    fiber *lanes = &w->fibers[warp * 32];
+    unsigned set = mask, grown;
+    do {
+        grown = set;
+        for (unsigned m = set & waiting; m; m &= m - 1)
+            grown |= lanes[__builtin_ctz(m)].mask;
+        if (grown == set)
+            break;
+        set = grown;
+    } while (1);
+    if (set & ~(waiting | gone))
+        return;
+    unsigned go = set & waiting;
+    unsigned ballot = 0;
+    for (unsigned m = go; m; m &= m - 1) {
+        unsigned l = (unsigned)__builtin_ctz(m);
+        if (lanes[l].op == CML_CPU_BALLOT && lanes[l].value != 0)
+            ballot |= 1u << l;
+    }
+    for (unsigned m = go; m; m &= m - 1) {
+        fiber *f = &lanes[__builtin_ctz(m)];
+        if (f->op == CML_CPU_SHFL) {
+            /* A source lane outside the group gives the caller its own value. */
+            int s = f->src;
+            f->result = s >= 0 && s < 32 && (go >> s & 1u) ? lanes[s].value : f->value;
+        } else if (f->op == CML_CPU_BALLOT) {
+            f->result = ballot & f->mask;
+        } else {
+            f->result = 0;
+        }
+        f->state = F_READY;
+    }
+    w->warp_waiting[warp] &= ~go;
+}
+
+static void fiber_main(void *arg)
+{
+    worker *w = arg;
+    for (;;) {
+        fiber *f = current;
+        running_grid->d->body(running_grid->d->ctx);
+        f->state = F_DONE;
+        unsigned warp = f->linear / 32, lane = f->linear % 32;
+        w->warp_gone[warp] |= 1u << lane;
+        --w->alive;
+        /* Exited threads count as arrived, at barriers and warp operations. */
+        if (w->alive > 0 && w->at_barrier == w->alive)
+            release_barrier(w);
+        for (unsigned m = w->warp_waiting[warp]; m; m &= m - 1)
+            try_release_warp(w, warp, w->fibers[warp * 32 + (unsigned)__builtin_ctz(m)].mask);
+        yield_to_scheduler(f);
+    }
+}
+
+void cml_cpu_syncthreads(void)
+{
+    fiber *f = current;
+    if (f == NULL)
+        return;
+    worker *w = self;
+    f->wait_pc = __builtin_return_address(0);
+    f->state = F_BARRIER;
+    if (++w->at_barrier == w->alive)
+        release_barrier(w);
+    else
+        yield_to_scheduler(f);
+}
+
+uint64_t cml_cpu_warp_op(int op, unsigned mask, uint64_t value, int src_lane)
+{
+    fiber *f = current;
+    if (f == NULL)
+        return value;
+    worker *w = self;
+    unsigned warp = f->linear / 32, lane = f->linear % 32;
+    f->wait_pc = __builtin_return_address(0);
+    f->op = op;
+    f->mask = mask | 1u << lane; /* the caller is always part of its own operation */
+    f->value = value;
+    f->src = src_lane;
+    f->state = F_WARP;
+    w->warp_waiting[warp] |= 1u << lane;
+    try_release_warp(w, warp, f->mask);
+    if (f->state != F_READY)
+        yield_to_scheduler(f);
+    return f->result;
+}
+
+unsigned cml_cpu_active_mask(void)
+{
+    fiber *f = current;
+    if (f == NULL)
+        return 1;
+    unsigned warp = f->linear / 32;
+    return ~self->warp_gone[warp];
+}
+
+long long cml_cpu_clock64(void)
+{
+    fiber *f = current;
+    if (f == NULL)
+        return 0;
+    f->clock += 16; /* monotonic per thread; not a time */
+    return f->clock;
+}
+
+/* Deadlock: no fiber can run and some have not exited. */
+static void report_deadlock(worker *w, grid *g)
+{
+    if (!first_report(g))
+        return;
+    const cml_cpu_launch_desc *d = g->d;
+    unsigned at_bar = 0, at_warp = 0;
+    const fiber *first_bar = NULL, *first_warp = NULL;
+    for (unsigned i = 0; i < w->n_threads; ++i) {
+        const fiber *f = &w->fibers[i];
+        if (f->state == F_BARRIER && at_bar++ == 0)
+            first_bar = f;
+        if (f->state == F_WARP && at_warp++ == 0)
+            first_warp = f;
+    }
+    pthread_mutex_lock(&report_lock);
+    fprintf(stderr,
+            "cml-cpu: DEADLOCK in kernel %s (launched at %s:%d), block (%u,%u,%u): %u of %u threads have not "
+            "exited and none can go on.\n",
+            d->kernel, d->file, d->line, w->block.x, w->block.y, w->block.z, w->alive, w->n_threads);
+    char where[600], who[100];
+    if (first_bar != NULL) {
+        where_is(first_bar->wait_pc, where, sizeof where);
+        describe_thread(w, first_bar, who, sizeof who);
+        fprintf(stderr, "  %u threads wait at __syncthreads(), first %s at %s\n", at_bar, who, where);
+    }
+    if (first_warp != NULL) {
+        where_is(first_warp->wait_pc, where, sizeof where);
+        describe_thread(w, first_warp, who, sizeof who);
+        fprintf(stderr,
+                "  %u threads wait in a warp operation (__syncwarp/shuffle/vote), first %s at %s, mask 0x%08x\n",
+                at_warp, who, where, first_warp->mask);
+    }
+    fprintf(stderr,
+            "  Likely cause: a barrier inside a branch that not every thread takes, or a warp mask naming lanes "
+            "that never arrive.\n");
+    pthread_mutex_unlock(&report_lock);
+    make_sticky(cudaErrorLaunchFailure);
+}
+
+/* Runs one block on worker w to the end (or to a fault). */
+static void run_block(worker *w, grid *g, unsigned long long b)
+{
+    const cml_cpu_launch_desc *d = g->d;
+    unsigned n = d->block.x * d->block.y * d->block.z;
+    w->block.x = (unsigned)(b % d->grid.x);
+    w->block.y = (unsigned)(b / d->grid.x % d->grid.y);
+    w->block.z = (unsigned)(b / ((unsigned long long)d->grid.x * d->grid.y));
+    cml_cpu_block_idx = w->block;
+    cml_cpu_block_dim = d->block;
+    cml_cpu_grid_dim = d->grid;
+    w->n_threads = w->alive = n;
+    w->at_barrier = 0;
+    unsigned warps = (n + 31) / 32;
+    for (unsigned k = 0; k < warps; ++k) {
+        w->warp_waiting[k] = 0;
+        unsigned lanes = n - k * 32 >= 32 ? 32 : n - k * 32;
+        w->warp_gone[k] = lanes == 32 ? 0 : ~((1u << lanes) - 1u); /* missing lanes count as exited */
+    }
+    for (unsigned i = 0; i < n; ++i) {
+        fiber *f = &w->fibers[i];
+        f->state = F_READY;
+        f->linear = i;
+        f->tid.x = i % d->block.x;
+        f->tid.y = i / d->block.x % d->block.y;
+        f->tid.z = i / (d->block.x * d->block.y);
+        f->clock = 0;
+        f->mask = 0;
+        cml_cpu_ctx_init(&f->ctx, f->stack, stack_bytes, fiber_main, w);
+    }
+    w->in_block = 1;
+    if (sigsetjmp(w->escape, 1) != 0) {
+        w->in_block = 0;
+        current = NULL;
+        return; /* a fault: reported by the handler; the block is abandoned */
+    }
+    while (w->alive > 0 && !g->abort) {
+        int ran = 0;
+        for (unsigned i = 0; i < n && !g->abort; ++i) {
+            fiber *f = &w->fibers[i];
+            if (f->state != F_READY)
+                continue;
+            current = f;
+            cml_cpu_thread_idx = f->tid;
+            w->running_since_ms = now_ms();
+            ++w->switches;
+            cml_cpu_ctx_switch(&w->sched, &f->ctx);
+            ran = 1;
+        }
+        current = NULL;
+        if (!ran && w->alive > 0) {
+            report_deadlock(w, g);
+            break;
+        }
+    }
+    w->in_block = 0;
+    current = NULL;
+}
+
+/* Takes blocks from g until none is left (or the grid aborts). */
+static void work_on(worker *w, grid *g)
+{
+    self = w;
+    if (!ensure_fibers(w, g->d->block.x * g->d->block.y * g->d->block.z) ||
+        !ensure_dynamic_shared(w, g->d->dynamic_smem)) {
+        if (first_report(g))
+            fprintf(stderr, "cml-cpu: out of memory for fiber stacks or shared memory\n");
+        make_sticky(cudaErrorMemoryAllocation);
+        return;
+    }
+    for (;;) {
+        unsigned long long b = __atomic_fetch_add(&g->next, 1, __ATOMIC_SEQ_CST);
+        if (b >= g->n_blocks || g->abort)
+            break;
+        run_block(w, g, b);
+    }
+}
+
+static void *pool_main(void *arg)
+{
+    worker *w = arg;
+    install_altstack(w);
+    unsigned long seen = 0;
+    pthread_mutex_lock(&pool_lock);
+    for (;;) {
+        while (pool_generation == seen)
+            pthread_cond_wait(&pool_wake, &pool_lock);
+        seen = pool_generation;
+        grid *g = pool_job;
+        pthread_mutex_unlock(&pool_lock);
+        work_on(w, g);
+        pthread_mutex_lock(&pool_lock);
+        if (--pool_busy == 0)
+            pthread_cond_signal(&pool_done);
+    }
+    return NULL;
+}
+
+/* A fiber that runs for watchdog_s seconds without reaching a barrier is
+ * spinning (threads switch only at barriers, so a spin-wait on another
+ * thread never ends here): cut it off. */
+static void *watchdog_main(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        sleep(1);
+        for (int i = 0; i < n_workers; ++i) {
+            worker *w = &workers[i];
+            if (!w->in_block || w->thread == 0)
+                continue;
+            uint64_t before = w->switches;
+            double since = w->running_since_ms;
+            if (now_ms() - since > watchdog_s * 1e3 && before == w->switches && w->in_block)
+                pthread_kill(w->thread, SIGUSR2);
+        }
+    }
+    return NULL;
+}
+
+static const char *fault_kind(int sig, const siginfo_t *si, const worker *w, const fiber *f, char *buf, size_t len)
+{
+    const char *addr = si->si_addr;
+    if (sig == SIGUSR2) {
+        snprintf(buf, len,
+                 "WATCHDOG: a thread ran %.0f s without reaching a barrier (a spin-wait on another thread never "
+                 "ends on the CPU path, and is a race on a GPU)",
+                 watchdog_s);
+        return buf;
+    }
+    if (sig == SIGFPE) {
+        snprintf(buf, len, "%s", si->si_code == FPE_INTDIV ? "integer division by zero" : "arithmetic fault");
+        return buf;
+    }
+    if (w->dyn_map != NULL && addr >= w->dyn_map + w->dyn_cap && addr < w->dyn_map + w->dyn_cap + page) {
+        snprintf(buf, len,
+                 "out-of-bounds access to dynamic shared memory (extern __shared__, %zu bytes): byte %td past its "
+                 "end",
+                 w->dyn_bytes, addr - (w->dyn_ptr + w->dyn_bytes));
+        return buf;
+    }
+    if (f != NULL && addr >= f->stack - page && addr < f->stack) {
+        snprintf(buf, len, "stack overflow of a CUDA thread (64 KiB per thread on the CPU path)");
+        return buf;
+    }
+    const allocation *a = mapping_of(addr);
+    if (a != NULL) {
+        if (addr >= a->ptr)
+            snprintf(buf, len,
+                     "out-of-bounds global access at %p: %td bytes past the end of a %zu-byte cudaMalloc "
+                     "allocation at %p",
+                     (const void *)addr, addr - (a->ptr + a->bytes), a->bytes, (void *)a->ptr);
+        else
+            snprintf(buf, len,
+                     "out-of-bounds global access at %p: %td bytes before a %zu-byte cudaMalloc allocation at %p",
+                     (const void *)addr, a->ptr - addr, a->bytes, (void *)a->ptr);
+        return buf;
+    }
+    snprintf(buf, len,
+             "invalid address %p: outside every cudaMalloc allocation (a wild pointer, an index far out of range, "
+             "or a host pointer)",
+             (const void *)addr);
+    return buf;
+}
+
+static void fault_handler(int sig, siginfo_t *si, void *uctx)
+{
+    worker *w = self;
+    if (w == NULL || !w->in_block) {
+        if (sig == SIGUSR2)
+            return;
+        /* Not in a kernel: host code's own crash, as usual. */
+        signal(sig, SIG_DFL);
+        raise(sig);
+        return;
+    }
+    fiber *f = current;
+    void *pc = NULL;
+#if defined(__x86_64__)
+    pc = (void *)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RIP] + 1; /* where_is looks at pc - 1 */
+#else
+    (void)uctx;
+#endif
+    grid *g = running_grid;
+    if (first_report(g)) {
+        char what[400], where[600], who[100] = "no thread";
+        fault_kind(sig, si, w, f, what, sizeof what);
+        where_is(pc, where, sizeof where);
+        if (f != NULL)
+            describe_thread(w, f, who, sizeof who);
+        pthread_mutex_lock(&report_lock);
+        fprintf(stderr, "cml-cpu: %s\n  in kernel %s (launched at %s:%d), %s\n  at %s\n", what, g->d->kernel,
+                g->d->file, g->d->line, who, where);
+        pthread_mutex_unlock(&report_lock);
+    }
+    make_sticky(sig == SIGUSR2   ? cudaErrorLaunchTimeout
+                : sig == SIGFPE ? cudaErrorIllegalInstruction
+                                : cudaErrorIllegalAddress);
+    siglongjmp(w->escape, 1);
+}
+
+void cml_cpu_trap(const char *what)
+{
+    worker *w = self;
+    fiber *f = current;
+    if (w == NULL || f == NULL)
+        return;
+    grid *g = running_grid;
+    if (first_report(g)) {
+        char where[600], who[100];
+        where_is(__builtin_return_address(0), where, sizeof where);
+        describe_thread(w, f, who, sizeof who);
+        fprintf(stderr, "cml-cpu: %s\n  in kernel %s (launched at %s:%d), %s\n  at %s\n", what, g->d->kernel,
+                g->d->file, g->d->line, who, where);
+    }
+    make_sticky(cudaErrorIllegalInstruction);
+    siglongjmp(w->escape, 1);
+}
+
+cudaError_t cml_cpu_host_pointer_argument(const cml_cpu_launch_desc *d, int index, const void *p)
+{
+    fprintf(stderr,
+            "cml-cpu: HOST POINTER passed to kernel %s (launched at %s:%d): argument %d is %p, which is not "
+            "inside any cudaMalloc allocation. A GPU would fault on it; allocate with cudaMalloc and copy "
+            "with cudaMemcpy.\n",
+            d->kernel, d->file, d->line, index + 1, p);
+    make_sticky(cudaErrorIllegalAddress);
+    return sticky_error;
+}
+
+cudaError_t cml_cpu_run_grid(const cml_cpu_launch_desc *d)
+{
+    worker_count();
+    if (sticky_error != cudaSuccess)
+        return sticky_error;
+    unsigned long long threads = (unsigned long long)d->block.x * d->block.y * d->block.z;
+    if (threads == 0 || threads > 1024 || d->block.z > 64 || d->grid.x == 0 || d->grid.y == 0 ||
+        d->grid.z == 0 || d->grid.y > 65535 || d->grid.z > 65535)
+        return record(cudaErrorInvalidConfiguration);
+    if (d->dynamic_smem > 227 * 1024)
+        return record(cudaErrorInvalidValue);
+    grid g = {d, (unsigned long long)d->grid.x * d->grid.y * d->grid.z, 0, 0};
+    worker *main_worker = &workers[0];
+    if (main_worker->altstack == NULL)
+        install_altstack(main_worker);
+    main_worker->thread = pthread_self();
+    /* Nested use (a host thread other than the first) shares worker 0: the
+     * kit launches from one thread. */
+    running_grid = &g;
+    int helpers = n_workers - 1;
+    if ((unsigned long long)helpers > g.n_blocks - 1)
+        helpers = (int)(g.n_blocks - 1);
+    if (helpers > 0) {
+        pthread_mutex_lock(&pool_lock);
+        pool_job = &g;
+        pool_busy = n_workers - 1;
+        ++pool_generation;
+        pthread_cond_broadcast(&pool_wake);
+        pthread_mutex_unlock(&pool_lock);
+    }
+    work_on(main_worker, &g);
+    if (helpers > 0) {
+        pthread_mutex_lock(&pool_lock);
+        while (pool_busy > 0)
+            pthread_cond_wait(&pool_done, &pool_lock);
+        pthread_mutex_unlock(&pool_lock);
+    }
+    running_grid = NULL;
+    self = NULL;
+    cml_cpu_check_grid_end(d);
+    return sticky_error;
+}
