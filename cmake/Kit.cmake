@@ -192,6 +192,13 @@ function(kit_add_lab lab)
   add_library(${stem}_host STATIC ${host_srcs})
   target_include_directories(${stem}_host PUBLIC "${drv_dir}" "${lab_dir}" "${gen_dir}")
   target_link_libraries(${stem}_host PUBLIC cml PRIVATE kit::cuda_flags)
+  # The manifest's "cuda_libraries" (e.g. cublas for an anchor): CUDA::<name>.
+  foreach(l IN LISTS LAB_CUDA_LIBRARIES)
+    if(NOT TARGET CUDA::${l})
+      message(FATAL_ERROR "labs/${lab}/lab.json: \"cuda_libraries\" names '${l}', but the CUDA toolkit has no CUDA::${l}")
+    endif()
+    target_link_libraries(${stem}_host PUBLIC CUDA::${l})
+  endforeach()
 
   _kit_lab_variant(${lab} ${stem} student "${lab_dir}")
 

@@ -51,7 +51,7 @@ endfunction()
 
 # kit_read_manifest(<lab dir>): checks labs/<lab>/lab.json and sets, in the
 # caller's scope, LAB_JSON (the text), LAB_NAME, LAB_STEM, LAB_FILES,
-# LAB_MODEL, LAB_SANITIZE, LAB_NSTEPS and, per step k (1-based),
+# LAB_MODEL, LAB_SANITIZE, LAB_CUDA_LIBRARIES, LAB_NSTEPS and, per step k (1-based),
 # LAB_STEP_<k>_IDENT, LAB_STEP_<k>_FILE, LAB_STEP_<k>_TITLE.
 function(kit_read_manifest lab_dir)
   set(path "${lab_dir}/lab.json")
@@ -101,6 +101,15 @@ function(kit_read_manifest lab_dir)
     _kit_manifest_fail("${path}" "\"sanitize\" must give at least one set of runner arguments for compute-sanitizer")
   endif()
 
+  # CUDA libraries the lab's host code calls (e.g. "cublas" for an anchor):
+  # CUDA::<name> on the CUDA build; the CPU path's stand-in otherwise.
+  _kit_json_list(cuda_libraries "${json}" cuda_libraries "${path}")
+  foreach(l IN LISTS cuda_libraries)
+    if(NOT l MATCHES "^[a-z][a-zA-Z0-9_]*$")
+      _kit_manifest_fail("${path}" "\"cuda_libraries\" entry '${l}' must be a CUDA toolkit library name, as in CUDA::<name> (e.g. \"cublas\")")
+    endif()
+  endforeach()
+
   string(JSON nsteps ERROR_VARIABLE err LENGTH "${json}" steps)
   if(err OR nsteps EQUAL 0)
     _kit_manifest_fail("${path}" "\"steps\" must be a non-empty list")
@@ -140,6 +149,7 @@ function(kit_read_manifest lab_dir)
   set(LAB_FILES "${files}" PARENT_SCOPE)
   set(LAB_MODEL "${model}" PARENT_SCOPE)
   set(LAB_SANITIZE "${sanitize}" PARENT_SCOPE)
+  set(LAB_CUDA_LIBRARIES "${cuda_libraries}" PARENT_SCOPE)
   set(LAB_NSTEPS "${nsteps}" PARENT_SCOPE)
 endfunction()
 
