@@ -1,0 +1,227 @@
+/* Host tests of lab 02 (no GPU): the walk the kernels must follow, the CPU
+ * convolution, and the checks' diagnoses, which must name the right
+ * mistake from the shape of the wrong results. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cml/cml_rng.h>
+#include "constmem_host.h"
+
+static float table[CONSTMEM_TABLE_ENTRIES], big[CONSTMEM_BIG_ENTRIES];
+
+static void make_tables(void)
+{
+    cm_make_table(table, CONSTMEM_TABLE_ENTRIES, 7, 0);
+    cm_make_table(big, CONSTMEM_BIG_ENTRIES, 7, 1);
+}
+
+Test(walk, stays_inside_both_tables_for_every_warp_and_pass)
+{
+    int max_small = 0, max_big = 0;
+    for (int warp = 0; warp < (CONSTMEM_MAX_THREADS / 32); warp += 997)
+        for (int p = 0; p < CONSTMEM_MAX_PASSES; ++p) {
+            int s = (warp * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & CONSTMEM_SMALL_MASK;
+            int b = (warp * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & CONSTMEM_BIG_MASK;
+            if (s > max_small) max_small = s;
+            if (b > max_big) max_big = b;
+        }
+    int last_small = max_small + 31 + (CONSTMEM_PASS_READS - 1);
+    int last_big = max_big + 31 + (CONSTMEM_PASS_READS - 1) * CONSTMEM_BIG_STRIDE;
+    cr_expect(last_small < CONSTMEM_TABLE_ENTRIES, "small walk reaches entry %d of %d", last_small,
+              CONSTMEM_TABLE_ENTRIES);
+    cr_expect(last_big < CONSTMEM_BIG_ENTRIES, "big walk reaches entry %d of %d", last_big, CONSTMEM_BIG_ENTRIES);
+    cr_expect(last_big >= 8192, "the big walk must reach past 32 KB (it reaches entry %d)", last_big);
+}
+
+Test(walk, gives_each_lane_the_sum_of_its_own_d_entries)
+{
+    make_tables();
+    for (int k = 0; k < CM_NUM_D; ++k) {
+        int d = cm_d(k);
+        for (int lane = 0; lane < 32; ++lane) {
+            double got = cm_walk_sum(table, 0, d, 5 * 32 + lane, 3);
+            double want = 0.0;
+            for (int p = 0; p < 3; ++p) {
+                int base = (5 * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & CONSTMEM_SMALL_MASK;
+                for (int r = 0; r < CONSTMEM_PASS_READS; ++r)
+                    want += table[base + lane % d + r];
+            }
+            cr_expect(got == want, "d = %d, lane %d: %.0f, not %.0f", d, lane, got, want);
+            if (lane >= d)
+                cr_expect(got == cm_walk_sum(table, 0, d, 5 * 32 + lane - d, 3), "d = %d: lane %d differs from lane %d",
+                          d, lane, lane - d);
+        }
+    }
+}
+
+Test(walk, tables_have_no_zero_and_stay_exact_in_float)
+{
+    make_tables();
+    for (int i = 0; i < CONSTMEM_BIG_ENTRIES; ++i) {
+        cr_assert(big[i] != 0.0f && fabsf(big[i]) <= CM_TABLE_MAX && big[i] == floorf(big[i]),
+                  "big[%d] = %g", i, (double)big[i]);
+    }
+    cr_expect((double)CM_TABLE_MAX * CONSTMEM_PASS_READS * CONSTMEM_MAX_PASSES <= 16777216.0,
+              "the largest sum must stay exact in float");
+}
+
+/* Sums computed as if lane l read entry base + l + k (a per-thread index). */
+static void per_lane_sums(float *out, int threads, int passes)
+{
+    for (int t = 0; t < threads; ++t) {
+        int warp = t / 32, lane = t % 32;
+        double s = 0.0;
+        for (int p = 0; p < passes; ++p) {
+            int base = (warp * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & CONSTMEM_SMALL_MASK;
+            for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
+                s += table[base + lane + k];
+        }
+        out[t] = (float)s;
+    }
+}
+
+Test(lookup_check, passes_the_right_sums_and_names_per_lane_addresses)
+{
+    enum { T = 1000 };
+    static float out[T];
+    cm_lookup_check chk;
+    make_tables();
+    for (int t = 0; t < T; ++t)
+        out[t] = (float)cm_walk_sum(table, 0, 1, t, 2);
+    cr_expect(cm_lookup_compare(table, 0, 1, 2, out, T, &chk) == 0, "right sums reported wrong");
+
+    per_lane_sums(out, T, 2);
+    cr_expect(cm_lookup_compare(table, 0, 1, 2, out, T, &chk) > 0);
+    cr_expect(cm_lookup_likely_cause(&chk) == CM_LK_LANE_ADDRESSES, "per-lane reads not recognised (cause %d)",
+              (int)cm_lookup_likely_cause(&chk));
+    char msg[1600];
+    cr_expect(strstr(cm_lookup_describe(&chk, msg, sizeof msg), "per-thread") != NULL, "%s", msg);
+}
+
+Test(lookup_check, names_an_empty_table_and_unwritten_sums)
+{
+    enum { T = 77 };
+    static float out[T];
+    cm_lookup_check chk;
+    make_tables();
+    memset(out, 0, sizeof out);
+    cm_lookup_compare(table, 0, 4, 1, out, T, &chk);
+    cr_expect(cm_lookup_likely_cause(&chk) == CM_LK_EMPTY_TABLE);
+    char msg[1600];
+    cr_expect(strstr(cm_lookup_describe(&chk, msg, sizeof msg), "cudaMemcpyToSymbol") != NULL, "%s", msg);
+    for (int t = 0; t < T; ++t)
+        out[t] = cml_bits_float(CM_POISON_BITS);
+    cm_lookup_compare(table, 0, 4, 1, out, T, &chk);
+    cr_expect(chk.wrong == T && cm_lookup_likely_cause(&chk) == CM_LK_UNWRITTEN);
+}
+
+Test(conv_reference, identity_and_shifted_deltas)
+{
+    enum { W = 7, H = 5 };
+    float in[W * H], w[CONSTMEM_MAX_TAPS];
+    cml_fill_float(in, W * H, -1.0f, 1.0f, 3, 0);
+    for (int r = 1; r <= CONSTMEM_MAX_RADIUS; ++r) {
+        int taps = 2 * r + 1;
+        for (int a = 0; a < taps; ++a)
+            for (int b = 0; b < taps; ++b) {
+                memset(w, 0, sizeof w);
+                w[a * taps + b] = 1.0f;  /* out(y, x) = in(y + a - r, x + b - r), 0 outside */
+                for (int y = 0; y < H; ++y)
+                    for (int x = 0; x < W; ++x) {
+                        double mag;
+                        double got = cm_conv_pixel(in, W, H, w, r, y, x, &mag);
+                        int yy = y + a - r, xx = x + b - r;
+                        double want = yy < 0 || yy >= H || xx < 0 || xx >= W ? 0.0 : in[yy * W + xx];
+                        cr_assert(got == want, "radius %d, delta at (%d, %d), pixel (%d, %d): %g, not %g", r, a, b,
+                                  y, x, got, want);
+                    }
+            }
+    }
+}
+
+/* A float convolution as a GPU would compute it (float sums). */
+static void float_conv(const float *in, int w_, int h, const float *w, int r, float *out)
+{
+    int taps = 2 * r + 1;
+    for (int y = 0; y < h; ++y)
+        for (int x = 0; x < w_; ++x) {
+            float s = 0.0f;
+            for (int a = 0; a < taps; ++a)
+                for (int b = 0; b < taps; ++b) {
+                    int yy = y + a - r, xx = x + b - r;
+                    if (yy >= 0 && yy < h && xx >= 0 && xx < w_)
+                        s += w[a * taps + b] * in[yy * w_ + xx];
+                }
+            out[y * w_ + x] = s;
+        }
+}
+
+typedef struct conv_fixture {
+    int width, height, r;
+    float *in, *out, w[CONSTMEM_MAX_TAPS];
+} conv_fixture;
+
+static void conv_setup(conv_fixture *f, int width, int height, int r)
+{
+    f->width = width;
+    f->height = height;
+    f->r = r;
+    f->in = malloc(sizeof(float) * (size_t)width * height);
+    f->out = malloc(sizeof(float) * (size_t)width * height);
+    cr_assert(f->in && f->out);
+    cm_make_image(f->in, (size_t)width * height, 11, 0);
+    cm_make_filter(f->w, r, 11, 1);
+    float_conv(f->in, width, height, f->w, r, f->out);
+}
+
+static cm_conv_cause conv_cause(conv_fixture *f, cm_conv_check *chk)
+{
+    cm_conv_compare(f->in, f->width, f->height, f->w, f->r, f->out, chk);
+    return cm_conv_likely_cause(chk);
+}
+
+Test(conv_check, passes_float_sums_and_fails_a_dropped_tap)
+{
+    conv_fixture f;
+    cm_conv_check chk;
+    conv_setup(&f, 100, 70, 4);
+    cr_expect(cm_conv_compare(f.in, f.width, f.height, f.w, f.r, f.out, &chk) == 0,
+              "float sums of the right taps reported wrong: %zu", chk.wrong);
+    /* Drop the last column of taps (a radius off by one on one side). */
+    float w2[CONSTMEM_MAX_TAPS];
+    memcpy(w2, f.w, sizeof w2);
+    for (int a = 0; a < 9; ++a)
+        w2[a * 9 + 8] = 0.0f;
+    float_conv(f.in, f.width, f.height, w2, f.r, f.out);
+    cr_expect(conv_cause(&f, &chk) == CM_CV_SUM, "cause %d", (int)conv_cause(&f, &chk));
+    cr_expect(chk.wrong > (size_t)f.width * f.height / 2, "only %zu wrong", chk.wrong);
+    free(f.in);
+    free(f.out);
+}
+
+Test(conv_check, names_the_left_edge_the_halo_and_the_unwritten)
+{
+    conv_fixture f;
+    cm_conv_check chk;
+    char msg[1600];
+    conv_setup(&f, 100, 150, 2);
+    f.out[40 * 100 + 1] += 1.0f;  /* x = 1 < r */
+    f.out[90 * 100 + 0] -= 1.0f;
+    cr_expect(conv_cause(&f, &chk) == CM_CV_LEFT_EDGE);
+    cr_expect(strstr(cm_conv_describe(&chk, msg, sizeof msg), "x = 0") != NULL, "%s", msg);
+    float_conv(f.in, f.width, f.height, f.w, f.r, f.out);
+    f.out[10 * 100 + 31] += 1.0f;  /* the right edge of the first tile, inside the image */
+    f.out[63 * 100 + 50] += 1.0f;  /* the bottom edge of a tile */
+    cr_expect(conv_cause(&f, &chk) == CM_CV_HALO);
+    cr_expect(strstr(cm_conv_describe(&chk, msg, sizeof msg), "halo not loaded") != NULL, "%s", msg);
+    f.out[20 * 100 + 15] += 1.0f;  /* in the middle of a tile */
+    cr_expect(conv_cause(&f, &chk) == CM_CV_SUM);
+    float_conv(f.in, f.width, f.height, f.w, f.r, f.out);
+    for (int x = 0; x < 100; ++x)
+        f.out[149 * 100 + x] = cml_bits_float(CM_POISON_BITS);
+    cr_expect(conv_cause(&f, &chk) == CM_CV_UNWRITTEN && chk.wrong == 100);
+    free(f.in);
+    free(f.out);
+}
