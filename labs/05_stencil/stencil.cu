@@ -1,0 +1,327 @@
+/* Lab 05: stencils with halos. Every point of out is a weighted sum of its
+ * neighbours in in, for grids of any size; values outside the grid count as 0.
+ *
+ * Steps (the table is STENCIL_STEPS in stencil.h; `stencil_run --list`):
+ *   1 halo_1d     radius 3 in 1D: a shared tile of 2048 points plus 3 halo cells each side
+ *   2 tile_2d     3x3 in 2D: a 128x16 shared tile plus a one-cell halo ring, corners too
+ *   3 naive_3d    7 points in 3D, one thread per point, seven loads: the caches do the reuse
+ *   4 tile_3d     a 32x8x4 shared tile plus its halo: 2040 cells loaded for 1024 points
+ *   5 march_z     a 64x16 tile marches 64 planes along z: three planes in shared memory
+ *   6 register_z  the z neighbours in registers: one plane in shared, loads a plane ahead
+ *
+ * Build, test and time (see README.md in this folder):
+ *   cmake --build --preset default
+ *   ./build/stencil_run --step 6              # check and time one step
+ *   ctest --preset progress                   # which steps pass
+ *
+ * The two classic boundary bugs, both in step 1: the first tile's halo lies
+ * before the array (in[-3], in[-2], in[-1]: never read them, they are 0), and
+ * a thread that returns early (its point lies past the end) still has its
+ * share of the tile to load before the barrier.
+ */
+#include "stencil.h"
+
+#include <cml/cml_check.h>
+#include <cuda_runtime.h>
+
+enum { R = STENCIL_R };
+
+// Until your steps use them, the skeleton's kernels leave some given
+// variables unused, and nvcc would warn about each one.
+#if defined(__NVCC__)
+#pragma nv_diag_suppress set_but_not_used
+#endif
+
+// Step 1: BLOCK1 threads, PER1 points each, strided by BLOCK1 so that a
+// warp's loads and stores are 32 consecutive floats: a tile of TILE1 points.
+enum { BLOCK1 = 256, PER1 = 8, TILE1 = BLOCK1 * PER1 };
+
+// Step 2: a TX2 x TY2 tile per block of TX2 x (TY2 / ROWS2) threads; each
+// thread computes ROWS2 consecutive rows of one column. 128 columns wide: a
+// tile row is four 128-byte lines, and its two halo cells add two 32-byte
+// sectors to the sixteen (a 32-wide tile would add two to four).
+enum { TX2 = 128, TY2 = 16, ROWS2 = 4 };
+
+// Step 3: one point per thread, blocks of 32 x 8.
+enum { TX3 = 32, TY3 = 8 };
+
+// Step 4: a 32 x 8 x 4 tile, one point per thread (1024 threads).
+enum { TX4 = 32, TY4 = 8, TZ4 = 4 };
+
+// Steps 5 and 6: a TXM x TYM tile of the xy plane marches through ZM planes;
+// blocks of TXM x (TYM / ROWSM) threads, each computing ROWSM points of its
+// column x, rows y, y + TYM / ROWSM, ... (a warp keeps 32 consecutive x).
+enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
+// The halo ring of a plane tile: a row above, a row below, a column each
+// side (no corners: the 7-point stencil has no diagonal neighbours).
+enum { RING = 2 * TXM + 2 * TYM };
+
+// ------------------------------------------------------------ helpers
+
+// in(x, y, z), or 0 outside the grid: the boundary of steps 3-6.
+__device__ __forceinline__ float load_3d(const float *__restrict__ in, int x, int y, int z, int nx, int ny, int nz)
+{
+    if (x < 0 || x >= nx || y < 0 || y >= ny || z < 0 || z >= nz)
+        return 0.0f;
+    return in[((size_t)z * ny + y) * nx + x];
+}
+
+__device__ __forceinline__ size_t at_3d(int x, int y, int z, int nx, int ny)
+{
+    return ((size_t)z * ny + y) * nx + x;
+}
+
+// The 3D stencil of stencil.h from the seven values, always summed in this order.
+__device__ __forceinline__ float apply_7(const stencil_coeffs &c, float centre, float xm, float xp, float ym, float yp,
+                                         float zm, float zp)
+{
+    return c.c3[0] * centre + c.c3[1] * xm + c.c3[2] * xp + c.c3[3] * ym + c.c3[4] * yp + c.c3[5] * zm +
+           c.c3[6] * zp;
+}
+
+// Step 1's boundary: in[g] for 0 <= g < n, else 0.
+__device__ __forceinline__ float load_1d(const float *__restrict__ in, long long g, long long n)
+{
+    // TODO(step 1): return in[g] when g lies inside the array, 0 when it does
+    // not. Check both ends: the first tile's halo starts at g = -3, and
+    // in[-3] is not yours to read (memcheck and the CPU path's bounds check
+    // stop there; elsewhere it reads whatever lies before the array).
+    (void)in; (void)g; (void)n;
+    return 0.0f;
+}
+
+// ------------------------------------------------------------ kernels
+
+// Step 1: 1D stencil of radius R. The block's tile holds in[base - R] ..
+// in[base + TILE1 + R - 1] at s[0 .. TILE1 + 2R): R halo cells each side,
+// so that every point of the tile finds its 2R + 1 inputs in shared memory.
+__global__ void __launch_bounds__(BLOCK1)
+stencil_kernel1(const float *__restrict__ in, float *__restrict__ out, long long n, stencil_coeffs c)
+{
+    __shared__ float s[TILE1 + 2 * R];
+    long long base = (long long)blockIdx.x * TILE1;  // the tile's first point
+    int t = threadIdx.x;
+
+    // TODO(step 1): thread t loads the points base + t + j * BLOCK1 (j = 0 ..
+    // PER1 - 1) into s[R + t + j * BLOCK1], and threads t < R load the halo:
+    // s[t] = in[base - R + t] and s[R + TILE1 + t] = in[base + TILE1 + t].
+    // Every load through load_1d, and no thread returns before the barrier,
+    // even when its points lie past the end: the cells it loads (zeros there)
+    // are its neighbours' inputs. After __syncthreads(), thread t writes
+    // out[i] for its points i < n: the sum over k = 0 .. 2R of
+    // c.c1[k] * s[t + j * BLOCK1 + k].
+    (void)in; (void)out; (void)n; (void)c; (void)s; (void)base; (void)t;
+}
+
+// Step 2: 2D 3x3 stencil. tile[ly][lx] holds in(x0 - 1 + lx, y0 - 1 + ly):
+// the TX2 x TY2 points of the block and a ring of one cell around them,
+// corners included (the 3x3 stencil has diagonal neighbours).
+__global__ void __launch_bounds__(TX2 *(TY2 / ROWS2))
+stencil_kernel2(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, stencil_coeffs c)
+{
+    __shared__ float tile[TY2 + 2][TX2 + 2];
+    int x0 = (int)blockIdx.x * TX2, y0 = (int)blockIdx.y * TY2;
+    int tid = (int)threadIdx.y * TX2 + (int)threadIdx.x;
+
+    // TODO(step 2): all threads together load the (TY2 + 2) x (TX2 + 2)
+    // cells: cell k = tid, tid + nthreads, ... is lx = k % (TX2 + 2), ly =
+    // k / (TX2 + 2) (consecutive threads, consecutive addresses). A cell
+    // outside the grid (gx or gy below 0 or past the end) holds 0: store the
+    // 0, do not skip it. After the barrier, thread (tx, ty) computes rows
+    // ly0 = ty * ROWS2 .. ly0 + ROWS2 - 1 of its column x = x0 + tx, keeping
+    // the three tile rows it needs in registers as it moves down.
+    (void)in; (void)out; (void)nx; (void)ny; (void)c; (void)tile; (void)x0; (void)y0; (void)tid;
+}
+
+// Step 3: 3D 7-point stencil, naive: one thread per point, each neighbour
+// read from global memory. Six of the seven loads were loaded by other
+// threads too; L1 and L2 catch most of them, which is why this is not as
+// slow as seven loads per point sound.
+__global__ void __launch_bounds__(TX3 *TY3)
+stencil_kernel3(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int nz, stencil_coeffs c)
+{
+    int x = (int)(blockIdx.x * TX3 + threadIdx.x), y = (int)(blockIdx.y * TY3 + threadIdx.y), z = (int)blockIdx.z;
+
+    // TODO(step 3): for a point inside the grid, out(x, y, z) = apply_7 of
+    // the point and its six neighbours, each read with load_3d (0 outside).
+    // This kernel has no barrier, so a thread past the edge may return.
+    (void)in; (void)out; (void)nx; (void)ny; (void)nz; (void)c; (void)x; (void)y; (void)z;
+}
+
+// Step 4: a 3D shared tile. tile[lz][ly][lx] holds in(x0 - 1 + lx, y0 - 1 +
+// ly, z0 - 1 + lz): 34 x 10 x 6 = 2040 cells for 32 x 8 x 4 = 1024 points.
+// Every input is loaded once per block, but half the cells are halo, loaded
+// again by the neighbouring blocks: the small tile is the cost of 3D.
+__global__ void __launch_bounds__(TX4 *TY4 *TZ4)
+stencil_kernel4(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int nz, stencil_coeffs c)
+{
+    __shared__ float tile[TZ4 + 2][TY4 + 2][TX4 + 2];
+    int x0 = (int)blockIdx.x * TX4, y0 = (int)blockIdx.y * TY4, z0 = (int)blockIdx.z * TZ4;
+    int tid = ((int)threadIdx.z * TY4 + (int)threadIdx.y) * TX4 + (int)threadIdx.x;
+
+    // TODO(step 4): all threads load the (TZ4 + 2) x (TY4 + 2) x (TX4 + 2)
+    // cells, cell k = tid, tid + 1024, ... at lx = k % (TX4 + 2), ly = (k /
+    // (TX4 + 2)) % (TY4 + 2), lz = k / ((TX4 + 2) * (TY4 + 2)), through
+    // load_3d. Wait for the whole tile, then each thread computes its point
+    // (tile cell (tz + 1, ty + 1, tx + 1)) from the tile, if it lies inside
+    // the grid.
+    (void)in; (void)out; (void)nx; (void)ny; (void)nz; (void)c; (void)tile; (void)x0; (void)y0; (void)z0; (void)tid;
+}
+
+// One plane of the marching tile: p[ly][lx] = in(x0 - 1 + lx, y0 - 1 + ly,
+// z) (0 outside the grid), all threads of the block together.
+__device__ void load_plane(float (*p)[TXM + 2], const float *__restrict__ in, int x0, int y0, int z, int nx, int ny,
+                           int nz, int tid)
+{
+    // TODO(step 5): cells k = tid, tid + TXM * YSTEP, ... below (TYM + 2) *
+    // (TXM + 2), at lx = k % (TXM + 2), ly = k / (TXM + 2), through load_3d.
+    (void)p; (void)in; (void)x0; (void)y0; (void)z; (void)nx; (void)ny; (void)nz; (void)tid;
+}
+
+// Step 5: thread coarsening along z. The block owns a TXM x TYM column of
+// the grid from plane zbeg to zend - 1 and walks up it; plane z lives in
+// buffer z % 3, so each step loads one new plane (z + 1) into the buffer
+// of plane z - 2, which nobody needs any more. The halo costs (TYM + 2) x
+// (TXM + 2) cells per TYM x TXM points: 1.16 loads per point instead of
+// step 4's 2.
+__global__ void __launch_bounds__(TXM *YSTEP)
+stencil_kernel5(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int nz, stencil_coeffs c)
+{
+    __shared__ float planes[3][TYM + 2][TXM + 2];
+    int x0 = (int)blockIdx.x * TXM, y0 = (int)blockIdx.y * TYM, zbeg = (int)blockIdx.z * ZM;
+    int zend = min(zbeg + ZM, nz);
+    int tid = (int)threadIdx.y * TXM + (int)threadIdx.x;
+
+    // TODO(step 5): load planes zbeg - 1 and zbeg (buffers (zbeg + 2) % 3
+    // and zbeg % 3), then for each z: load plane z + 1 into buffer (z + 1) %
+    // 3, wait, compute the ROWSM points of this thread in plane z (rows y0 +
+    // ty + j * YSTEP, column x0 + tx; tile cell (ty + j * YSTEP + 1, tx + 1))
+    // from the three buffers, and wait again before the next plane: the next
+    // load overwrites the buffer other threads may still be reading.
+    (void)in; (void)out; (void)nx; (void)ny; (void)nz; (void)c; (void)planes; (void)x0; (void)y0; (void)zend; (void)tid;
+}
+
+// Step 6: register tiling. A thread needs planes z - 1 and z + 1 only at
+// its own points, so those live in registers (below[], above[]), and only
+// plane z, whose x and y neighbours other threads need, goes to shared
+// memory: TYM + 2 by TXM + 2 floats instead of three times that. The loads
+// for plane z + 2 (and the ring of plane z + 1) are issued before the
+// barrier of plane z and used an iteration later, so their latency hides
+// behind a whole plane's work.
+__global__ void __launch_bounds__(TXM *YSTEP)
+stencil_kernel6(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int nz, stencil_coeffs c)
+{
+    __shared__ float plane[TYM + 2][TXM + 2];
+    int x0 = (int)blockIdx.x * TXM, y0 = (int)blockIdx.y * TYM, zbeg = (int)blockIdx.z * ZM;
+    int zend = min(zbeg + ZM, nz);
+    int tid = (int)threadIdx.y * TXM + (int)threadIdx.x;
+    int lx = (int)threadIdx.x + 1, x = x0 + lx - 1;
+
+    // The ring cell this thread loads, if tid < RING: the row above the
+    // tile, the row below, the column left of it, the column right of it.
+    int hx = 0, hy = 0;
+    if (tid < TXM) {
+        hx = 1 + tid;
+        hy = 0;
+    } else if (tid < 2 * TXM) {
+        hx = 1 + tid - TXM;
+        hy = TYM + 1;
+    } else if (tid < 2 * TXM + TYM) {
+        hx = 0;
+        hy = 1 + tid - 2 * TXM;
+    } else {
+        hx = TXM + 1;
+        hy = 1 + tid - 2 * TXM - TYM;
+    }
+    bool ring = tid < RING;
+
+    // TODO(step 6): keep below[j], here[j], above[j] = in at (x, y_j) in
+    // planes z - 1, z, z + 1, y_j = y0 + ty + j * YSTEP. For each z: store
+    // here[j] and (ring threads) the ring cell of plane z into the tile;
+    // issue the loads of plane z + 2 (into ahead[j]) and of the ring of
+    // plane z + 1; wait; compute the points from the registers and the
+    // tile's x and y neighbours; wait again; then rotate: below takes here,
+    // here takes above, above takes ahead, in that order.
+    (void)in; (void)out; (void)nx; (void)ny; (void)nz; (void)c; (void)plane; (void)y0; (void)zend; (void)x;
+    (void)hx; (void)hy; (void)ring;
+}
+
+// ------------------------------------------------------------ launchers
+
+static unsigned blocks_for(long long n, int per_block)
+{
+    return (unsigned)((n + per_block - 1) / per_block);
+}
+
+static cudaError_t stencil_step1(const float *in, float *out, int n, const stencil_coeffs *c)
+{
+    stencil_kernel1<<<blocks_for(n, TILE1), BLOCK1>>>(in, out, n, *c);
+    CML_TRY_LAUNCH();
+    return cudaSuccess;
+}
+
+static cudaError_t stencil_step2(const float *in, float *out, int nx, int ny, const stencil_coeffs *c)
+{
+    dim3 grid(blocks_for(nx, TX2), blocks_for(ny, TY2));
+    stencil_kernel2<<<grid, dim3(TX2, TY2 / ROWS2)>>>(in, out, nx, ny, *c);
+    CML_TRY_LAUNCH();
+    return cudaSuccess;
+}
+
+static cudaError_t stencil_step3(const float *in, float *out, int nx, int ny, int nz, const stencil_coeffs *c)
+{
+    dim3 grid(blocks_for(nx, TX3), blocks_for(ny, TY3), (unsigned)nz);
+    stencil_kernel3<<<grid, dim3(TX3, TY3)>>>(in, out, nx, ny, nz, *c);
+    CML_TRY_LAUNCH();
+    return cudaSuccess;
+}
+
+static cudaError_t stencil_step4(const float *in, float *out, int nx, int ny, int nz, const stencil_coeffs *c)
+{
+    dim3 grid(blocks_for(nx, TX4), blocks_for(ny, TY4), blocks_for(nz, TZ4));
+    stencil_kernel4<<<grid, dim3(TX4, TY4, TZ4)>>>(in, out, nx, ny, nz, *c);
+    CML_TRY_LAUNCH();
+    return cudaSuccess;
+}
+
+static cudaError_t stencil_step5(const float *in, float *out, int nx, int ny, int nz, const stencil_coeffs *c)
+{
+    dim3 grid(blocks_for(nx, TXM), blocks_for(ny, TYM), blocks_for(nz, ZM));
+    stencil_kernel5<<<grid, dim3(TXM, YSTEP)>>>(in, out, nx, ny, nz, *c);
+    CML_TRY_LAUNCH();
+    return cudaSuccess;
+}
+
+static cudaError_t stencil_step6(const float *in, float *out, int nx, int ny, int nz, const stencil_coeffs *c)
+{
+    dim3 grid(blocks_for(nx, TXM), blocks_for(ny, TYM), blocks_for(nz, ZM));
+    stencil_kernel6<<<grid, dim3(TXM, YSTEP)>>>(in, out, nx, ny, nz, *c);
+    CML_TRY_LAUNCH();
+    return cudaSuccess;
+}
+
+// ------------------------------------------------------------ dispatcher
+
+extern "C" cudaError_t stencil_step(int step, const float *in, float *out, int nx, int ny, int nz,
+                                    const stencil_coeffs *c)
+{
+    if (nx < 1 || ny < 1 || nz < 1 || c == NULL || (long long)nx * ny * nz >= (1LL << 31))
+        return cudaErrorInvalidValue;
+    switch (step) {
+    case 1: return ny == 1 && nz == 1 ? stencil_step1(in, out, nx, c) : cudaErrorInvalidValue;
+    case 2: return nz == 1 && ny <= 1000000 ? stencil_step2(in, out, nx, ny, c) : cudaErrorInvalidValue;
+    case 3:
+    case 4:
+    case 5:
+    case 6:
+        if (ny > 65535 || nz > 65535)
+            return cudaErrorInvalidValue;
+        switch (step) {
+        case 3: return stencil_step3(in, out, nx, ny, nz, c);
+        case 4: return stencil_step4(in, out, nx, ny, nz, c);
+        case 5: return stencil_step5(in, out, nx, ny, nz, c);
+        default: return stencil_step6(in, out, nx, ny, nz, c);
+        }
+    default: return cudaErrorInvalidValue;
+    }
+}
