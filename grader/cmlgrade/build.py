@@ -5,12 +5,25 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .sandbox import Executor
 
 MAX_MESSAGE_LINES = 40
+_CLOCK = [time.monotonic]
+
+
+def clock() -> float:
+    """What the grader's stage seconds are measured with: wall time, or for
+    the benchmark on a shared machine the CPU seconds of this thread's
+    child processes (bench.py sets it)."""
+    return _CLOCK[0]()
+
+
+def set_clock(fn) -> None:
+    _CLOCK[0] = fn
 
 
 @dataclass

@@ -1,0 +1,192 @@
+"""The pristine kit built once per batch, reused by every submission.
+
+Today's per-submission tree (buildtree.make_student_tree, then configure and
+build) spends most of its time on what never changes: the CMake configure
+and the kit's own objects (common/, each lab's host library, CUB's anchor,
+Criterion's main). A slot is one such tree, configured and built once with
+the pristine skeletons in labs/; a submission's lab is then built in a slot
+by writing the student's files into labs/<lab>/ and building the same
+targets with the same CMake: only the student's files are compiled and the
+test binaries and runner linked against the prebuilt kit objects. The built
+binaries are copied into the submission's own folder (the folder a fresh
+tree would have built them in), where the run stage finds them.
+
+After each lab the slot is put back: the student's files are replaced by the
+skeletons and every object, translated source and binary the build wrote
+(what it rewrote depends on the student's files) is deleted, so the next student's build sees no trace of this one (nothing of
+theirs to include, nothing stale to link) and always compiles its own files.
+Compiler messages are shown with the paths a fresh tree would have had, so
+the feedback is the same byte for byte.
+
+There is one slot per build worker (they build in parallel); each is
+configured and built the first time a worker needs it."""
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from .build import TreeBuild, build_target, clock, compiler_errors, configure
+from .buildtree import make_student_tree
+from .sandbox import Executor
+
+# What a lab build writes that carries the student's code: removed after each lab.
+_BUILT_SUFFIXES = (".o", ".obj", ".d", ".cpp", ".ptx", ".cubin", ".fatbin")
+# Of those, what the object checks (trust.py) read from the submission's build
+# folder, copied there at the same relative path; text ones with the paths
+# a fresh tree would have had.
+_KEPT_SUFFIXES = (".o", ".obj", ".d", ".cpp")
+_TEXT_SUFFIXES = (".d", ".cpp")
+
+
+@dataclass
+class Slot:
+    index: int
+    root: Path
+    ready: bool = False
+    setup_seconds: float = 0.0
+    problem: str = ""
+
+    @property
+    def src(self) -> Path:
+        return self.root / "src"
+
+    @property
+    def build(self) -> Path:
+        return self.root / "build"
+
+
+class SlotPool:
+    """`count` slots under `work`/slots; `acquire()` hands one to a build
+    worker for a whole submission."""
+
+    def __init__(self, count: int, work: Path, kit: Path, skeletons: dict[str, dict[str, bytes]],
+                 targets: list[str], arch: str, jobs: int, timeout: float, say=None):
+        self.kit, self.skeletons, self.targets = kit, skeletons, targets
+        self.arch, self.jobs, self.timeout = arch, max(1, jobs), timeout
+        self.say = say or (lambda _m: None)
+        self.slots = [Slot(i, work / "slots" / str(i)) for i in range(max(1, count))]
+        self.free: queue.Queue = queue.Queue()
+        for s in self.slots:
+            self.free.put(s)
+
+    @property
+    def setup_seconds(self) -> float:
+        """CPU seconds spent making the slots (once per batch, not per submission)."""
+        return sum(s.setup_seconds for s in self.slots)
+
+    def acquire(self) -> Slot:
+        return self.free.get()
+
+    def release(self, slot: Slot) -> None:
+        self.free.put(slot)
+
+    def prepare(self, exe: Executor, slot: Slot) -> bool:
+        """Configures the slot and builds every student target once (the
+        pristine kit's objects). False (with slot.problem) if it fails."""
+        if slot.ready or slot.problem:
+            return slot.ready
+        t0 = clock()
+        self.say(f"building the pristine kit in slot {slot.index} (once per batch)")
+        if slot.root.exists():
+            shutil.rmtree(slot.root, ignore_errors=True)
+        slot.root.mkdir(parents=True)
+        make_student_tree(self.kit, slot.root, self.skeletons)
+        ok, log = configure(exe, slot.src, slot.build, self.arch, self.timeout, [slot.root])
+        if not ok:
+            slot.problem = "the pristine kit does not configure: " + log[-500:]
+        else:
+            r = exe.run(["cmake", "--build", str(slot.build), "-j", str(self.jobs), "--target", *self.targets],
+                        cwd=slot.src, timeout=self.timeout * 2, writable=[slot.root])
+            # A skeleton may not link (a step missing): its own objects are
+            # rebuilt per student anyway; what matters is the kit's objects.
+            if r.timed_out:
+                slot.problem = "the pristine kit's build timed out"
+        slot.setup_seconds = clock() - t0
+        slot.ready = not slot.problem
+        return slot.ready
+
+    def build_lab(self, exe: Executor, slot: Slot, lab_name: str, files: dict[str, bytes], targets: list[str],
+                  tree: Path, timeout: float) -> TreeBuild:
+        """Builds `targets` with the student's `files` in the slot and copies
+        the binaries that built into tree/build. Messages read as if built
+        in tree/src and tree/build."""
+        tb = TreeBuild(configured=slot.ready, configure_log=slot.problem)
+        if not slot.ready:
+            return tb
+        lab_dir = slot.src / "labs" / lab_name
+        out = tree / "build"
+        out.mkdir(parents=True, exist_ok=True)
+        since = time.time() - 1.0   # file systems with coarse times: a kit object rebuilt costs only time
+        for name, data in files.items():
+            (lab_dir / name).write_bytes(data)
+        try:
+            for t in targets:
+                b = build_target(exe, slot.src, slot.build, t, 1, timeout, [slot.root])
+                if not b.ok and b.log_tail:
+                    log = _as_in_tree(b.log_tail, slot, tree)
+                    b.errors, b.log_tail = compiler_errors(log, tree / "src"), log
+                elif not b.ok:
+                    b.errors = [_as_in_tree(e, slot, tree) for e in b.errors]
+                tb.targets[t] = b
+                tb.seconds += b.seconds
+                if b.ok:
+                    built = slot.build / t
+                    if built.is_file():
+                        shutil.copy2(built, out / t)
+                    else:
+                        b.ok, b.errors = False, [f"grader error: the build made no {t}"]
+            _harvest(slot, tree, since)
+        finally:
+            for name in files:
+                sk = self.skeletons.get(lab_name, {}).get(name)
+                p = lab_dir / name
+                if sk is not None:
+                    p.write_bytes(sk)
+                elif p.exists():
+                    p.unlink()
+            _scrub(slot, targets, since)
+        return tb
+
+
+def _as_in_tree(text: str, slot: Slot, tree: Path) -> str:
+    return text.replace(str(slot.build), str(tree / "build")).replace(str(slot.src), str(tree / "src"))
+
+
+def _written_since(build: Path, since: float, suffixes: tuple[str, ...]):
+    for dirpath, _dirs, names in os.walk(build):
+        for n in names:
+            if n.endswith(suffixes):
+                p = Path(dirpath) / n
+                try:
+                    if p.stat().st_mtime >= since:
+                        yield p
+                except FileNotFoundError:
+                    pass
+
+
+def _harvest(slot: Slot, tree: Path, since: float) -> None:
+    """The student's objects, depfiles and translated sources, into
+    tree/build where a fresh tree's build would have left them."""
+    for p in list(_written_since(slot.build, since, _KEPT_SUFFIXES)):
+        dest = tree / "build" / p.relative_to(slot.build)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        if p.name.endswith(_TEXT_SUFFIXES):
+            text = p.read_text(encoding="utf-8", errors="surrogateescape")
+            dest.write_text(_as_in_tree(text, slot, tree), encoding="utf-8", errors="surrogateescape")
+        else:
+            shutil.copy2(p, dest)
+
+
+def _scrub(slot: Slot, targets: list[str], since: float) -> None:
+    """Deletes the binaries and every object or translated source the build
+    wrote since `since` (what a build rewrites depends on the student's
+    files; the kit's objects were built before): the next build recompiles
+    its own files and relinks, and nothing of this student's code stays."""
+    for t in targets:
+        (slot.build / t).unlink(missing_ok=True)
+    for p in list(_written_since(slot.build, since, _BUILT_SUFFIXES)):
+        p.unlink(missing_ok=True)
