@@ -17,6 +17,7 @@ from .pipeline import GraderError, Options, Pipeline, parse_seed
 from .report import fmt, gradescope_json, write_all
 from .rubric import RubricError, load_override
 from .buildtree import check_kit
+from .slurm import ShardError, parse_shard, shard_of, write_shard
 
 EXIT_OK, EXIT_USAGE, EXIT_GRADER = 0, 2, 3
 SECRET_ENV = "CML_GRADER_SECRET_SEED"
@@ -55,6 +56,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--timestamp", default="", help="write this timestamp into result.json (default: none, "
                    "so the same inputs give the same files)")
     p.add_argument("--timings", type=Path, metavar="FILE", help="write build and run seconds per student and lab (JSON)")
+    p.add_argument("--cache", type=Path, metavar="DIR", help="where graded labs are kept so that a rerun skips a "
+                   "submission-lab graded from the same bytes, kit, rubric and seed (default OUT/.cache)")
+    p.add_argument("--no-cache", action="store_true", help="grade everything again and keep nothing")
+    p.add_argument("--fresh-trees", action="store_true", help="configure and build the whole kit for every "
+                   "submission (slower; the default builds the pristine kit once and only the student's files after)")
+    p.add_argument("--shard", metavar="I/S", help="grade only shard I of S (0-based; submissions sorted by id, "
+                   "every S-th) and also write OUT/shard.json for grader/tools/slurm merge")
     p.add_argument("--gradescope-results", type=Path, metavar="FILE",
                    help="single submission: also write Gradescope's results.json here "
                         "(/autograder/results/results.json)")
@@ -142,14 +150,26 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
     for p in batch_problems:
         _say(args.quiet, f"note: {p}")
+    shard = None
+    if args.shard:
+        try:
+            shard = parse_shard(args.shard)
+        except ShardError as e:
+            print(f"grade.py: {e}", file=sys.stderr)
+            return EXIT_USAGE
+        subs = shard_of(subs, *shard)
 
     hide = [Path(args.input).resolve()] if args.input else []
     hide += [args.out.resolve()] + ([args.rubric_override.resolve()] if args.rubric_override else [])
+    cache = None if args.no_cache else (args.cache or args.out / ".cache").resolve()
+    if cache is not None:
+        hide.append(cache)
     if args.roster:
         hide.append(args.roster.resolve())
     opts = Options(kit=kit, work=args.work, keep_work=args.keep_work, secret_seed=secret, jobs=args.jobs,
                    sandbox=not args.no_sandbox, arch=args.cuda_arch, hide=hide,
-                   progress=(args.progress or sys.stderr.isatty()) and not args.quiet)
+                   progress=(args.progress or sys.stderr.isatty()) and not args.quiet, fresh_trees=args.fresh_trees,
+                   cache=cache)
     pipe = Pipeline(opts, labs)
     t0 = time.monotonic()
     if not opts.progress:
@@ -168,6 +188,11 @@ def main(argv: list[str] | None = None) -> int:
         pass
     note = "; ".join(pipe.notes)
     write_all(args.out, results, [l.name for l in labs], args.timestamp, note)
+    if pipe.cache is not None and pipe.cache.hits:
+        _say(args.quiet, f"{pipe.cache.hits} submission-lab(s) already graded from the same files, kit, rubric and "
+                         f"seed: their results were reused from {pipe.cache.folder} (--no-cache grades them again)")
+    if shard is not None:
+        write_shard(args.out, shard, results, [l.name for l in labs], args.timestamp, note, errors)
     if args.gradescope_results and len(results) == 1:
         args.gradescope_results.parent.mkdir(parents=True, exist_ok=True)
         args.gradescope_results.write_text(gradescope_json(results[0]), encoding="utf-8")
