@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .objcheck import ObjectReport
 from .parsers import CounterReport, SanitizerReport, TestOutcome
 
 
@@ -34,6 +35,7 @@ class StaticResult:
     name: str
     ok: bool
     detail: str = ""
+    measured: bool = True    # False: could not be checked here (no CUDA build, no cuobjdump)
 
 
 @dataclass
@@ -60,6 +62,8 @@ class LabRun:
     untouched: list[str] = field(default_factory=list)           # files identical to the kit's skeleton
     not_started: list[int] = field(default_factory=list)         # steps whose TODO blocks are unchanged
     machine_note: str = ""           # no GPU on this machine: GPU checks are not measured for anyone
+    objects: ObjectReport | None = None   # the checks on the compiled objects (objcheck.py)
+    refused: list[str] = field(default_factory=list)   # why none of the student's code was run
 
     def outcomes(self, seed: str) -> dict[str, TestOutcome]:
         merged: dict[str, TestOutcome] = {}

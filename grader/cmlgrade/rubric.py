@@ -29,21 +29,13 @@ MOVED = {"lab.name": "the manifest's \"name\" (labs/<lab>/lab.json)",
          "sanitizers.runner_args": "the manifest's \"sanitize\"",
          "counters.check": "the manifest's \"counters\" (expectations) and [counters.points]/[counters.feedback]"}
 
-STAYS_IN_THE_LAB = {
-    "name": "stays_in_the_lab", "file": "*",
-    "forbid": r'#\s*include\s*[<"](/|[^>"]*\.\./)|\bsolutions\b|/dev/|\bsystem\s*\(|\bpopen\s*\(',
-    "points": 0, "zero_lab": True,
-    "feedback": "the submission reaches outside its lab (absolute or ../ includes, solutions/, devices or shell "
-                "calls): the lab is scored 0 and flagged for the instructor"}
-
-
 def default_rubric_data() -> dict:
     """The policy of a lab that has a manifest but no rubric file: 10 points a
-    step, the four sanitizers, the counters' checks at 1 point, the rule that
-    code stays in its lab, no performance points."""
+    step, the four sanitizers, the counters' checks at 1 point, no
+    performance points. (Code that reaches outside its lab is refused by the
+    object checks, for every lab: docs/grading.md §8.)"""
     return {"tests": {"default_points": 10, "hidden_share": 0.3},
-            "sanitizers": {"points": {"memcheck": 3, "racecheck": 3, "synccheck": 2, "initcheck": 1}},
-            "static": [dict(STAYS_IN_THE_LAB)]}
+            "sanitizers": {"points": {"memcheck": 3, "racecheck": 3, "synccheck": 2, "initcheck": 1}}}
 
 
 @dataclass
@@ -99,6 +91,12 @@ class CountersRubric:
 
 @dataclass
 class StaticCheck:
+    """A check of the student's code. With `sass_kernel` (the kit's kind) it
+    reads what was compiled: every device function whose demangled name
+    matches sass_kernel must hold (require) or must not hold (forbid) an
+    instruction matching each of `patterns` in its SASS. Without it, a regex
+    over the source text after comments are removed (an instructor's own
+    check; the kit's rubrics use none)."""
     name: str
     file: str  # a student file, or "*" for all of them
     pattern: str
@@ -108,6 +106,9 @@ class StaticCheck:
     zero_lab: bool
     strings: str  # "strip" | "keep": string literals removed before matching
     visibility: str
+    sass_kernel: str = ""                                  # regex over demangled device function names
+    patterns: list[str] = field(default_factory=list)     # instruction regexes (SASS checks)
+    step: int | None = None                                # credit needs this step's tests to pass
 
 
 @dataclass
@@ -286,6 +287,13 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
         if ("require" in st) == ("forbid" in st):
             raise r.err(where, "give exactly one of require = '<regex>' or forbid = '<regex>'")
         mode = "require" if "require" in st else "forbid"
+        sass = r.get(st, "sass_kernel", str, where, "")
+        pats = st.get(mode)
+        pats = [pats] if isinstance(pats, str) else pats
+        if not isinstance(pats, list) or not pats or not all(isinstance(x, str) for x in pats):
+            raise r.err(f"{where}.{mode}", "a regex, or (with sass_kernel) a list of regexes")
+        if not sass and len(pats) != 1:
+            raise r.err(f"{where}.{mode}", "a list of regexes needs sass_kernel")
         name = r.get(st, "name", str, where)
         if name in names:
             raise r.err(where, f"duplicate static check name '{name}'")
@@ -293,8 +301,11 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
         f = r.get(st, "file", str, where, files[0])
         if f != "*" and f not in files:
             raise r.err(f"{where}.file", f"'{f}' is not one of the lab's files ({', '.join(files)}) or '*'")
+        step = r.get(st, "step", int, where, 0, _nonneg) or None
         statics.append(StaticCheck(
-            name=name, file=f, pattern=_regex(r, r.get(st, mode, str, where), f"{where}.{mode}"), mode=mode,
+            name=name, file=f, pattern=_regex(r, pats[0], f"{where}.{mode}"), mode=mode,
+            sass_kernel=_regex(r, sass, f"{where}.sass_kernel"), step=step,
+            patterns=[_regex(r, x, f"{where}.{mode}") for x in pats],
             points=r.get(st, "points", float, where, 1.0, _nonneg), feedback=r.get(st, "feedback", str, where, ""),
             zero_lab=r.get(st, "zero_lab", bool, where, False),
             strings=r.get(st, "strings", str, where, "strip" if mode == "require" else "keep",

@@ -275,14 +275,23 @@ def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -
     return items
 
 
-def _static_items(lab: Lab, run: LabRun) -> list[Item]:
+def _static_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
     items = []
     by_name = {s.name: s for s in run.static}
     for chk in lab.rubric.static:
         res = by_name.get(chk.name)
-        if res is None:
+        if res is None and chk.sass_kernel and run.submitted and not run.build_errors:
+            items.append(Item(f"static {chk.name}", "static", chk.points, 0.0, "not_measured", chk.visibility,
+                              ["not checked: no compiled code was read"]))
+        elif res is None:
+            why = "not checked: the code did not build" if run.submitted else "not checked: nothing submitted"
+            items.append(Item(f"static {chk.name}", "static", chk.points, 0.0, "failed", chk.visibility, [why]))
+        elif not res.measured:
+            items.append(Item(f"static {chk.name}", "static", chk.points, 0.0, "not_measured", chk.visibility,
+                              [res.detail]))
+        elif chk.step is not None and _step_tests_pass(test_items, chk.step) is False:
             items.append(Item(f"static {chk.name}", "static", chk.points, 0.0, "failed", chk.visibility,
-                              ["not checked: nothing submitted"]))
+                              [f"step {chk.step} fails its tests: no credit for how its code is compiled"]))
         elif res.ok:
             items.append(Item(f"static {chk.name}", "static", chk.points, chk.points, "passed", chk.visibility))
         else:
@@ -356,7 +365,10 @@ def _beyond_the_tests(items: list[Item], run: LabRun) -> None:
     code works or not."""
     tests = [i for i in items if i.category in ("tests", "hidden")]
     earned = any(i.points > 0 for i in tests)
-    if not run.submitted or (earned and not run.build_errors):
+    if not run.submitted:
+        return
+    if earned and not run.build_errors:
+        _scale_by_steps(items)
         return
     untestable = not run.build_errors and tests and all(not i.counted for i in tests)
     for it in items:
@@ -372,6 +384,34 @@ def _beyond_the_tests(items: list[Item], run: LabRun) -> None:
                                f"working code only"]
 
 
+def _scale_by_steps(items: list[Item]) -> None:
+    """Sanitizer and static credit scale with the steps that pass (public
+    data): a lab with one step of eight done earns an eighth of them (a
+    skeleton's untouched steps have no races and call no library)."""
+    steps = [i for i in items if i.category == "tests" and i.counted]
+    if not steps:
+        return
+    done = sum(1 for i in steps if i.status == "passed")
+    if done == len(steps):
+        return
+    share = done / len(steps)
+    for it in items:
+        if it.category in ("sanitizer", "static") and it.counted and it.points > 0:
+            it.points = r2(it.points * share)
+            it.status = "partial"
+            it.feedback = it.feedback + [f"scaled to the steps that pass their tests ({done} of {len(steps)})"]
+
+
+def _refuse(items: list[Item], run: LabRun) -> None:
+    """The object checks refused the code: nothing of it ran; every item
+    scores 0 and says why."""
+    for it in items:
+        if it.status != "excluded":
+            it.points, it.status = 0.0, "failed"
+            it.feedback = ["refused: " + "; ".join(run.refused[:3])]
+            it.details = []
+
+
 def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
     not_counted: list[tuple[str, str]] = []
     test_items = _test_items(lab, run, ref, "public", not_counted)
@@ -380,10 +420,15 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
         items += _test_items(lab, run, ref, "hidden", not_counted)
     items += _sanitizer_items(lab, run, ref)
     items += _counter_items(lab, run, ref, test_items)
-    items += _static_items(lab, run)
+    items += _static_items(lab, run, test_items)
     items += _perf_items(lab, run, test_items)
     _beyond_the_tests(items, run)
     notes = []
+    if run.submitted and run.refused:
+        _refuse(items, run)
+        notes.append("refused by the object checks, nothing of it was run (scored 0, flagged for the instructor): "
+                     + "; ".join(run.refused[:4]) + (f" (and {len(run.refused) - 4} more)" if len(run.refused) > 4
+                                                     else ""))
     if not run.submitted:
         notes.append("not submitted")
         for it in items:

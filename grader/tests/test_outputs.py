@@ -110,7 +110,7 @@ class NewUserTests(unittest.TestCase):
     def test_self_check_without_a_gpu_is_not_measured_not_failed(self):
         res = no_gpu_result()
         statuses = {it.name: it.status for it in res.labs[0].items}
-        self.assertEqual(statuses["static uses_shared_memory"], "not_measured")
+        self.assertEqual(statuses["static tree_steps_reduce_in_shared_memory"], "not_measured")
         self.assertFalse([n for n, st in statuses.items() if st == "failed"])
         with mock.patch("sys.stderr", new=io.StringIO()) as err:
             self.assertEqual(cli.self_check_verdict(res, False), cli.EXIT_OK)

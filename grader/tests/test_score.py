@@ -61,7 +61,12 @@ class ScoreTests(unittest.TestCase):
         self.assertIn("passes no step's tests yet", san.feedback[0])
         one = dict(all_tests(self.lab, "FAILED"), **{"step1::t0": "PASSED", "step1::t1": "PASSED"})
         ls = score_lab(self.lab, self.clean(lab_run(self.lab, one)), ref)
-        self.assertEqual(item(ls, "compute-sanitizer memcheck").status, "passed")
+        san = item(ls, "compute-sanitizer memcheck")
+        self.assertEqual((san.status, san.points), ("partial", round(self.lab.rubric.sanitizers.points["memcheck"] / 8, 2)),
+                         "one step of eight earns an eighth of the sanitizer credit")
+        self.assertIn("1 of 8", san.feedback[-1])
+        static = [i for i in ls.items if i.category == "static"]
+        self.assertTrue(static and all(i.points < i.max_points for i in static), "static credit scales too")
 
     def test_a_test_the_reference_fails_is_not_counted(self):
         spec = all_tests(self.lab)
@@ -145,8 +150,9 @@ class ScoreTests(unittest.TestCase):
         self.assertEqual((san.status, san.points), ("failed", 0.0), "a race the tool found is not clean")
         self.assertTrue(any("steps that fail their tests" in d for d in san.details), san.details)
         clean = self.clean_06(lab_run(lab, spec))
-        self.assertEqual(score_lab(lab, clean, lab_run(lab, all_tests(lab))).points - ls.points,
-                         lab.rubric.sanitizers.points["racecheck"], "the race costs the racecheck points only")
+        self.assertAlmostEqual(score_lab(lab, clean, lab_run(lab, all_tests(lab))).points - ls.points,
+                               lab.rubric.sanitizers.points["racecheck"] * 5 / 6, places=1,
+                               msg="the race costs the racecheck points only (scaled to 5 of 6 steps passing)")
         run.diagnoses["racecheck"] = ([3], SanitizerReport("clean", "RACECHECK SUMMARY: 0 hazards", 0, None))
         it = item(score_lab(lab, run, lab_run(lab, all_tests(lab))), "step 3 " + lab.step(3).ident)
         self.assertFalse(any("Likely mistake" in f for f in it.feedback), "a clean diagnosis names no mistake")
@@ -212,13 +218,14 @@ class ScoreTests(unittest.TestCase):
         self.assertEqual(ls.points, sum(i.points for i in ls.items if i.category == "static"))
         self.assertTrue(any("does not compile" in n for n in ls.notes))
 
-    def test_zero_lab_static_check(self):
+    def test_refused_object_scores_zero_and_says_why(self):
         run = self.clean(lab_run(self.lab, all_tests(self.lab)))
-        run.static = run_static(self.lab.rubric.static,
-                                {"reduction.cu": '#include "../../solutions/04_reduction/reduction.cu"\n__shared__ int x;'})
+        run.refused = ["reduction.cu.o: defines main", "reduction.cu.o: calls dlopen (loads other code)"]
         ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
         self.assertEqual(ls.points, 0)
-        self.assertIn("reaches outside its lab", ls.notes[0])
+        self.assertIn("refused by the object checks", ls.notes[0])
+        self.assertIn("defines main", ls.notes[0])
+        self.assertTrue(all(i.feedback and "refused" in i.feedback[0] for i in ls.items if i.counted))
 
 
 class CounterScoreTests(unittest.TestCase):
@@ -256,14 +263,29 @@ class StaticTests(unittest.TestCase):
         self.assertEqual(strip_source(src).count("\n"), src.count("\n"))
         self.assertIn("__shared__", strip_source(src, strip_strings=False))
 
-    def test_forbidden_library_calls(self):
+    def test_sass_checks_read_the_compiled_instructions(self):
+        from cmlgrade.static import run_sass_checks
         lab = LABS["04_reduction"]
-        r = {x.name: x for x in run_static(lab.rubric.static, {"reduction.cu": "// cub::DeviceReduce\n__shared__ int s;"})}
-        self.assertTrue(r["no_library_reduction"].ok)
-        r = {x.name: x for x in run_static(lab.rubric.static, {"reduction.cu": "#include <cub/cub.cuh>\ncub::DeviceReduce::Sum();"})}
-        self.assertFalse(r["no_library_reduction"].ok)
-        self.assertFalse(r["uses_shared_memory"].ok)
-        self.assertIn("reduction.cu:1", r["no_library_reduction"].detail)
+        line = "        /*{:04x}*/                   {} ;   /* 0x0000000404047981 */"
+        def fn(*ins):
+            return "\n".join(line.format(16 * i, x) for i, x in enumerate(ins))
+        tree = fn("LDG.E R2, desc[UR4][R2.64]", "STS [R5], R2", "BAR.SYNC.DEFER_BLOCKING 0x0", "LDS R3, [R5+0x4]")
+        sass = {f"_Z14reduce_kernel{k}IiEvPKT_PS0_m": tree for k in range(1, 8)}
+        sass["_Z14reduce_kernel8ILj512EiEvPKT0_PS0_m"] = fn("LDG.E.128.CONSTANT R4, desc[UR4][R4.64]",
+                                                          "SHFL.DOWN PT, R3, R2, 0x10, 0x1f")
+        r = {x.name: x for x in run_sass_checks(lab.rubric.static, sass, "")}
+        self.assertTrue(all(x.ok and x.measured for x in r.values()), r)
+        # an unused __shared__ declaration compiles to no shared load: the check fails
+        sass["_Z14reduce_kernel3IiEvPKT_PS0_m"] = fn("LDG.E R2, desc[UR4][R2.64]", "REDG.E.ADD.STRONG.GPU [R4], R2")
+        r = {x.name: x for x in run_sass_checks(lab.rubric.static, sass, "")}
+        self.assertFalse(r["tree_steps_reduce_in_shared_memory"].ok)
+        self.assertIn("reduce_kernel3", r["tree_steps_reduce_in_shared_memory"].detail)
+        # a comment never counts: only instructions are read
+        sass["_Z14reduce_kernel3IiEvPKT_PS0_m"] = "// LDS STS\n" + fn("LDG.E R2, desc[UR4][R2.64]")
+        self.assertFalse(run_sass_checks(lab.rubric.static, sass, "")[0].ok)
+        # without SASS (the CPU path): not checked, never passed
+        r = run_sass_checks(lab.rubric.static, {}, "not checked (no CUDA build)")
+        self.assertTrue(all(not x.measured and not x.ok and "no CUDA build" in x.detail for x in r))
 
 
 if __name__ == "__main__":
