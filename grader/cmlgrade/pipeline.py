@@ -18,7 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import run as R
-from .build import build_tree
+from .build import build_tree, clock
+from .cache import ResultCache, gpu_names
+from .kitslots import SlotPool
 from .buildtree import TreeError, make_student_tree
 from .intake import Submission
 from .labs import Lab, LabError, kit_description, manifests
@@ -47,6 +49,8 @@ class Options:
     arch: str = ""
     hide: list[Path] = field(default_factory=list)   # also hidden from student code (inputs, override, outputs)
     progress: bool = False
+    fresh_trees: bool = False   # each submission in its own configured tree (the old way) instead of the prebuilt kit
+    cache: Path | None = None   # the content-hash cache of graded labs (cache.py); None: none
 
 
 def parse_seed(text: str) -> int:
@@ -80,6 +84,28 @@ class Progress:
                 self.done += 1
             if self.enabled:
                 print(f"[{self.done}/{self.total}] {student} {lab}: {what}", file=sys.stderr, flush=True)
+
+
+def _note_build(run: LabRun, tb) -> None:
+    """Which targets built, and the compiler's messages (each once)."""
+    run.build_ok = {t: b.ok for t, b in tb.targets.items()}
+    for b in tb.targets.values():
+        for e in b.errors:
+            if e not in run.build_errors:
+                run.build_errors.append(e)
+
+
+class _Phases:
+    """Seconds of each stage of a lab's run (tests, sanitizers, counters,
+    timing) into run.seconds, for --timings and the benchmark."""
+
+    def __init__(self, run: LabRun):
+        self.run, self.t = run, clock()
+
+    def done(self, name: str) -> None:
+        now = clock()
+        self.run.seconds[name] = self.run.seconds.get(name, 0.0) + now - self.t
+        self.t = now
 
 
 @dataclass
@@ -135,6 +161,21 @@ class Pipeline:
         probe = [str(ref_runner), "--probe"] if self.gpu_ok and ref_runner else None
         self.sandbox = detect_sandbox(hide, self.opts.sandbox, probe)
         self.student_exe = Executor(self.sandbox, self.runner)
+        self.cache = None
+        if self.opts.cache is not None:
+            self.cache = ResultCache.for_run(self.opts.cache, self.opts.kit.resolve(), [PUBLIC_SEED, self.opts.secret_seed],
+                                             [gpu_names(), str(self.gpu_ok), self.no_gpu_reason, self.sandbox.note,
+                                              self.opts.arch])
+        self.cached: dict[tuple[str, str], tuple] = {}
+        self.slots = None
+        if not self.opts.fresh_trees:   # the pristine kit, built once per build worker (kitslots.py)
+            skel = {lab.name: {f: self.skeletons.get(lab.name, f) or (self.opts.kit / lab.dir / f).read_bytes()
+                               for f in lab.files} for lab in self.labs}
+            self.slots = SlotPool(max(1, self.jobs // 2), self.work, self.opts.kit.resolve(), skel,
+                                  [t for lab in self.labs for t in lab.student_targets()], self.opts.arch,
+                                  max(1, min(4, self.jobs // 2)),
+                                  max((lab.rubric.lab.build_timeout_s for lab in self.labs), default=900), self.say)
+
 
     def cleanup(self) -> None:
         if self._tmp and not self.opts.keep_work:
@@ -185,7 +226,7 @@ class Pipeline:
 
     # ------------------------------------------------------------ builds (CPU)
     def _build_submission(self, sub: Submission, progress: Progress) -> list[_Job]:
-        labs = [lab for lab in self.labs if lab.name in sub.files]
+        labs = [lab for lab in self.labs if lab.name in sub.files and (sub.student, lab.name) not in self.cached]
         if not labs:
             return []
         tree = self.work / "students" / safe_name(sub.student)
@@ -207,6 +248,8 @@ class Pipeline:
                 files[lab.name][f] = data
                 graded[f] = data.decode("utf-8", "replace")
             runs[lab.name].static = run_static(lab.rubric.static, graded)
+        if self.slots is not None:
+            return self._checked(self._build_in_slot(sub, labs, files, runs, tree, progress))
         try:
             src = make_student_tree(self.opts.kit, tree, files)
         except (TreeError, OSError) as e:
@@ -218,21 +261,17 @@ class Pipeline:
         jobs_each = max(1, min(4, self.jobs // 2))
         for lab in labs:
             progress.say(sub.student, lab.name, "building")
-            t0 = time.monotonic()
+            t0 = clock()
             tb = build_tree(self.student_exe, src, build_dir, lab.student_targets(), arch=self.opts.arch,
                             jobs=jobs_each, timeout=lab.rubric.lab.build_timeout_s, writable=[tree],
                             configured=configured)
             run = runs[lab.name]
-            run.seconds["build"] = time.monotonic() - t0
+            run.seconds["build"] = clock() - t0
             if not tb.configured:
                 run.build_problem = "grader error: the build tree does not configure: " + tb.configure_log[-500:]
                 continue
             configured = True
-            run.build_ok = {t: b.ok for t, b in tb.targets.items()}
-            for b in tb.targets.values():
-                for e in b.errors:
-                    if e not in run.build_errors:
-                        run.build_errors.append(e)
+            _note_build(run, tb)
         return self._checked([_Job(sub, lab, runs[lab.name], build_dir, tree) for lab in labs])
 
     def _checked(self, jobs: list[_Job]) -> list[_Job]:
@@ -248,6 +287,27 @@ class Pipeline:
             elif not rep.checked:
                 j.run.refused = [f"the grader could not check the compiled code ({rep.note})"]
         return jobs
+    def _build_in_slot(self, sub: Submission, labs: list[Lab], files, runs, tree: Path,
+                       progress: Progress) -> list[_Job]:
+        """The same targets built in a slot of the prebuilt kit; the binaries
+        land in tree/build as a fresh tree's would."""
+        slot = self.slots.acquire()
+        try:
+            if not self.slots.prepare(self.student_exe, slot):
+                for r in runs.values():
+                    r.build_problem = "grader error: " + slot.problem
+                return [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs]
+            for lab in labs:
+                progress.say(sub.student, lab.name, "building")
+                t0 = clock()
+                tb = self.slots.build_lab(self.student_exe, slot, lab.name, files[lab.name], lab.student_targets(),
+                                          tree, lab.rubric.lab.build_timeout_s)
+                runs[lab.name].seconds["build"] = clock() - t0
+                _note_build(runs[lab.name], tb)
+        finally:
+            self.slots.release(slot)
+        return [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs]
+
 
     # ------------------------------------------------------------ reference runs (per GPU, cached)
     def _seeds(self) -> list[tuple[str, int | None]]:
@@ -284,7 +344,7 @@ class Pipeline:
         if run.refused:  # the object checks refused it: nothing of it runs
             progress.say(job.sub.student, lab.name, "refused by the object checks", finished=True)
             return
-        t0 = time.monotonic()
+        t0 = clock()
         run.gpu = gpu or ""
         job.gpu_key = gpu
         ref = self.reference(lab, gpu)
@@ -295,6 +355,7 @@ class Pipeline:
         readable = [job.tree]
         bdir = job.build_dir
         progress.say(job.sub.student, lab.name, "testing" + (f" on GPU {gpu}" if gpu is not None else ""))
+        phase = _Phases(run)
         for kind, seed in self._seeds():
             run.tests[kind] = {}
             for b in lab.test_binaries():
@@ -319,6 +380,7 @@ class Pipeline:
                         run.timed_out.append(f"{b} ({kind} data)")
                     R.check_against(br, set(rb.outcomes) if rb else set())
                 run.tests[kind][b] = br
+        phase.done("tests")
         runner = bdir / lab.runner
         if not run.build_ok.get(lab.runner, False):
             run.gpu_note = "the runner did not build"
@@ -352,6 +414,7 @@ class Pipeline:
                                          deadline, lab.rubric.sanitizers.timeout_s, out, env, readable,
                                          ",".join(map(str, diag)))
                 run.diagnoses[tool] = (diag, rep)
+            phase.done("sanitizers")
             counter_steps = [c.step for c in lab.counter_checks if c.step in steps]
             if counter_steps:
                 if deadline.expired():
@@ -360,6 +423,7 @@ class Pipeline:
                     progress.say(job.sub.student, lab.name, "counters")
                     run.counters = R.run_counters(self.student_exe, runner, counter_steps,
                                                   deadline.limit(lab.rubric.counters.timeout_s), out, env, readable)
+            phase.done("counters")
             pr = lab.rubric.performance
             if pr.steps:
                 progress.say(job.sub.student, lab.name, "timing against the reference")
@@ -371,7 +435,8 @@ class Pipeline:
                     continue
                 run.perf[s] = R.run_perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
                                          s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
-        run.seconds["gpu"] = time.monotonic() - t0
+            phase.done("timing")
+        run.seconds["gpu"] = clock() - t0
         progress.say(job.sub.student, lab.name, "done", finished=True)
 
     def _gpu_worker(self, gpu: str | None, q: queue.Queue, progress: Progress, errors: list) -> None:
@@ -381,6 +446,7 @@ class Pipeline:
                 return
             try:
                 self._run_lab(job, gpu, progress)
+                self._remember(job)
             except Exception as e:  # a grader bug must not lose the rest of the class
                 job.run.build_problem = f"grader error while running: {type(e).__name__}: {e}"
                 errors.append(f"{job.sub.student} {job.lab.name}: {type(e).__name__}: {e}")
@@ -389,7 +455,9 @@ class Pipeline:
     # ------------------------------------------------------------ everything
     def grade(self, subs: list[Submission]) -> tuple[list[StudentResult], list[str]]:
         """Returns the results (sorted by student) and grader errors."""
-        total = sum(1 for s in subs for lab in self.labs if lab.name in s.files)
+        if self.cache is not None:
+            self.cached = self.cache.lookup(subs, self.labs, self.say)
+        total = sum(1 for s in subs for lab in self.labs if lab.name in s.files) - len(self.cached)
         progress = Progress(self.opts.progress, total)
         q: queue.Queue = queue.Queue()
         errors: list[str] = []
@@ -422,23 +490,38 @@ class Pipeline:
             results.append(self._score(s, {j.lab.name: j for j in jobs.get(s.student, [])}))
         return results, errors
 
+    def _lab_score(self, job: _Job) -> LabScore:
+        ref = self.refs.get((job.lab.name, job.gpu_key)) or self.reference(job.lab, job.gpu_key)
+        job.run.machine_note = "" if self.gpu_ok else (self.no_gpu_reason or "no CUDA device")
+        return score_lab(job.lab, job.run, ref)
+
+    def _remember(self, job: _Job) -> None:
+        """Into the cache as soon as the lab is graded (a task killed later
+        keeps it), unless a grader error cut it short."""
+        if self.cache is None or job.run.build_problem.startswith("grader error"):
+            return
+        self.cache.put(job.sub.student, job.lab, job.sub.files[job.lab.name], self._lab_score(job),
+                       {k: round(v, 1) for k, v in job.run.seconds.items()})
+
     def _score(self, sub: Submission, jobs: dict[str, _Job]) -> StudentResult:
         labs: list[LabScore] = []
         timings = {}
         for lab in self.labs:
             job = jobs.get(lab.name)
             machine = "" if self.gpu_ok else (self.no_gpu_reason or "no CUDA device")
-            if job is None:
-                ref = next((r for (n, _), r in sorted(self.refs.items(), key=lambda kv: str(kv[0]))
-                            if n == lab.name), None)
-                ls = score_lab(lab, LabRun(lab.name, submitted=False, machine_note=machine), ref or LabRun(lab.name))
-                if ref is None:  # nobody's run of this lab: the rubric's nominal maximum
-                    ls.max_points = r2(lab.max_points(self.opts.secret_seed is not None))
-                labs.append(ls)
+            hit = self.cached.get((sub.student, lab.name))
+            if hit is not None:   # graded before from the same bytes, kit, rubric and seed
+                labs.append(hit[0])
+                timings[lab.name] = dict(hit[1], cached=1.0)
                 continue
-            ref = self.refs.get((lab.name, job.gpu_key)) or self.reference(lab, job.gpu_key)
-            job.run.machine_note = machine
-            labs.append(score_lab(lab, job.run, ref))
+            if job is None:
+                # the reference's run even when nobody else submitted the lab: a
+                # student's maximum never depends on the others (shards agree)
+                ref = next((r for (n, _), r in sorted(self.refs.items(), key=lambda kv: str(kv[0]))
+                            if n == lab.name), None) or self.reference(lab, self.gpus[0] if self.gpus else None)
+                labs.append(score_lab(lab, LabRun(lab.name, submitted=False, machine_note=machine), ref))
+                continue
+            labs.append(self._lab_score(job))
             timings[lab.name] = {k: round(v, 1) for k, v in job.run.seconds.items()}
         pts = r2(sum(ls.points for ls in labs))
         mx = r2(sum(ls.max_points for ls in labs))
