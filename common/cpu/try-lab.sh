@@ -1,12 +1,14 @@
 #!/bin/sh
 # try-lab.sh LAB [ref|skeleton]: builds a lab's GPU tests (labs/LAB/tests/gpu.c,
 # unchanged) on the CPU path and runs them: the reference solution's files
-# (ref, the default) or the untouched skeleton in labs/LAB (skeleton).
+# (ref, the default), the untouched skeleton in labs/LAB (skeleton), or the
+# lab's files in another directory (an absolute path: a submission, a mutant).
 # Needs gcc, g++, cmake and Criterion; no CUDA toolkit, no GPU.
 #   common/cpu/try-lab.sh 04_reduction ref
 #   CML_CPU_BUILD=/tmp/x common/cpu/try-lab.sh 06 skeleton
 # Extra arguments after the variant go to the Criterion binary (e.g.
-# --filter 'step3/*'). Exit status: the test binary's.
+# --filter 'step3/*'). Exit status: the test binary's. The binary is
+# instrumented for the checks: CML_CPU_CHECK=race or banks (README.md).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -17,18 +19,20 @@ case $lab in
   [0-9][0-9]) lab=$(cd "$root/labs" && ls -d "${lab}"_* | head -n 1) ;;
 esac
 [ -d "$root/labs/$lab" ] || { echo "try-lab.sh: no lab $lab" >&2; exit 2; }
+tag=$variant
 case $variant in
   ref) src_dir=$root/solutions/$lab ;;
   skeleton) src_dir=$root/labs/$lab ;;
-  *) echo "try-lab.sh: variant is ref or skeleton" >&2; exit 2 ;;
+  /*) src_dir=$variant; tag=dir-$(echo "$variant" | cksum | cut -d' ' -f1) ;;
+  *) echo "try-lab.sh: variant is ref, skeleton or an absolute directory holding the lab's files" >&2; exit 2 ;;
 esac
-out=${CML_CPU_BUILD:-/tmp/cml-cpu-try}/$lab-$variant
+out=${CML_CPU_BUILD:-/tmp/cml-cpu-try}/$lab-$tag
 mkdir -p "$out/obj" "$out/gen" "$out/src"
 
 CC=${CC:-gcc}
 CXX=${CXX:-g++}
 CFLAGS="-std=gnu11 -O2 -g -pthread"
-CXXFLAGS="-std=c++17 -O2 -g -pthread -ffp-contract=off"
+CXXFLAGS="-std=c++17 -O2 -g -gdwarf-4 -pthread -ffp-contract=off -fsanitize=thread --param=tsan-instrument-func-entry-exit=0"
 crit_cflags=$(pkg-config --cflags criterion 2>/dev/null || true)
 crit_libs=$(pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 
@@ -60,7 +64,13 @@ done
 for f in "$root"/common/src/*.c "$root"/common/src/*.cu; do compile "$f" cml; done
 compile "$root/labs/$lab/tests/gpu.c" test
 compile "$root/common/test/criterion_main.c" test
-for f in "$here"/src/*.c; do compile "$f" rt; done
+for f in "$here"/src/*.c; do
+  case $f in */cml_cpu_banks.c) CFLAGS="$CFLAGS -DCML_CPU_REF_BANK_MODEL" compile "$f" rt ;; *) compile "$f" rt ;; esac
+done
+# Lab 01's reference bank model, renamed, for CML_CPU_CHECK=banks (as CMakeLists.txt does).
+$CC $CFLAGS -Dbank_of=cml_cpu_ref_bank_of -Dconflict_degree=cml_cpu_ref_conflict_degree -I"$here/src/refmodel" \
+  -I"$root/labs/01_shared_banks" -I"$here/include" -c "$root/solutions/01_shared_banks/bank_model.c" -o "$out/obj/rt_refmodel.o"
+objs="$objs $out/obj/rt_refmodel.o"
 $CXX -pthread -o "$out/test_$STEM" $objs $crit_libs -ldl -lm
 
 # 3. Run, timed.

@@ -61,8 +61,17 @@ long long cml_cpu_clock64(void);
  * gives an undefined result; the x86 would raise SIGFPE). */
 void cml_cpu_trap(const char *what);
 
-/* The current CUDA thread's coordinates (thread-local, set per switch). */
-extern __thread cml_cpu_uint3 cml_cpu_thread_idx, cml_cpu_block_idx, cml_cpu_block_dim, cml_cpu_grid_dim;
+/* The current CUDA thread's coordinates (thread-local, set per switch): one
+ * struct, so that the checks can tell its reads from shared memory (both
+ * are thread-locals of the program). */
+typedef struct cml_cpu_coords { cml_cpu_uint3 thread_idx, block_idx, block_dim, grid_dim; } cml_cpu_coords;
+extern __thread cml_cpu_coords cml_cpu_coord;
+
+/* __syncthreads_count/and/or: the barrier, then op CML_CPU_BAR_COUNT gives
+ * how many arriving threads passed a non-zero predicate, CML_CPU_BAR_AND
+ * whether all did, CML_CPU_BAR_OR whether any did. */
+enum { CML_CPU_BAR_COUNT = 0, CML_CPU_BAR_AND = 1, CML_CPU_BAR_OR = 2 };
+int cml_cpu_syncthreads_pred(int op, int predicate);
 
 /* Bank-conflict model: the wavefronts of one warp's shared access, given
  * each lane's shared byte address (inactive lanes repeat an active lane's

@@ -46,22 +46,19 @@ struct dim3 {
 };
 typedef cml_cpu_uint3 uint3_coord;
 
-#define threadIdx cml_cpu_thread_idx
-#define blockIdx cml_cpu_block_idx
-#define blockDim cml_cpu_block_dim
-#define gridDim cml_cpu_grid_dim
+#define threadIdx cml_cpu_coord.thread_idx
+#define blockIdx cml_cpu_coord.block_idx
+#define blockDim cml_cpu_coord.block_dim
+#define gridDim cml_cpu_coord.grid_dim
 #define warpSize 32
 
 // ------------------------------------------------------------ barriers, warps
 
 #define CML_CPU_AI static inline __attribute__((always_inline))
 CML_CPU_AI void __syncthreads(void) { cml_cpu_syncthreads(); }
-CML_CPU_AI int __syncthreads_count(int p)
-{
-    (void)p;
-    cml_cpu_syncthreads();
-    return 0;
-}
+CML_CPU_AI int __syncthreads_count(int p) { return cml_cpu_syncthreads_pred(CML_CPU_BAR_COUNT, p); }
+CML_CPU_AI int __syncthreads_and(int p) { return cml_cpu_syncthreads_pred(CML_CPU_BAR_AND, p); }
+CML_CPU_AI int __syncthreads_or(int p) { return cml_cpu_syncthreads_pred(CML_CPU_BAR_OR, p); }
 CML_CPU_AI void __syncwarp(unsigned mask = 0xffffffffu) { cml_cpu_warp_op(CML_CPU_SYNCWARP, mask, 0, 0); }
 static inline void __threadfence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 static inline void __threadfence_block(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }

@@ -133,8 +133,12 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop)
  * worker at a time, whatever the kernel. */
 cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem);
 
-/* Kernel launch result not yet consumed by cudaGetLastError. */
-
+/* Bank counts (CML_CPU_CHECK=banks): the shared-memory bank conflicts of
+ * every launch so far of `kernel` (its name as launched, e.g.
+ * "abt_padded_kernel", which also matches "ns::k<32, float>" by "k"; NULL:
+ * all kernels), loads in *ld and stores in *st (either may be NULL).
+ * Returns 0 when such a kernel ran under the bank counts, -1 otherwise. */
+int cml_cpu_bank_totals(const char *kernel, unsigned long long *ld, unsigned long long *st);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -491,8 +492,10 @@ typedef struct worker {
     unsigned n_threads, alive, at_barrier;
     unsigned warp_waiting[32], warp_gone[32];
     cml_cpu_uint3 block;
-    volatile uint64_t switches;      /* watchdog: progress */
-    volatile double running_since_ms;
+    volatile uint64_t switches;      /* watchdog: progress (no clock read per switch) */
+    uint64_t watch_seen;             /* the watchdog's: switches when last looked */
+    double watch_since_ms;           /* the watchdog's: since when it has not changed */
+    unsigned bar_count;              /* __syncthreads_count: predicates so far */
 } worker;
 
 typedef struct grid {
@@ -504,7 +507,7 @@ typedef struct grid {
 
 static __thread worker *self;
 static __thread fiber *current;
-__thread cml_cpu_uint3 cml_cpu_thread_idx, cml_cpu_block_idx, cml_cpu_block_dim, cml_cpu_grid_dim;
+__thread cml_cpu_coords cml_cpu_coord;
 
 static const size_t stack_bytes = 64 * 1024;
 static worker *workers;
@@ -577,30 +580,47 @@ static int worker_count(void)
 // ------------------------------------------------------------ reports
 
 /* "file:line" of a code address, through addr2line (only on a report). */
-static void where_is(void *pc, char *buf, size_t len)
+void cml_cpu_where_is(void *pc, char *buf, size_t len)
 {
     Dl_info info;
+    struct link_map *map = NULL;
     snprintf(buf, len, "pc %p", pc);
-    if (pc == NULL || dladdr(pc, &info) == 0 || info.dli_fname == NULL)
+    if (pc == NULL || dladdr1(pc, &info, (void **)&map, RTLD_DL_LINKMAP) == 0 || map == NULL)
         return;
-    char cmd[1200];
-    uintptr_t off = (uintptr_t)pc - 1 - (uintptr_t)info.dli_fbase;
-    snprintf(cmd, sizeof cmd, "addr2line -i -C -f -e '%s' 0x%lx 2>/dev/null", info.dli_fname,
-             (unsigned long)off);
+    /* The program itself has no name in its link map (and dladdr's is
+     * argv[0]); addr2line, another process, needs the real path. */
+    char cmd[1200], exe[600];
+    const char *file = map->l_name;
+    if (file == NULL || file[0] == '\0') {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        if (n <= 0)
+            return;
+        exe[n] = '\0';
+        file = exe;
+    }
+    uintptr_t off = (uintptr_t)pc - 1 - (uintptr_t)map->l_addr; /* the address in the file (load bias removed) */
+    snprintf(cmd, sizeof cmd, "addr2line -i -C -f -e '%s' 0x%lx 2>/dev/null", file, (unsigned long)off);
     FILE *p = popen(cmd, "r");
     if (p == NULL)
         return;
     char fn[512] = "", line[512] = "";
-    /* With -i, the last pair is the outermost frame; the first the innermost. */
-    if (fgets(fn, sizeof fn, p) != NULL && fgets(line, sizeof line, p) != NULL) {
+    /* With -i, the first pair is the innermost frame. The CUDA surface's
+     * own inline functions (__syncthreads, the shuffles: cuda_runtime.h)
+     * are skipped: the report names the line of the kernel that called them. */
+    int found = 0;
+    while (!found && fgets(fn, sizeof fn, p) != NULL && fgets(line, sizeof line, p) != NULL) {
         fn[strcspn(fn, "\n")] = '\0';
         line[strcspn(line, "\n")] = '\0';
         char *disc = strstr(line, " (discriminator");
         if (disc != NULL)
             *disc = '\0';
-        if (strncmp(line, "??", 2) != 0)
-            snprintf(buf, len, "%s (in %s)", line, fn);
+        if (strncmp(line, "??", 2) == 0)
+            break;
+        snprintf(buf, len, "%s (in %s)", line, fn);
+        found = strstr(line, "/cuda_runtime.h:") == NULL && strstr(line, "/vector_types.h:") == NULL;
     }
+    while (fgets(fn, sizeof fn, p) != NULL) /* drain the pipe */
+        ;
     pclose(p);
 }
 
@@ -675,10 +695,17 @@ static void yield_to_scheduler(fiber *f)
 
 static void release_barrier(worker *w)
 {
+    if (cml_cpu_check_mode)
+        cml_cpu_check_barrier();
+    uint64_t count = w->bar_count, arrived = w->at_barrier;
     for (unsigned i = 0; i < w->n_threads; ++i)
-        if (w->fibers[i].state == F_BARRIER)
+        if (w->fibers[i].state == F_BARRIER) {
             w->fibers[i].state = F_READY;
+            w->fibers[i].result = count;
+            w->fibers[i].value = arrived;
+        }
     w->at_barrier = 0;
+    w->bar_count = 0;
 }
 
 /* Releases the waiting lanes of `mask` (closed over the masks the waiting
@@ -719,6 +746,8 @@ static void try_release_warp(worker *w, unsigned warp, unsigned mask)
         f->state = F_READY;
     }
     w->warp_waiting[warp] &= ~go;
+    if (cml_cpu_check_mode)
+        cml_cpu_check_warp_sync(warp, go);
 }
 
 static void fiber_main(void *arg)
@@ -740,18 +769,37 @@ static void fiber_main(void *arg)
     }
 }
 
-void cml_cpu_syncthreads(void)
+static void arrive_at_barrier(fiber *f, void *pc, int predicate)
 {
-    fiber *f = current;
-    if (f == NULL)
-        return;
     worker *w = self;
-    f->wait_pc = __builtin_return_address(0);
+    f->wait_pc = pc;
     f->state = F_BARRIER;
+    w->bar_count += predicate != 0;
     if (++w->at_barrier == w->alive)
         release_barrier(w);
     else
         yield_to_scheduler(f);
+}
+
+void cml_cpu_syncthreads(void)
+{
+    fiber *f = current;
+    if (f != NULL)
+        arrive_at_barrier(f, __builtin_return_address(0), 0);
+}
+
+int cml_cpu_syncthreads_pred(int op, int predicate)
+{
+    fiber *f = current;
+    if (f == NULL)
+        return predicate;
+    arrive_at_barrier(f, __builtin_return_address(0), predicate);
+    /* release_barrier left the count in result, the arrivals in value */
+    if (op == CML_CPU_BAR_AND)
+        return f->result == f->value;
+    if (op == CML_CPU_BAR_OR)
+        return f->result != 0;
+    return (int)f->result;
 }
 
 uint64_t cml_cpu_warp_op(int op, unsigned mask, uint64_t value, int src_lane)
@@ -814,12 +862,12 @@ static void report_deadlock(worker *w, grid *g)
             d->kernel, d->file, d->line, w->block.x, w->block.y, w->block.z, w->alive, w->n_threads);
     char where[600], who[100];
     if (first_bar != NULL) {
-        where_is(first_bar->wait_pc, where, sizeof where);
+        cml_cpu_where_is(first_bar->wait_pc, where, sizeof where);
         describe_thread(w, first_bar, who, sizeof who);
         fprintf(stderr, "  %u threads wait at __syncthreads(), first %s at %s\n", at_bar, who, where);
     }
     if (first_warp != NULL) {
-        where_is(first_warp->wait_pc, where, sizeof where);
+        cml_cpu_where_is(first_warp->wait_pc, where, sizeof where);
         describe_thread(w, first_warp, who, sizeof who);
         fprintf(stderr,
                 "  %u threads wait in a warp operation (__syncwarp/shuffle/vote), first %s at %s, mask 0x%08x\n",
@@ -840,9 +888,9 @@ static void run_block(worker *w, grid *g, unsigned long long b)
     w->block.x = (unsigned)(b % d->grid.x);
     w->block.y = (unsigned)(b / d->grid.x % d->grid.y);
     w->block.z = (unsigned)(b / ((unsigned long long)d->grid.x * d->grid.y));
-    cml_cpu_block_idx = w->block;
-    cml_cpu_block_dim = d->block;
-    cml_cpu_grid_dim = d->grid;
+    cml_cpu_coord.block_idx = w->block;
+    cml_cpu_coord.block_dim = d->block;
+    cml_cpu_coord.grid_dim = d->grid;
     w->n_threads = w->alive = n;
     w->at_barrier = 0;
     unsigned warps = (n + 31) / 32;
@@ -862,10 +910,15 @@ static void run_block(worker *w, grid *g, unsigned long long b)
         f->mask = 0;
         cml_cpu_ctx_init(&f->ctx, f->stack, stack_bytes, fiber_main, w);
     }
+    w->bar_count = 0;
+    if (cml_cpu_check_mode)
+        cml_cpu_check_block_begin(d, w->block, w->dyn_ptr, w->dyn_bytes);
     w->in_block = 1;
     if (sigsetjmp(w->escape, 1) != 0) {
         w->in_block = 0;
         current = NULL;
+        if (cml_cpu_check_mode)
+            cml_cpu_check_block_end(0);
         return; /* a fault: reported by the handler; the block is abandoned */
     }
     while (w->alive > 0 && !g->abort) {
@@ -875,8 +928,7 @@ static void run_block(worker *w, grid *g, unsigned long long b)
             if (f->state != F_READY)
                 continue;
             current = f;
-            cml_cpu_thread_idx = f->tid;
-            w->running_since_ms = now_ms();
+            cml_cpu_coord.thread_idx = f->tid;
             ++w->switches;
             cml_cpu_ctx_switch(&w->sched, &f->ctx);
             ran = 1;
@@ -889,6 +941,8 @@ static void run_block(worker *w, grid *g, unsigned long long b)
     }
     w->in_block = 0;
     current = NULL;
+    if (cml_cpu_check_mode)
+        cml_cpu_check_block_end(1);
 }
 
 /* Takes blocks from g until none is left (or the grid aborts). */
@@ -932,20 +986,26 @@ static void *pool_main(void *arg)
 
 /* A fiber that runs for watchdog_s seconds without reaching a barrier is
  * spinning (threads switch only at barriers, so a spin-wait on another
- * thread never ends here): cut it off. */
+ * thread never ends here): cut it off. The scheduler only counts switches;
+ * this thread looks at the count a few times a second and keeps the time. */
 static void *watchdog_main(void *arg)
 {
     (void)arg;
     for (;;) {
-        sleep(1);
+        usleep(250 * 1000);
+        double now = now_ms();
         for (int i = 0; i < n_workers; ++i) {
             worker *w = &workers[i];
-            if (!w->in_block || w->thread == 0)
+            uint64_t seen = w->switches;
+            if (!w->in_block || w->thread == 0 || seen != w->watch_seen) {
+                w->watch_seen = seen;
+                w->watch_since_ms = now;
                 continue;
-            uint64_t before = w->switches;
-            double since = w->running_since_ms;
-            if (now_ms() - since > watchdog_s * 1e3 && before == w->switches && w->in_block)
+            }
+            if (now - w->watch_since_ms > watchdog_s * 1e3) {
+                w->watch_since_ms = now; /* once per stall */
                 pthread_kill(w->thread, SIGUSR2);
+            }
         }
     }
     return NULL;
@@ -1018,7 +1078,7 @@ static void fault_handler(int sig, siginfo_t *si, void *uctx)
     if (first_report(g)) {
         char what[400], where[600], who[100] = "no thread";
         fault_kind(sig, si, w, f, what, sizeof what);
-        where_is(pc, where, sizeof where);
+        cml_cpu_where_is(pc, where, sizeof where);
         if (f != NULL)
             describe_thread(w, f, who, sizeof who);
         pthread_mutex_lock(&report_lock);
@@ -1041,7 +1101,7 @@ void cml_cpu_trap(const char *what)
     grid *g = running_grid;
     if (first_report(g)) {
         char where[600], who[100];
-        where_is(__builtin_return_address(0), where, sizeof where);
+        cml_cpu_where_is(__builtin_return_address(0), where, sizeof where);
         describe_thread(w, f, who, sizeof who);
         fprintf(stderr, "cml-cpu: %s\n  in kernel %s (launched at %s:%d), %s\n  at %s\n", what, g->d->kernel,
                 g->d->file, g->d->line, who, where);
