@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(work / "grade" / d, ignore_errors=True)
                 shutil.rmtree(work / d, ignore_errors=True)
             opts = Options(kit=kit, work=work / "grade", keep_work=True, jobs=args.jobs, arch=args.cuda_arch,
-                           fresh_trees=(mode == "fresh"), progress=args.progress)
+                           fresh_trees=(mode == "fresh"), retime_reference=(mode == "fresh"), progress=args.progress)
             pipe = Pipeline(opts, labs)
             t0 = clock()
             pipe.prepare()

@@ -15,12 +15,14 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from . import run as R
 from .build import build_tree, clock
 from .cache import ResultCache, gpu_names
 from .kitslots import SlotPool
+from .reftime import RefTimes
 from .buildtree import TreeError, make_student_tree
 from .intake import Submission
 from .labs import Lab, LabError, kit_description, manifests
@@ -51,6 +53,7 @@ class Options:
     progress: bool = False
     fresh_trees: bool = False   # each submission in its own configured tree (the old way) instead of the prebuilt kit
     cache: Path | None = None   # the content-hash cache of graded labs (cache.py); None: none
+    retime_reference: bool = False   # time the reference beside every submission (the old way), not once per batch
 
 
 def parse_seed(text: str) -> int:
@@ -167,6 +170,7 @@ class Pipeline:
                                              [gpu_names(), str(self.gpu_ok), self.no_gpu_reason, self.sandbox.note,
                                               self.opts.arch])
         self.cached: dict[tuple[str, str], tuple] = {}
+        self.ref_times = None if self.opts.retime_reference else RefTimes()   # reftime.py
         self.slots = None
         if not self.opts.fresh_trees:   # the pristine kit, built once per build worker (kitslots.py)
             skel = {lab.name: {f: self.skeletons.get(lab.name, f) or (self.opts.kit / lab.dir / f).read_bytes()
@@ -433,8 +437,9 @@ class Pipeline:
                 if deadline.expired():
                     run.timed_out.append(f"performance step {s}")
                     continue
-                run.perf[s] = R.run_perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
-                                         s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
+                perf = R.run_perf if self.ref_times is None else partial(self.ref_times.perf, key=(gpu, lab.name))
+                run.perf[s] = perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
+                                   s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
             phase.done("timing")
         run.seconds["gpu"] = clock() - t0
         progress.say(job.sub.student, lab.name, "done", finished=True)

@@ -1,0 +1,252 @@
+"""Issue 16's throughput pieces, without nvcc or a GPU: the content-hash
+cache (a rerun skips what was graded from the same bytes, and only that),
+the reference timed once per GPU per batch with its drift check, the
+prebuilt kit's slot bookkeeping, and the shards a Slurm array grades."""
+import json
+import os
+import time
+import unittest
+from dataclasses import asdict
+from pathlib import Path
+from unittest import mock
+
+from helpers import KIT, labs, tmpdir
+
+from cmlgrade.cache import ResultCache, labscore_from_dict, student_from_dict
+from cmlgrade.intake import Submission
+from cmlgrade.kitslots import Slot, _as_in_tree, _harvest, _scrub
+from cmlgrade.pipeline import Options, Pipeline
+from cmlgrade.reftime import RefTimes
+from cmlgrade.report import write_all
+from cmlgrade.results import Item, LabRun, LabScore
+from cmlgrade.run import Deadline
+from cmlgrade.sandbox import Executor, ProcResult, Sandbox
+from cmlgrade.score import score_lab
+from cmlgrade.slurm import ShardError, merge_shards, parse_shard, shard_of, write_shard
+
+LABS = labs(["01_shared_banks", "04_reduction"])
+BANKS, RED = LABS["01_shared_banks"], LABS["04_reduction"]
+
+
+def sample_score(points=3.5) -> LabScore:
+    return LabScore("04_reduction", "Parallel reduction", True,
+                    [Item("step 1 interleaved", "tests", 5.0, points, "partial", "visible", ["fb"], ["d"]),
+                     Item("memcheck", "sanitizer", 2.0, 0.0, "not_measured", "visible")],
+                    points, 7.0, ["a note"], ["reduction.cu:3: error: x"], ["step1::t"])
+
+
+class ResultCacheTests(unittest.TestCase):
+    def test_round_trip_and_what_the_key_depends_on(self):
+        d = tmpdir(self)
+        c = ResultCache(d, "ctx")
+        files = {"reduction.cu": b"int x;\n"}
+        self.assertIsNone(c.get("ann", RED, files))
+        c.put("ann", RED, files, sample_score(), {"build": 1.5})
+        got, secs = c.get("ann", RED, files)
+        self.assertEqual(asdict(got), asdict(sample_score()))
+        self.assertEqual(secs, {"build": 1.5})
+        # one byte, another student, another lab, another context: not found
+        self.assertIsNone(c.get("ann", RED, {"reduction.cu": b"int y;\n"}))
+        self.assertIsNone(c.get("bob", RED, files))
+        self.assertIsNone(ResultCache(d, "other kit or seed").get("ann", RED, files))
+        # another rubric (an override): not found
+        other = labs(["04_reduction"])["04_reduction"]
+        other.rubric.lab.time_limit_s += 1
+        self.assertIsNone(c.get("ann", other, files))
+
+    def test_context_follows_kit_seed_and_machine(self):
+        d = tmpdir(self)
+        a = ResultCache.for_run(d, KIT, [1, None], ["no GPU"])
+        self.assertEqual(a.context, ResultCache.for_run(d, KIT, [1, None], ["no GPU"]).context)
+        self.assertNotEqual(a.context, ResultCache.for_run(d, KIT, [1, 42], ["no GPU"]).context)
+        self.assertNotEqual(a.context, ResultCache.for_run(d, KIT, [1, None], ["NVIDIA H100"]).context)
+
+    def test_student_result_from_its_json(self):
+        lab = BANKS
+        ls = score_lab(lab, LabRun(lab.name, submitted=False), LabRun(lab.name))
+        from cmlgrade.results import StudentResult
+        r = StudentResult("ann", "ann.zip", [ls, sample_score()], ["p"], ["x.txt"], 3.5, 9.0, "not sandboxed", "public")
+        back = student_from_dict(json.loads(json.dumps(asdict(r))))
+        self.assertEqual(asdict(back), asdict(r))
+        self.assertEqual(asdict(labscore_from_dict(asdict(ls))), asdict(ls))
+
+
+def fake_runner(calls):
+    def fake(argv, cwd=None, env=None, timeout=None):
+        calls.append(list(argv))
+        return ProcResult(argv, 0, "", "", False, 0.01)
+    return fake
+
+
+class PipelineCacheTests(unittest.TestCase):
+    """Two runs of the pipeline (fake commands): the second finds both labs
+    of the unchanged student and grades only the changed one."""
+
+    def grade(self, d, subs, calls):
+        with mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": ""}):
+            p = Pipeline(Options(kit=KIT, work=d / "work", sandbox=False, jobs=2, cache=d / "cache"),
+                         [BANKS, RED], runner=fake_runner(calls))
+            p.prepare()
+            return p, *p.grade(subs)
+
+    def test_rerun_skips_what_is_unchanged_and_says_so(self):
+        d = tmpdir(self)
+        files = {BANKS.name: {"bank_model.c": b"int a;\n", "banks.cu": b"int b;\n"}, RED.name: {"reduction.cu": b"int c;\n"}}
+        subs = [Submission("ann", "ann", files), Submission("bob", "bob", {RED.name: {"reduction.cu": b"int d;\n"}})]
+        first = []
+        p1, res1, err1 = self.grade(d, subs, first)
+        self.assertEqual(err1, [])
+        self.assertEqual(p1.cache.hits, 0)
+        write_all(d / "out1", res1, [BANKS.name, RED.name])
+        # bob changes his file; ann does not
+        subs2 = [Submission("ann", "ann", files), Submission("bob", "bob", {RED.name: {"reduction.cu": b"int e;\n"}})]
+        second = []
+        said = []
+        with mock.patch("cmlgrade.pipeline.Progress.note", lambda self, m: said.append(m)):
+            p2, res2, err2 = self.grade(d, subs2, second)
+        self.assertEqual(err2, [])
+        self.assertEqual(p2.cache.hits, 2)
+        self.assertEqual(sorted(p2.cached), [("ann", BANKS.name), ("ann", RED.name)])
+        self.assertTrue(any("ann 04_reduction: already graded" in m for m in said), said)
+        # nothing of ann's was built or run again; bob's lab was
+        def built(calls):
+            return [a[4] for a in calls if a[:2] == ["cmake", "--build"] and a[3] == "--target" and "/slots/" in a[2]]
+        self.assertEqual(built(first), BANKS.student_targets() + RED.student_targets() * 2)
+        self.assertEqual(built(second), RED.student_targets())
+        self.assertFalse(any("students/ann" in " ".join(a) for a in second))
+        self.assertEqual(res2[0].timings[RED.name].get("cached"), 1.0)
+        write_all(d / "out2", res2, [BANKS.name, RED.name])
+        for f in ("feedback.md", "result.json"):
+            self.assertEqual((d / "out1/students/ann" / f).read_bytes(), (d / "out2/students/ann" / f).read_bytes())
+
+
+def runner_json(step, ms):
+    return json.dumps({"lab": "x", "rows": [{"kind": "step", "step": step, "status": "ok", "correct": True,
+                                             "median_ms": ms}]})
+
+
+class RefTimesTests(unittest.TestCase):
+    """The reference is timed `repeats` times once, then checked with one
+    run per submission; a run outside the measured spread re-times it."""
+
+    def setUp(self):
+        self.ref_ms = [1.00, 1.02, 0.98, 1.01, 0.99, 1.00, 1.00]
+        self.ref_calls = 0
+        self.student_calls = 0
+
+        def fake(argv, cwd=None, env=None, timeout=None):
+            if "ref" in Path(argv[0]).name:
+                ms = self.ref_ms[min(self.ref_calls, len(self.ref_ms) - 1)]
+                self.ref_calls += 1
+            else:
+                ms = 2.0
+                self.student_calls += 1
+            return ProcResult(argv, 0, runner_json(3, ms), "", False, 0.01)
+        self.exe = Executor(Sandbox(None, ""), fake)
+
+    def perf(self, rt, d):
+        return rt.perf(self.exe, self.exe, d / "red_run", d / "red_run_ref", 3, "--n 1000", 3, Deadline(100), 10,
+                       d, {}, [], key=("0", "04_reduction"))
+
+    def test_once_per_batch_then_one_check_run(self):
+        d = tmpdir(self)
+        rt = RefTimes()
+        a = self.perf(rt, d)
+        self.assertEqual(self.ref_calls, 3)
+        self.assertEqual((a.student_ms, a.ref_ms), (2.0, 1.00))
+        b = self.perf(rt, d)
+        self.assertEqual(self.ref_calls, 4, "one drift check run for the second submission")
+        self.assertEqual(b.ref_ms, a.ref_ms)
+        self.assertEqual(self.student_calls, 6)
+
+    def test_drift_re_times_the_reference(self):
+        d = tmpdir(self)
+        self.ref_ms = [1.00, 1.02, 0.98, 1.50, 1.49, 1.51, 1.50]   # the GPU slowed down after the first three
+        rt = RefTimes()
+        self.perf(rt, d)
+        b = self.perf(rt, d)
+        self.assertEqual(self.ref_calls, 7, "3 first, 1 check (1.50: outside 0.98..1.02 +-10%), 3 again")
+        self.assertAlmostEqual(b.ref_ms, 1.50)
+        self.assertEqual(rt.table[("0", "04_reduction", 3, "--n 1000")].retimed, 1)
+
+    def test_wrong_student_answer_is_not_timed(self):
+        d = tmpdir(self)
+
+        def wrong(argv, cwd=None, env=None, timeout=None):
+            row = json.loads(runner_json(3, 1.0))
+            row["rows"][0]["correct"] = False
+            return ProcResult(argv, 0, json.dumps(row), "", False, 0.01)
+        rt = RefTimes()
+        r = rt.perf(Executor(Sandbox(None, ""), wrong), self.exe, d / "s", d / "red_run_ref", 3, "", 3, Deadline(100),
+                    10, d, {}, [], key=("0", "x"))
+        self.assertFalse(r.correct)
+        self.assertEqual(self.ref_calls, 0)
+
+
+class SlotTests(unittest.TestCase):
+    def test_scrub_removes_what_the_build_wrote_and_harvest_copies_it_with_tree_paths(self):
+        d = tmpdir(self)
+        slot = Slot(0, d / "slot")
+        kit_obj = slot.build / "common/CMakeFiles/cml.dir/src/rng.c.o"
+        stu_obj = slot.build / "CMakeFiles/reduction_kernels_student.dir/labs/04_reduction/reduction.cu.o"
+        dep = Path(str(stu_obj) + ".d")
+        for p in (kit_obj, stu_obj, dep, slot.build / "test_reduction"):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(b"x")
+        old = time.time() - 100
+        os.utime(kit_obj, (old, old))
+        since = time.time() - 1
+        dep.write_text(f"{stu_obj}: {slot.src}/labs/04_reduction/reduction.cu {slot.build}/kit/include/x.h\n")
+        tree = d / "students" / "ann"
+        _harvest(slot, tree, since)
+        got = tree / "build" / stu_obj.relative_to(slot.build)
+        self.assertTrue(got.is_file())
+        text = (tree / "build" / dep.relative_to(slot.build)).read_text()
+        self.assertIn(f"{tree}/src/labs/04_reduction/reduction.cu", text)
+        self.assertIn(f"{tree}/build/kit/include/x.h", text)
+        self.assertNotIn(str(slot.root), text)
+        self.assertFalse((tree / "build" / kit_obj.relative_to(slot.build)).exists(), "the kit's objects stay")
+        _scrub(slot, ["test_reduction"], since)
+        self.assertTrue(kit_obj.is_file())
+        self.assertFalse(stu_obj.exists() or dep.exists() or (slot.build / "test_reduction").exists())
+        self.assertEqual(_as_in_tree(f"{slot.src}/labs/a.cu:3: error", slot, tree), f"{tree}/src/labs/a.cu:3: error")
+
+
+class ShardTests(unittest.TestCase):
+    def test_shards_partition_the_class(self):
+        subs = [Submission(f"s{i:02d}", "", {}) for i in (5, 3, 9, 1, 7, 2, 8)]
+        parts = [shard_of(subs, i, 3) for i in range(3)]
+        ids = sorted(s.student for p in parts for s in p)
+        self.assertEqual(ids, sorted(s.student for s in subs))
+        self.assertEqual([s.student for s in parts[0]], ["s01", "s05", "s09"])
+        self.assertEqual(parse_shard("2/3"), (2, 3))
+        for bad in ("3/3", "-1/3", "1", "a/b", "0/0"):
+            with self.assertRaises(ShardError):
+                parse_shard(bad)
+
+    def test_merged_shards_write_the_same_bytes_as_one_run(self):
+        d = tmpdir(self)
+        from cmlgrade.results import StudentResult
+        results = []
+        for i, pts in enumerate((1.0, 2.5, 3.5, 0.0)):
+            ls = sample_score(pts)
+            results.append(StudentResult(f"s{i}", f"s{i}.zip", [ls], [], [], pts, 7.0, "not sandboxed", "public",
+                                         missing=(i == 3)))
+        write_all(d / "one", results, ["04_reduction"], "", "a run note")
+        for i in range(2):
+            out = d / "shards" / str(i)
+            out.mkdir(parents=True)
+            write_shard(out, (i, 2), [r for k, r in enumerate(results) if k % 2 == i], ["04_reduction"], "",
+                        "a run note", [])
+        merge_shards([d / "shards" / str(i) / "shard.json" for i in range(2)], d / "merged")
+        one = sorted(p.relative_to(d / "one") for p in (d / "one").rglob("*") if p.is_file())
+        merged = sorted(p.relative_to(d / "merged") for p in (d / "merged").rglob("*") if p.is_file())
+        self.assertEqual(one, merged)
+        for p in one:
+            self.assertEqual((d / "one" / p).read_bytes(), (d / "merged" / p).read_bytes(), p)
+        with self.assertRaisesRegex(ShardError, "shards 1 of 2 are missing"):
+            merge_shards([d / "shards" / "0" / "shard.json"], d / "x")
+
+
+if __name__ == "__main__":
+    unittest.main()
