@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .intake import Submission, is_archive, kit_file_names, looks_like_one_submission, read_batch, read_roster, read_submission
 from .labs import LabError, kit_description, load_labs
-from .pipeline import GraderError, Options, Pipeline, parse_seed
+from .pipeline import STUDENT_EDITION, GraderError, Options, Pipeline, parse_seed
 from .report import fmt, gradescope_json, write_all
 from .rubric import RubricError, load_override
 from .buildtree import check_kit
@@ -172,8 +172,10 @@ def main(argv: list[str] | None = None) -> int:
                    cache=cache)
     pipe = Pipeline(opts, labs)
     t0 = time.monotonic()
+    edition = not any(lab.solution_dir for lab in labs)   # tools/release's student edition
     if not opts.progress:
-        _say(args.quiet, "building the reference solutions first (a minute or two; --progress shows each step)")
+        _say(args.quiet, "student edition: no reference solution to build; building a runner to probe for a GPU"
+             if edition else "building the reference solutions first (a minute or two; --progress shows each step)")
     try:
         pipe.prepare()
         _say(args.quiet, f"grading {len(subs)} submission(s), labs {', '.join(l.name for l in labs)}; "
@@ -202,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                                            indent=2, sort_keys=True) + "\n", encoding="utf-8")
     pipe.cleanup()
     if not args.quiet:
+        if edition:
+            print(f"{STUDENT_EDITION}.", file=sys.stderr)
         for r in results:
             per = ", ".join(f"{ls.lab} {fmt(ls.points)}/{fmt(ls.max_points)}" for ls in r.labs)
             print(f"{r.student}: {fmt(r.points)}/{fmt(r.max_points)} ({per})", file=sys.stderr)

@@ -26,7 +26,8 @@ from .reftime import RefTimes
 from .buildtree import TreeError, make_student_tree
 from .intake import Submission
 from .labs import Lab, LabError, kit_description, manifests
-from .results import LabRun, LabScore, StudentResult
+from .parsers import TestOutcome
+from .results import BinaryRun, LabRun, LabScore, PerfResult, StudentResult
 from .sandbox import Executor, Sandbox, detect_sandbox, run_process
 from .score import r2, score_lab
 from .skeleton import Skeletons, make_skeletons, not_started
@@ -34,6 +35,12 @@ from .static import run_sass_checks, run_static
 from .trust import check_lab
 
 PUBLIC_SEED = 20261122  # the kit's default (common/include/cml/cml_rng.h)
+# A kit without solutions/ (tools/release's student edition): what needs the
+# reference solution is not measured, and the run says so once.
+NO_REFERENCE = "no reference solution in this student edition (the instructor's grading compares with it)"
+STUDENT_EDITION = ("self-check of a student edition (no solutions/): the tests that count are those the kit's "
+                   "test programs list; what needs the reference solution (timing against it) is not measured "
+                   "here; the instructor's grading compares with the reference")
 
 
 class GraderError(Exception):
@@ -69,6 +76,37 @@ def parse_seed(text: str) -> int:
 
 def safe_name(student: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]", "_", student)[:80] or "student"
+
+
+def criterion_list(text: str) -> dict[str, TestOutcome]:
+    """suite::test -> PASSED (SKIPPED for a disabled test) from a Criterion
+    binary's --list: "suite: N tests" lines, then one line per test after a
+    tree glyph ("├── ", "└── ", or "|-- ", "`-- " with --ascii)."""
+    out: dict[str, TestOutcome] = {}
+    suite = None
+    for line in text.splitlines():
+        m = re.fullmatch(r"(\S+): \d+ tests?", line.strip())
+        if m:
+            suite = m.group(1)
+            continue
+        m = re.fullmatch(r"(?:├── |└── |\|-- |`-- )(\S+)( \(skipped\))?", line.strip())
+        if m and suite:
+            o = TestOutcome(suite, m.group(1), "SKIPPED" if m.group(2) else "PASSED")
+            out[o.key] = o
+    return out
+
+
+def _skipped_as_run(ref: LabRun, run: LabRun) -> None:
+    """Without a reference run, a listed test that skipped itself here (no
+    usable GPU) is what the reference's would have been: skipped, so it is
+    not measured, not failed."""
+    for kind, binaries in ref.tests.items():
+        for b, br in binaries.items():
+            mine = run.tests.get(kind, {}).get(b)
+            for key, o in list(br.outcomes.items()):
+                got = mine.outcomes.get(key) if mine else None
+                if got is not None and got.status == "SKIPPED":
+                    br.outcomes[key] = TestOutcome(o.suite, o.name, "SKIPPED", list(got.messages))
 
 
 class Progress:
@@ -119,6 +157,7 @@ class _Job:
     build_dir: Path
     tree: Path
     gpu_key: str | None = None
+    ref: LabRun | None = None   # what the job was scored against (reference() or, without solutions, _listed())
 
 
 class Pipeline:
@@ -153,8 +192,12 @@ class Pipeline:
         self.skeletons = make_skeletons(self.trusted, self._labtool(), self.opts.kit.resolve(), self.labs,
                                         self.work / "reference" / "skeletons")
         self.notes += self.skeletons.notes
+        no_ref = [lab.name for lab in self.labs if not lab.solution_dir]
+        if no_ref:
+            self.notes.insert(0, STUDENT_EDITION if len(no_ref) == len(self.labs)
+                              else f"no reference solution for {', '.join(no_ref)}: {NO_REFERENCE}")
         self.say("probing for a GPU")
-        ref_runner = self.ref_build / self.labs[0].ref_targets()[-1] if self.labs else None
+        ref_runner = self.probe_runner
         gpus = R.list_gpus()
         self.gpus = gpus or [None]
         if ref_runner is not None:
@@ -191,7 +234,13 @@ class Pipeline:
 
     def _build_reference(self) -> None:
         self.ref_build = self.work / "reference" / "build"
-        targets = [t for lab in self.labs for t in lab.ref_targets()]
+        self.probe_runner: Path | None = None
+        with_ref = [lab for lab in self.labs if lab.solution_dir]
+        if self.labs and not with_ref:
+            self._build_probe()
+            return
+        self.probe_runner = self.ref_build / with_ref[0].ref_targets()[-1] if with_ref else None
+        targets = [t for lab in with_ref for t in lab.ref_targets()]
         if any(lab.solution_dir for lab in self.labs):
             targets.append("labtool")   # makes the pristine skeletons from the solutions
         timeout = max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2 if self.labs else 900
@@ -209,6 +258,28 @@ class Pipeline:
             raise GraderError(f"the reference solution does not build ({', '.join(bad)}):\n{msgs}")
         self._check_description()
         self.say(f"reference built in {tb.seconds:.0f} s")
+
+    def _build_probe(self) -> None:
+        """A student edition (no solutions/) has no reference to build: only
+        a runner of the kit as it is, to ask whether a GPU is usable here. A
+        runner that does not build (the student's own file, in a self-check)
+        is no problem of the kit: the next lab's is tried; if none builds,
+        the GPU checks read not measured."""
+        self.say("student edition (no solutions/): no reference solution to build; "
+                 "building a runner of the kit to probe for a GPU")
+        configured = False
+        for lab in self.labs:
+            tb = build_tree(self.trusted, self.opts.kit.resolve(), self.ref_build, [lab.runner], arch=self.opts.arch,
+                            jobs=self.jobs, timeout=lab.rubric.lab.build_timeout_s, writable=[], configured=configured)
+            if not tb.configured:
+                raise GraderError("the kit does not configure (cmake):\n" + tb.configure_log[-3000:])
+            configured = True
+            if tb.ok(lab.runner):
+                self.probe_runner = self.ref_build / lab.runner
+                break
+        else:
+            self.no_gpu_reason = "no runner of the kit builds here to probe for a GPU"
+        self._check_description()
 
     def _check_description(self) -> None:
         """The build's <build>/kit/labs.json, when it writes one, must describe
@@ -321,6 +392,8 @@ class Pipeline:
         return seeds
 
     def reference(self, lab: Lab, gpu: str | None) -> LabRun:
+        if not lab.solution_dir:   # a student edition: nothing to run (_listed stands in)
+            return LabRun(lab.name, gpu=gpu or "")
         key = (lab.name, gpu)
         with self.ref_lock:
             if key in self.refs:
@@ -342,6 +415,34 @@ class Pipeline:
             self.refs[key] = ref
         return ref
 
+    def _listed(self, job: _Job, out: Path) -> LabRun:
+        """What stands in for the reference's results where the kit has no
+        solutions/ (a student edition): the tests the submission's test
+        programs list (Criterion --list: the kit's tests, made from the step
+        table), each to pass. A step none of whose tests is listed because
+        its test program did not build (or list) gets one placeholder test
+        there, so it reads failed, not unmeasured."""
+        lab, ref = job.lab, LabRun(job.lab.name, gpu=job.run.gpu)
+        listed: dict[str, BinaryRun] = {}
+        for b in lab.test_binaries():
+            listed[b] = BinaryRun(b, job.run.build_ok.get(b, False))
+            if listed[b].built:
+                r = self.student_exe.run([str(job.build_dir / b), "--list"], cwd=out, timeout=60, writable=[out],
+                                         readable=[job.tree])
+                listed[b].outcomes = criterion_list(r.stdout)
+                listed[b].problem = "" if listed[b].outcomes else f"--list listed no tests (exit {r.rc})"
+        unbuilt = [br for br in listed.values() if not br.outcomes]
+        if unbuilt:
+            have = {lab.step_of_suite(o.suite) for br in listed.values() for o in br.outcomes.values()}
+            for s in lab.steps:
+                if s.num not in have:
+                    o = TestOutcome(lab.suite.replace("{num}", str(s.num)), "(its tests)", "PASSED")
+                    unbuilt[0].outcomes[o.key] = o
+        for kind, _seed in self._seeds():
+            ref.tests[kind] = {b: BinaryRun(br.binary, br.built, dict(br.outcomes), br.problem)
+                               for b, br in listed.items()}
+        return ref
+
     # ------------------------------------------------------------ GPU stage
     def _run_lab(self, job: _Job, gpu: str | None, progress: Progress) -> None:
         lab, run = job.lab, job.run
@@ -351,11 +452,11 @@ class Pipeline:
         t0 = clock()
         run.gpu = gpu or ""
         job.gpu_key = gpu
-        ref = self.reference(lab, gpu)
         deadline = R.Deadline(lab.rubric.lab.time_limit_s)
         env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}
         out = self.work / "results" / safe_name(job.sub.student) / lab.name
         out.mkdir(parents=True, exist_ok=True)
+        ref = job.ref = self.reference(lab, gpu) if lab.solution_dir else self._listed(job, out)
         readable = [job.tree]
         bdir = job.build_dir
         progress.say(job.sub.student, lab.name, "testing" + (f" on GPU {gpu}" if gpu is not None else ""))
@@ -385,6 +486,8 @@ class Pipeline:
                     R.check_against(br, set(rb.outcomes) if rb else set())
                 run.tests[kind][b] = br
         phase.done("tests")
+        if not lab.solution_dir:
+            _skipped_as_run(ref, run)
         runner = bdir / lab.runner
         if not run.build_ok.get(lab.runner, False):
             run.gpu_note = "the runner did not build"
@@ -434,6 +537,9 @@ class Pipeline:
             for s in pr.steps:
                 if s not in steps:
                     continue  # a wrong or hanging step is not timed
+                if not lab.solution_dir:   # nothing to time it against
+                    run.perf[s] = PerfResult(s, None, None, True, note=NO_REFERENCE)
+                    continue
                 if deadline.expired():
                     run.timed_out.append(f"performance step {s}")
                     continue
@@ -496,7 +602,7 @@ class Pipeline:
         return results, errors
 
     def _lab_score(self, job: _Job) -> LabScore:
-        ref = self.refs.get((job.lab.name, job.gpu_key)) or self.reference(job.lab, job.gpu_key)
+        ref = job.ref or self.refs.get((job.lab.name, job.gpu_key)) or self.reference(job.lab, job.gpu_key)
         job.run.machine_note = "" if self.gpu_ok else (self.no_gpu_reason or "no CUDA device")
         return score_lab(job.lab, job.run, ref)
 

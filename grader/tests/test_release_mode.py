@@ -1,0 +1,183 @@
+"""A kit without solutions/ (tools/release's student edition): the student's
+self-check builds no reference, counts the tests the kit's own test programs
+list, and reads "not measured" for what needs the reference. Through an
+injected command runner (no nvcc, no GPU)."""
+import dataclasses
+import json
+import os
+import unittest
+from pathlib import Path
+from unittest import mock
+
+from helpers import KIT, labs, tmpdir
+
+from cmlgrade import pipeline
+from cmlgrade.intake import Submission
+from cmlgrade.pipeline import NO_REFERENCE, Options, Pipeline, criterion_list
+from cmlgrade.sandbox import ProcResult
+
+LAB = labs(["01_shared_banks"])["01_shared_banks"]
+MODEL, GPU = LAB.targets.model_tests, LAB.targets.tests
+# What the kit's test programs list: an odd number of tests per step, the
+# model's steps in one program, the kernels' in the other.
+LISTED = {MODEL: {f"step{s}": [f"model_case_{s}_{i}" for i in range(1 + s % 3)] for s in (1, 2, 3)},
+          GPU: {f"step{s}": [f"kernel_case_{s}_{i}" for i in range(2 + s % 2)] for s in (4, 5, 6, 7)}}
+
+
+def listing(binary: str) -> str:
+    out = []
+    for suite, names in LISTED[binary].items():
+        out.append(f"{suite}: {len(names)} test{'s' if len(names) > 1 else ''}")
+        out += [("└── " if i == len(names) - 1 else "├── ") + n for i, n in enumerate(names)]
+    return "\n".join(out) + "\n"
+
+
+class FakeKit:
+    """cmake, the test programs and the runner of a student edition. `outcome`
+    gives (status, messages) per (suite, test); `unbuilt` targets fail to
+    compile; a *_ref target does not exist, as in a release."""
+
+    def __init__(self, outcome, unbuilt=()):
+        self.outcome, self.unbuilt, self.calls = outcome, set(unbuilt), []
+
+    def __call__(self, argv, cwd=None, env=None, timeout=None):
+        argv = [str(a) for a in argv]
+        self.calls.append(argv)
+        name = Path(argv[0]).name
+        if name == "cmake" and "--target" in argv:
+            build = Path(argv[argv.index("--build") + 1])
+            for t in self.targets(argv):
+                if t.endswith("_ref"):
+                    return ProcResult(argv, 2, "", f"gmake: *** No rule to make target '{t}'.  Stop.\n", False, 0.1)
+                if t in self.unbuilt:
+                    return ProcResult(argv, 2, "", f"{cwd}/labs/{LAB.name}/bank_model.c:3:1: error: expected ';'\n",
+                                      False, 0.1)
+                build.mkdir(parents=True, exist_ok=True)
+                (build / t).write_text("built by the fake\n")
+        if name in LISTED:
+            if "--list" in argv:
+                return ProcResult(argv, 0, listing(name), "", False, 0.1)
+            report = next(a.split("=", 1)[1] for a in argv if a.startswith("--json="))
+            only = next((a.split("=", 1)[1][:-2] for a in argv if a.startswith("--filter=")), None)
+            suites = [{"name": s, "tests": [{"name": t, "status": self.outcome(s, t)[0],
+                                             "messages": self.outcome(s, t)[1]} for t in tests]}
+                      for s, tests in LISTED[name].items() if only in (None, s)]
+            Path(report).write_text(json.dumps({"test_suites": suites}))
+            return ProcResult(argv, 0, "", "", False, 0.1)
+        if name == "compute-sanitizer":
+            return ProcResult(argv, 0, "========= ERROR SUMMARY: 0 errors\n", "", False, 0.1)
+        return ProcResult(argv, 0, "", "", False, 0.1)   # configure; the runner prints no counters
+
+    @staticmethod
+    def targets(argv):
+        out = []
+        for a in argv[argv.index("--target") + 1:]:
+            if a.startswith("-"):
+                break
+            out.append(a)
+        return out
+
+    def built(self):
+        return [t for a in self.calls if Path(a[0]).name == "cmake" and "--target" in a for t in self.targets(a)]
+
+
+def student_edition_lab():
+    return dataclasses.replace(LAB, solution_dir="", mistakes=())
+
+
+def grade(test, fake, gpu: bool):
+    lab = student_edition_lab()
+    files = {lab.name: {f: (KIT / lab.dir / f).read_bytes() + b"/* edited */\n" for f in lab.files}}
+    probed = []
+
+    def probe(runner, device):
+        probed.append(Path(runner))
+        return (True, "") if gpu else (False, "no CUDA device: the test machine has none")
+
+    patches = [mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": "0" if gpu else ""}),
+               mock.patch("cmlgrade.run.probe_gpu", probe),
+               mock.patch("cmlgrade.run.find_tool", lambda name: name)]
+    if hasattr(pipeline, "check_lab"):   # the object checks read real objects: here, none
+        from cmlgrade.objcheck import ObjectReport
+        patches.append(mock.patch.object(pipeline, "check_lab", lambda *a: ObjectReport(checked=True)))
+    for p in patches:
+        p.start()
+        test.addCleanup(p.stop)
+    p = Pipeline(Options(kit=KIT, work=tmpdir(test) / "work", sandbox=False, jobs=2), [lab], runner=fake)
+    p.prepare()
+    results, errors = p.grade([Submission("kim", "labs/", files)])
+    p.cleanup()
+    test.assertEqual(errors, [])
+    return p, results[0].labs[0], probed
+
+
+class StudentEditionTests(unittest.TestCase):
+    def items(self, ls):
+        return {it.name: it for it in ls.items}
+
+    def test_no_gpu_counts_the_listed_tests_and_builds_no_reference(self):
+        def outcome(suite, test):
+            if suite in ("step4", "step5", "step6", "step7"):
+                return "SKIPPED", ["no usable GPU: the test machine has none"]
+            if suite == "step3" or test == "model_case_2_1":
+                return "FAILED", [f"tests/model.c:12: {test} is wrong"]
+            return "PASSED", []
+
+        fake = FakeKit(outcome)
+        p, ls, probed = grade(self, fake, gpu=False)
+        self.assertFalse([t for t in fake.built() if t.endswith("_ref")], "a reference target was built")
+        self.assertEqual(probed, [p.work / "reference" / "build" / LAB.runner])   # the kit's own runner
+        self.assertTrue(p.notes[0].startswith("self-check of a student edition"), p.notes)
+        items = self.items(ls)
+        self.assertEqual(items["step 1 bank_of"].status, "passed")
+        self.assertEqual(items["step 1 bank_of"].points, items["step 1 bank_of"].max_points)
+        self.assertGreater(items["step 1 bank_of"].points, 0)
+        step2 = items["step 2 degree_4byte"]
+        self.assertEqual(step2.status, "partial")   # 1 of the 3 listed tests fails
+        self.assertAlmostEqual(step2.points, step2.max_points * 2 / 3, places=1)
+        self.assertEqual(items["step 3 degree_wide"].status, "failed")
+        for s in LAB.steps[3:]:   # the kernels' tests skipped themselves: no GPU here
+            it = items[f"step {s.num} {s.ident}"]
+            self.assertEqual((it.status, it.points), ("not_measured", 0.0), it.name)
+        for it in ls.items:   # no GPU here, and no reference to compare with: none of these is measured
+            if it.category in ("sanitizer", "counters", "performance"):
+                self.assertEqual((it.status, it.points), ("not_measured", 0.0), it.name)
+        # each listed suite ran on its own, and only those
+        ran = sorted({a[-1] for a in fake.calls if Path(a[0]).name in LISTED and a[-1].startswith("--filter=")})
+        self.assertEqual(ran, sorted(f"--filter={s}/*" for b in LISTED for s in LISTED[b]))
+        unmeasured = sum(it.max_points for it in ls.items if it.status == "not_measured")
+        self.assertGreater(unmeasured, 0)
+        self.assertLessEqual(ls.max_points + unmeasured, LAB.max_points(False))   # left out of the maximum
+
+    def test_with_a_gpu_timing_is_not_measured_and_an_unbuilt_program_fails_its_steps(self):
+        fake = FakeKit(lambda suite, test: ("PASSED", []), unbuilt={MODEL})
+        p, ls, _ = grade(self, fake, gpu=True)
+        items = self.items(ls)
+        for s in LAB.steps[:3]:   # their test program did not compile: failed, not unmeasured
+            it = items[f"step {s.num} {s.ident}"]
+            self.assertEqual((it.status, it.points), ("failed", 0.0), it.name)
+            self.assertTrue(any("not built" in d for d in it.details), it.details)
+        for s in LAB.steps[3:]:
+            self.assertEqual(items[f"step {s.num} {s.ident}"].status, "passed")
+        perf = [it for it in ls.items if it.category == "performance"]
+        self.assertEqual(len(perf), len(LAB.rubric.performance.steps))
+        for it in perf:
+            self.assertEqual((it.status, it.points), ("not_measured", 0.0), it.name)
+            self.assertEqual(it.feedback, [f"not measured: {NO_REFERENCE}"])
+        timed = [a for a in fake.calls if Path(a[0]).name == LAB.runner and "--json" in a]
+        self.assertEqual(timed, [])   # nothing to time it against
+        self.assertNotIn(f"{LAB.runner}_ref", {Path(a[0]).name for a in fake.calls})
+
+
+class ListParserTests(unittest.TestCase):
+    def test_both_glyph_styles_and_disabled_tests(self):
+        text = ("step1: 2 tests\n├── a_b\n└── c\nstep12: 1 test\n`-- d (skipped)\n"
+                "stepx: 2 tests\n|-- e\n`-- f\nnot a test line\n")
+        got = {k: o.status for k, o in criterion_list(text).items()}
+        self.assertEqual(got, {"step1::a_b": "PASSED", "step1::c": "PASSED", "step12::d": "SKIPPED",
+                               "stepx::e": "PASSED", "stepx::f": "PASSED"})
+        self.assertEqual(criterion_list("no tests here\n"), {})
+
+
+if __name__ == "__main__":
+    unittest.main()
