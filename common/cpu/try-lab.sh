@@ -9,6 +9,8 @@
 # Extra arguments after the variant go to the Criterion binary (e.g.
 # --filter 'step3/*'). Exit status: the test binary's. The binary is
 # instrumented for the checks: CML_CPU_CHECK=race or banks (README.md).
+# CML_CPU_RUNNER=1 builds and runs the lab's runner instead (the arguments
+# go to it: --step 3 --n 1000).
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -62,22 +64,30 @@ for f in "$drv"/*.c "$drv"/*.cu; do
   [ -e "$f" ] && [ "$(basename "$f")" != run.c ] && compile "$f" host
 done
 for f in "$root"/common/src/*.c "$root"/common/src/*.cu; do compile "$f" cml; done
-compile "$root/labs/$lab/tests/gpu.c" test
-compile "$root/common/test/criterion_main.c" test
-for f in "$here"/src/*.c; do
-  case $f in */cml_cpu_banks.c) CFLAGS="$CFLAGS -DCML_CPU_REF_BANK_MODEL" compile "$f" rt ;; *) compile "$f" rt ;; esac
-done
+save_cflags=$CFLAGS
+CFLAGS="$CFLAGS -DCML_CPU_REF_BANK_MODEL"
+for f in "$here"/src/*.c; do compile "$f" rt; done
+CFLAGS=$save_cflags
 # Lab 01's reference bank model, renamed, for CML_CPU_CHECK=banks (as CMakeLists.txt does).
 $CC $CFLAGS -Dbank_of=cml_cpu_ref_bank_of -Dconflict_degree=cml_cpu_ref_conflict_degree -I"$here/src/refmodel" \
   -I"$root/labs/01_shared_banks" -I"$here/include" -c "$root/solutions/01_shared_banks/bank_model.c" -o "$out/obj/rt_refmodel.o"
 objs="$objs $out/obj/rt_refmodel.o"
-$CXX -pthread -o "$out/test_$STEM" $objs $crit_libs -ldl -lm
+if [ "${CML_CPU_RUNNER:-0}" = 1 ]; then
+  # The lab's runner instead of its tests (what compute-sanitizer runs on a GPU).
+  compile "$drv/run.c" runner
+  bin=$out/${STEM}_run
+else
+  compile "$root/labs/$lab/tests/gpu.c" test
+  compile "$root/common/test/criterion_main.c" test
+  bin=$out/test_$STEM
+fi
+$CXX -pthread -o "$bin" $objs $crit_libs -ldl -lm
 
 # 3. Run, timed.
-echo "== running $out/test_$STEM $*"
+echo "== running $bin $*"
 start=$(date +%s)
 set +e
-"$out/test_$STEM" "$@"
+"$bin" "$@"
 rc=$?
 set -e
 echo "== $lab ($variant): exit $rc, wall $(( $(date +%s) - start )) s"

@@ -25,7 +25,14 @@ typedef struct cml_cpu_launch_desc {
     size_t dynamic_smem;
     void (*body)(void *ctx);
     void *ctx;
+    const void *fn;       /* the kernel function: reports name it (a launch through a
+                             pointer parameter is written `kernel<<<...>>>`) */
 } cml_cpu_launch_desc;
+
+/* The kernel's name for reports and bank counts: the function's own name
+ * with its template arguments ("reduce_kernel3<int>"), from the debug
+ * information, or the launch expression when there is none. */
+const char *cml_cpu_kernel_name(const cml_cpu_launch_desc *d);
 
 /* Runs every block of the grid to the end (blocks spread over worker
  * threads, one fiber per CUDA thread). Returns cudaSuccess, a launch error

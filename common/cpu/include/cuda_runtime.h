@@ -343,6 +343,7 @@ static inline void cml_cpu_launch(void (*kernel)(P...), const char *name, const 
     d.dynamic_smem = cfg.smem;
     d.body = &cml_cpu_body<P...>;
     d.ctx = &call;
+    d.fn = (const void *)kernel;
     if (cml_cpu_check_args(&d, call, std::index_sequence_for<P...>{}) != cudaSuccess)
         return;
     (void)cml_cpu_run_grid(&d);

@@ -96,13 +96,30 @@ typedef struct hazard {
     int store[2];
     unsigned thread[2];
     cml_cpu_uint3 block, bdim;
-    const char *kernel;
+    const cml_cpu_launch_desc *d; /* valid until the grid ends, when the hazard is printed */
     int global;
 } hazard;
 
 static pthread_mutex_t hazard_lock = PTHREAD_MUTEX_INITIALIZER;
 static hazard *hazards;
 static size_t n_hazards, cap_hazards, printed_hazards;
+static size_t n_reported; /* distinct pairs of source lines printed */
+static char **printed_pairs;
+static size_t n_printed_pairs;
+
+/* 1 when this pair of source lines was printed before (else remembers it). */
+static int seen_pair(const char *pair)
+{
+    for (size_t i = 0; i < n_printed_pairs; ++i)
+        if (strcmp(printed_pairs[i], pair) == 0)
+            return 1;
+    char **grown = realloc(printed_pairs, (n_printed_pairs + 1) * sizeof *grown);
+    if (grown != NULL) {
+        printed_pairs = grown;
+        printed_pairs[n_printed_pairs++] = strdup(pair);
+    }
+    return 0;
+}
 
 static void add_hazard(check_state *c, void *pc0, int st0, unsigned t0, void *pc1, int st1, unsigned t1, int global)
 {
@@ -130,7 +147,7 @@ static void add_hazard(check_state *c, void *pc0, int st0, unsigned t0, void *pc
         hazards = grown;
         cap_hazards = cap;
     }
-    hazards[n_hazards++] = (hazard){{pc0, pc1}, {st0, st1}, {t0, t1}, c->block, c->d->block, c->d->kernel, global};
+    hazards[n_hazards++] = (hazard){{pc0, pc1}, {st0, st1}, {t0, t1}, c->block, c->d->block, c->d, global};
     pthread_mutex_unlock(&hazard_lock);
 }
 
@@ -151,22 +168,29 @@ static void thread_coords(unsigned linear, cml_cpu_uint3 bdim, char *buf, size_t
 void cml_cpu_check_grid_end(const cml_cpu_launch_desc *d)
 {
     if (cml_cpu_check_mode & CML_CPU_CHECK_BANKS)
-        cml_cpu_banks_grid_end(d->kernel);
+        cml_cpu_banks_grid_end(cml_cpu_kernel_name(d));
     if (!(cml_cpu_check_mode & CML_CPU_CHECK_RACE))
         return;
     pthread_mutex_lock(&hazard_lock);
     for (; printed_hazards < n_hazards; ++printed_hazards) {
         const hazard *h = &hazards[printed_hazards];
-        char at[2][600], who[2][40];
+        char at[2][600], who[2][40], line[1800];
         for (int k = 0; k < 2; ++k) {
             source_line(h->pc[k], at[k], sizeof at[k]);
             thread_coords(h->thread[k], h->bdim, who[k], sizeof who[k]);
         }
-        fprintf(stderr,
-                "cml-cpu racecheck: Race reported between %s access at %s by thread %s and %s access at %s by "
-                "thread %s, block (%u,%u,%u) of kernel %s (%s memory)\n",
-                h->store[0] ? "Write" : "Read", at[0], who[0], h->store[1] ? "Write" : "Read", at[1], who[1],
-                h->block.x, h->block.y, h->block.z, h->kernel, h->global ? "global" : "shared");
+        snprintf(line, sizeof line, "Race reported between %s access at %s by thread %s and %s access at %s by thread "
+                 "%s, block (%u,%u,%u) of kernel %s (%s memory)",
+                 h->store[0] ? "Write" : "Read", at[0], who[0], h->store[1] ? "Write" : "Read", at[1], who[1],
+                 h->block.x, h->block.y, h->block.z, cml_cpu_kernel_name(h->d), h->global ? "global" : "shared");
+        /* Code addresses differ, lines may not (two instances of a template):
+         * one line, one hazard, per pair of source lines. */
+        char pair[1300];
+        snprintf(pair, sizeof pair, "%s|%s|%s", at[0], at[1], h->global ? "g" : "s");
+        if (seen_pair(pair))
+            continue;
+        ++n_reported;
+        fprintf(stderr, "cml-cpu racecheck: %s\n", line);
     }
     pthread_mutex_unlock(&hazard_lock);
 }
@@ -175,9 +199,10 @@ void cml_cpu_check_grid_end(const cml_cpu_launch_desc *d)
 static void race_at_exit(int status, void *arg)
 {
     (void)arg;
-    if (n_hazards == 0)
+    size_t n = n_reported + (n_hazards - printed_hazards); /* a grid that never ended: unprinted */
+    if (n == 0)
         return;
-    fprintf(stderr, "cml-cpu racecheck: %zu hazard%s\n", n_hazards, n_hazards == 1 ? "" : "s");
+    fprintf(stderr, "cml-cpu racecheck: %zu hazard%s\n", n, n == 1 ? "" : "s");
     if (status == 0) {
         fflush(NULL);
         _exit(86);
@@ -187,7 +212,7 @@ static void race_at_exit(int status, void *arg)
 size_t cml_cpu_race_hazards(void)
 {
     pthread_mutex_lock(&hazard_lock);
-    size_t n = n_hazards;
+    size_t n = n_reported + (n_hazards - printed_hazards);
     pthread_mutex_unlock(&hazard_lock);
     return n;
 }

@@ -624,6 +624,49 @@ void cml_cpu_where_is(void *pc, char *buf, size_t len)
     pclose(p);
 }
 
+const char *cml_cpu_kernel_name(const cml_cpu_launch_desc *d)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static struct {
+        const void *fn;
+        char *name;
+    } cache[128];
+    static int n_cache;
+    if (d->fn == NULL)
+        return d->kernel;
+    const char *name = d->kernel;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n_cache; ++i)
+        if (cache[i].fn == d->fn) {
+            name = cache[i].name;
+            pthread_mutex_unlock(&lock);
+            return name;
+        }
+    char where[600];
+    cml_cpu_where_is((char *)d->fn + 1, where, sizeof where); /* where_is looks at pc - 1 */
+    char *in = strstr(where, " (in ");
+    if (in != NULL) {
+        char *fn = in + 5, *end;
+        if (strncmp(fn, "void ", 5) == 0) /* a template's demangled name starts with its return type */
+            fn += 5;
+        end = fn;
+        int depth = 0;
+        for (; *end && !(depth == 0 && *end == '('); ++end)
+            depth += *end == '<' ? 1 : *end == '>' ? -1 : 0;
+        *end = '\0';
+        char *copy = *fn ? strdup(fn) : NULL;
+        if (copy != NULL && n_cache < 128) {
+            cache[n_cache].fn = d->fn;
+            cache[n_cache++].name = copy;
+            name = copy;
+        } else {
+            free(copy);
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return name;
+}
+
 static void describe_thread(const worker *w, const fiber *f, char *buf, size_t len)
 {
     snprintf(buf, len, "block (%u,%u,%u), thread (%u,%u,%u)", w->block.x, w->block.y, w->block.z, f->tid.x,
@@ -859,7 +902,7 @@ static void report_deadlock(worker *w, grid *g)
     fprintf(stderr,
             "cml-cpu: DEADLOCK in kernel %s (launched at %s:%d), block (%u,%u,%u): %u of %u threads have not "
             "exited and none can go on.\n",
-            d->kernel, d->file, d->line, w->block.x, w->block.y, w->block.z, w->alive, w->n_threads);
+            cml_cpu_kernel_name(d), d->file, d->line, w->block.x, w->block.y, w->block.z, w->alive, w->n_threads);
     char where[600], who[100];
     if (first_bar != NULL) {
         cml_cpu_where_is(first_bar->wait_pc, where, sizeof where);
@@ -1082,7 +1125,7 @@ static void fault_handler(int sig, siginfo_t *si, void *uctx)
         if (f != NULL)
             describe_thread(w, f, who, sizeof who);
         pthread_mutex_lock(&report_lock);
-        fprintf(stderr, "cml-cpu: %s\n  in kernel %s (launched at %s:%d), %s\n  at %s\n", what, g->d->kernel,
+        fprintf(stderr, "cml-cpu: %s\n  in kernel %s (launched at %s:%d), %s\n  at %s\n", what, cml_cpu_kernel_name(g->d),
                 g->d->file, g->d->line, who, where);
         pthread_mutex_unlock(&report_lock);
     }
@@ -1103,7 +1146,7 @@ void cml_cpu_trap(const char *what)
         char where[600], who[100];
         cml_cpu_where_is(__builtin_return_address(0), where, sizeof where);
         describe_thread(w, f, who, sizeof who);
-        fprintf(stderr, "cml-cpu: %s\n  in kernel %s (launched at %s:%d), %s\n  at %s\n", what, g->d->kernel,
+        fprintf(stderr, "cml-cpu: %s\n  in kernel %s (launched at %s:%d), %s\n  at %s\n", what, cml_cpu_kernel_name(g->d),
                 g->d->file, g->d->line, who, where);
     }
     make_sticky(cudaErrorIllegalInstruction);
@@ -1116,7 +1159,7 @@ cudaError_t cml_cpu_host_pointer_argument(const cml_cpu_launch_desc *d, int inde
             "cml-cpu: HOST POINTER passed to kernel %s (launched at %s:%d): argument %d is %p, which is not "
             "inside any cudaMalloc allocation. A GPU would fault on it; allocate with cudaMalloc and copy "
             "with cudaMemcpy.\n",
-            d->kernel, d->file, d->line, index + 1, p);
+            cml_cpu_kernel_name(d), d->file, d->line, index + 1, p);
     make_sticky(cudaErrorIllegalAddress);
     return sticky_error;
 }
