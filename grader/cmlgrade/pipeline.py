@@ -40,7 +40,8 @@ PUBLIC_SEED = 20261122  # the kit's default (common/include/cml/cml_rng.h)
 NO_REFERENCE = "no reference solution in this student edition (the instructor's grading compares with it)"
 STUDENT_EDITION = ("self-check of a student edition (no solutions/): the tests that count are those the kit's "
                    "test programs list; what needs the reference solution (timing against it) is not measured "
-                   "here; the instructor's grading compares with the reference")
+                   "here, and with labs/ the only copy of the skeletons no file is called untouched; the "
+                   "instructor's grading compares with the reference")
 
 
 class GraderError(Exception):
@@ -188,8 +189,10 @@ class Pipeline:
             self.work = Path(self._tmp)
         self.jobs = self.opts.jobs or os.cpu_count() or 2
         self._build_reference()
-        self.say("making the pristine skeletons from the reference solutions (labtool skeleton)")
-        self.skeletons = make_skeletons(self.trusted, self._labtool(), self.opts.kit.resolve(), self.labs,
+        with_ref = [lab for lab in self.labs if lab.solution_dir]   # a student edition's labs/ is its only copy
+        if with_ref:
+            self.say("making the pristine skeletons from the reference solutions (labtool skeleton)")
+        self.skeletons = make_skeletons(self.trusted, self._labtool(), self.opts.kit.resolve(), with_ref,
                                         self.work / "reference" / "skeletons")
         self.notes += self.skeletons.notes
         no_ref = [lab.name for lab in self.labs if not lab.solution_dir]
@@ -314,7 +317,9 @@ class Pipeline:
                 skeleton = self.skeletons.get(lab.name, f)
                 if skeleton is None:
                     skeleton = (self.opts.kit / lab.dir / f).read_bytes()
-                if data is None or data == skeleton:
+                if data is not None and not lab.solution_dir:
+                    pass   # a student edition: its labs/ is the only copy of the skeleton, nothing to compare with
+                elif data is None or data == skeleton:
                     runs[lab.name].untouched.append(f)
                 else:
                     runs[lab.name].not_started += sorted(not_started(skeleton.decode("utf-8", "replace"),
