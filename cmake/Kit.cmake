@@ -16,6 +16,37 @@ target_compile_options(kit_cuda_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CUDA>:-lineinfo $<$<BOOL:${KIT_DEVICE_DEBUG}>:-G>>)
 add_library(kit::cuda_flags ALIAS kit_cuda_flags)
 
+# kit_cpu_target(<target>): a target built on the CPU path (common/cpu):
+# common/cpu/include ahead of every other include folder (its
+# cuda_runtime_api.h stands in for the toolkit's), linked as C++.
+function(kit_cpu_target target)
+  target_include_directories(${target} BEFORE PRIVATE "${PROJECT_SOURCE_DIR}/common/cpu/include")
+  set_target_properties(${target} PROPERTIES LINKER_LANGUAGE CXX C_EXTENSIONS ON)
+endfunction()
+
+# kit_cpu_sources(<target> <files>...): .cu files through the CPU path's
+# source pass (cml_cpu_add_cuda_sources), the others as they are.
+function(kit_cpu_sources target)
+  set(cu "")
+  set(other "")
+  foreach(f IN LISTS ARGN)
+    if(f MATCHES "\\.cu$")
+      list(APPEND cu "${f}")
+    else()
+      list(APPEND other "${f}")
+    endif()
+  endforeach()
+  if(other)
+    target_sources(${target} PRIVATE ${other})
+  endif()
+  if(cu)
+    # The folder cml_cpu_add_cuda_sources writes its .cpp into (its command
+    # does not make it).
+    file(MAKE_DIRECTORY "${CMAKE_CURRENT_BINARY_DIR}/cml_cpu/${target}")
+    cml_cpu_add_cuda_sources(${target} SOURCES ${cu})
+  endif()
+endfunction()
+
 set(KIT_SKIP_RETURN_CODE 77)  # common/include/cml/cml_check.h: CML_EXIT_NO_GPU
 set(KIT_TEST_LABEL_SKIP "KIT-SKIP:")
 find_program(KIT_COMPUTE_SANITIZER compute-sanitizer HINTS "${CUDAToolkit_BIN_DIR}")
@@ -35,41 +66,78 @@ endfunction()
 
 # One build of a lab's student files (from labs/, solutions/ or a mistake's
 # folder): object library, runner, GPU test binary, and the model's host test
-# binary when the lab has a host-side model.
+# binary when the lab has a host-side model; with KIT_CPU the same files
+# again on the CPU path (targets ending in _cpu). Sets <variant>'s target
+# names in the caller: runner_/tests_/model_tests_ and, on the CPU path,
+# runner_cpu_/tests_cpu_<variant>.
 function(_kit_lab_variant lab stem variant src_dir)
   set(lab_dir "${PROJECT_SOURCE_DIR}/labs/${lab}")
   set(drv_dir "${PROJECT_SOURCE_DIR}/common/labs/${lab}")
-  set(kern "${stem}_kernels_${variant}")
+  set(gen_dir "${PROJECT_BINARY_DIR}/kit/include/${lab}")
   list(TRANSFORM KIT_LAB_FILES PREPEND "${src_dir}/" OUTPUT_VARIABLE sources)
-  add_library(${kern} OBJECT ${sources})
-  target_include_directories(${kern} PRIVATE "${lab_dir}" "${PROJECT_BINARY_DIR}/kit/include/${lab}")
-  target_link_libraries(${kern} PRIVATE cml kit::cuda_flags)
-
   if(variant STREQUAL "student")
     set(suffix "")
   else()
     set(suffix "_${variant}")
   endif()
-  set(runner "${stem}_run${suffix}")
-  set(tests "test_${stem}${suffix}")
-  add_executable(${runner} "${drv_dir}/run.c")
-  target_link_libraries(${runner} PRIVATE ${kern} ${stem}_host kit::warnings)
-  set_target_properties(${runner} PROPERTIES CUDA_RESOLVE_DEVICE_SYMBOLS ON LINKER_LANGUAGE CUDA)
 
-  add_executable(${tests} "${lab_dir}/tests/gpu.c")
-  target_link_libraries(${tests} PRIVATE ${kern} ${stem}_host cml_criterion_main kit::criterion kit::warnings)
-  set_target_properties(${tests} PROPERTIES LINKER_LANGUAGE CUDA)
-  set(runner_${variant} ${runner} PARENT_SCOPE)
-  set(tests_${variant} ${tests} PARENT_SCOPE)
+  if(KIT_HAVE_CUDA)
+    set(kern "${stem}_kernels_${variant}")
+    add_library(${kern} OBJECT ${sources})
+    target_link_libraries(${kern} PRIVATE cml kit::cuda_flags)
+    _kit_variant_programs("" ${stem}_host)
+    set_target_properties(${runner} PROPERTIES CUDA_RESOLVE_DEVICE_SYMBOLS ON LINKER_LANGUAGE CUDA)
+    set_target_properties(${tests} PROPERTIES LINKER_LANGUAGE CUDA)
+    set(runner_${variant} ${runner} PARENT_SCOPE)
+    set(tests_${variant} ${tests} PARENT_SCOPE)
+  endif()
+
+  if(KIT_CPU)
+    # The same files on the CPU path: the .cu translated (labtool
+    # cpu-translate) and compiled as C++ against common/cpu/include.
+    set(kern "${stem}_kernels_${variant}_cpu")
+    add_library(${kern} OBJECT)
+    kit_cpu_target(${kern})
+    kit_cpu_sources(${kern} ${sources})
+    target_link_libraries(${kern} PRIVATE cml_cpu kit::warnings)
+    _kit_variant_programs("_cpu" ${stem}_host_cpu)
+    kit_cpu_target(${runner})
+    kit_cpu_target(${tests})
+    set(runner_cpu_${variant} ${runner} PARENT_SCOPE)
+    set(tests_cpu_${variant} ${tests} PARENT_SCOPE)
+  endif()
 
   # The host-side model (plain C, no GPU): its own tests, built from this
   # variant's copy of the model file alone.
   if(KIT_LAB_MODEL)
     set(model_tests "test_${stem}_model${suffix}")
     add_executable(${model_tests} "${lab_dir}/tests/model.c" "${src_dir}/${KIT_LAB_MODEL}")
-    target_include_directories(${model_tests} PRIVATE "${lab_dir}" "${drv_dir}" "${PROJECT_BINARY_DIR}/kit/include/${lab}")
+    target_include_directories(${model_tests} PRIVATE "${lab_dir}" "${drv_dir}" "${gen_dir}")
     target_link_libraries(${model_tests} PRIVATE cml cml_criterion_main kit::criterion kit::warnings)
+    _kit_depend_on_sources(${model_tests})
     set(model_tests_${variant} ${model_tests} PARENT_SCOPE)
+  endif()
+endfunction()
+
+# The runner and the GPU test binary of one build (CUDA or CPU path) of a
+# variant, on its object library ${kern}; a macro, so runner and tests are
+# set in _kit_lab_variant's scope.
+macro(_kit_variant_programs tail host_lib)
+  target_include_directories(${kern} PRIVATE "${lab_dir}" "${gen_dir}")
+  _kit_depend_on_sources(${kern})
+  set(runner "${stem}_run${suffix}${tail}")
+  set(tests "test_${stem}${suffix}${tail}")
+  add_executable(${runner} "${drv_dir}/run.c")
+  target_link_libraries(${runner} PRIVATE ${kern} ${host_lib} kit::warnings)
+  add_executable(${tests} "${lab_dir}/tests/gpu.c")
+  target_link_libraries(${tests} PRIVATE ${kern} ${host_lib} cml_criterion_main kit::criterion kit::warnings)
+endmacro()
+
+# A mistake's files are generated (labtool mutate-lab) by one custom target
+# that every build of them waits for, so two builds never write them at once.
+function(_kit_depend_on_sources target)
+  if(KIT_SOURCES_TARGET)
+    add_dependencies(${target} ${KIT_SOURCES_TARGET})
   endif()
 endfunction()
 
@@ -105,10 +173,17 @@ function(_kit_step_comment_test name dir)
   endforeach()
 endfunction()
 
-# The runner `cmake --workflow --preset run` runs for a lab.
-function(_kit_register_runner lab target)
-  set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNERS "${lab}=$<TARGET_FILE:${target}>")
-  set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNER_TARGETS ${target})
+# The runner `cmake --workflow --preset run` runs for a lab (of the
+# variant's builds: the CUDA one, then the CPU path's for a machine without
+# a usable GPU).
+function(_kit_register_runner lab variant)
+  set(paths "")
+  foreach(target IN ITEMS ${runner_${variant}} ${runner_cpu_${variant}})
+    list(APPEND paths "$<TARGET_FILE:${target}>")
+    set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNER_TARGETS ${target})
+  endforeach()
+  list(JOIN paths "=" paths)
+  set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNERS "${lab}=${paths}")
 endfunction()
 
 # kit_add_labs(): every lab folder with a manifest, in name order, then the
@@ -189,41 +264,59 @@ function(kit_add_lab lab)
   # common/labs/<lab>/ except the runner's main().
   file(GLOB host_srcs CONFIGURE_DEPENDS "${drv_dir}/*.c" "${drv_dir}/*.cu")
   list(REMOVE_ITEM host_srcs "${drv_dir}/run.c")
-  add_library(${stem}_host STATIC ${host_srcs})
-  target_include_directories(${stem}_host PUBLIC "${drv_dir}" "${lab_dir}" "${gen_dir}")
-  target_link_libraries(${stem}_host PUBLIC cml PRIVATE kit::cuda_flags)
-  # The manifest's "cuda_libraries" (e.g. cublas for an anchor): CUDA::<name>.
-  foreach(l IN LISTS LAB_CUDA_LIBRARIES)
-    if(NOT TARGET CUDA::${l})
-      message(FATAL_ERROR "labs/${lab}/lab.json: \"cuda_libraries\" names '${l}', but the CUDA toolkit has no CUDA::${l}")
+  if(KIT_HAVE_CUDA)
+    add_library(${stem}_host STATIC ${host_srcs})
+    target_include_directories(${stem}_host PUBLIC "${drv_dir}" "${lab_dir}" "${gen_dir}")
+    target_link_libraries(${stem}_host PUBLIC cml PRIVATE kit::cuda_flags)
+    # The manifest's "cuda_libraries" (e.g. cublas for an anchor): CUDA::<name>.
+    foreach(l IN LISTS LAB_CUDA_LIBRARIES)
+      if(NOT TARGET CUDA::${l})
+        message(FATAL_ERROR "labs/${lab}/lab.json: \"cuda_libraries\" names '${l}', but the CUDA toolkit has no CUDA::${l}")
+      endif()
+      target_link_libraries(${stem}_host PUBLIC CUDA::${l})
+    endforeach()
+    set(host_lib ${stem}_host)
+  endif()
+  if(KIT_CPU)
+    # On the CPU path the "cuda_libraries" are stand-ins inside cml_cpu_runtime.
+    add_library(${stem}_host_cpu STATIC)
+    kit_cpu_target(${stem}_host_cpu)
+    kit_cpu_sources(${stem}_host_cpu ${host_srcs})
+    target_include_directories(${stem}_host_cpu PUBLIC "${drv_dir}" "${lab_dir}" "${gen_dir}")
+    target_link_libraries(${stem}_host_cpu PUBLIC cml_cpu PRIVATE kit::warnings)
+    if(NOT KIT_HAVE_CUDA)
+      set(host_lib ${stem}_host_cpu)
     endif()
-    target_link_libraries(${stem}_host PUBLIC CUDA::${l})
-  endforeach()
+  endif()
 
+  set(KIT_SOURCES_TARGET "")
   _kit_lab_variant(${lab} ${stem} student "${lab_dir}")
 
   if(EXISTS "${lab_dir}/tests/host.c")
-    kit_add_host_test(${lab}.host SOURCES "${lab_dir}/tests/host.c" LIBS ${stem}_host
+    kit_add_host_test(${lab}.host SOURCES "${lab_dir}/tests/host.c" LIBS ${host_lib}
       DEFINITIONS KIT_LAB_DIR="${lab_dir}")
   endif()
 
   # A student's progress: the same tests on the files in labs/<lab>/,
   # expected to fail until the steps are done (label "student": not part of
   # the kit's own test presets). Each prints a line per step.
-  set(progress_bins "$<TARGET_FILE:${tests_student}>")
+  # The GPU tests, and the CPU path's (used where the GPU tests cannot run).
+  set(student_tests ${tests_student} ${tests_cpu_student})
+  list(TRANSFORM student_tests PREPEND "$<TARGET_FILE:" OUTPUT_VARIABLE progress_bins)
+  list(TRANSFORM progress_bins APPEND ">")
   if(KIT_LAB_MODEL)
     list(PREPEND progress_bins "$<TARGET_FILE:${model_tests_student}>")
   endif()
   string(REPLACE ";" "|" progress_bins "${progress_bins}")
   _kit_progress_test(${lab}.student "${progress_bins}" "${lab}" "student")
-  set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_TARGETS ${tests_student} ${model_tests_student})
+  set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_TARGETS ${student_tests} ${model_tests_student})
   set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_ENTRIES "${lab}=${progress_bins}")
 
   # The opening comment of each student file lists the steps in that file.
   _kit_step_comment_test(${lab}.skeleton_comment_lists_the_steps "${lab_dir}")
 
   if(NOT has_solution)
-    _kit_register_runner(${lab} ${runner_student})
+    _kit_register_runner(${lab} student)
     return()  # a student release: no reference, no catalogue
   endif()
 
@@ -249,24 +342,39 @@ function(kit_add_lab lab)
       "-DTESTS=$<TARGET_FILE:${model_tests_student}>" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/model")
   endif()
 
-  # Reference: every GPU test passes (or the whole binary skips without a GPU).
-  add_test(NAME ${lab}.reference COMMAND ${tests_ref})
-  set_tests_properties(${lab}.reference PROPERTIES LABELS "gpu;reference"
-    SKIP_RETURN_CODE ${KIT_SKIP_RETURN_CODE} TIMEOUT 900)
+  if(KIT_HAVE_CUDA)
+    # Reference: every GPU test passes (or the whole binary skips without a GPU).
+    add_test(NAME ${lab}.reference COMMAND ${tests_ref})
+    set_tests_properties(${lab}.reference PROPERTIES LABELS "gpu;reference"
+      SKIP_RETURN_CODE ${KIT_SKIP_RETURN_CODE} TIMEOUT 900)
 
-  # Untouched skeleton: every test fails, none crashes or hangs.
-  _kit_script_test(${lab}.skeleton_fails_cleanly check_fails_cleanly.cmake "gpu;skeleton"
-    "-DTESTS=$<TARGET_FILE:${tests_student}>" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}")
+    # Untouched skeleton: every test fails, none crashes or hangs.
+    _kit_script_test(${lab}.skeleton_fails_cleanly check_fails_cleanly.cmake "gpu;skeleton"
+      "-DTESTS=$<TARGET_FILE:${tests_student}>" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}")
 
-  # compute-sanitizer on the reference runner, every step, each SANITIZE configuration.
-  foreach(tool memcheck racecheck synccheck initcheck)
-    _kit_script_test(${lab}.reference.${tool} run_sanitizer.cmake "gpu;sanitizer;reference"
-      "-DTOOL=${tool}" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}" "-DRUNNER=$<TARGET_FILE:${runner_ref}>"
-      "-DCONFIGS=${sanitize_configs}")
-  endforeach()
+    # compute-sanitizer on the reference runner, every step, each SANITIZE configuration.
+    foreach(tool memcheck racecheck synccheck initcheck)
+      _kit_script_test(${lab}.reference.${tool} run_sanitizer.cmake "gpu;sanitizer;reference"
+        "-DTOOL=${tool}" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}" "-DRUNNER=$<TARGET_FILE:${runner_ref}>"
+        "-DCONFIGS=${sanitize_configs}")
+    endforeach()
+  endif()
+
+  if(KIT_CPU)
+    # The same on the CPU path (label cpu): never skipped for want of a GPU.
+    add_test(NAME ${lab}.cpu.reference COMMAND ${tests_cpu_ref})
+    set_tests_properties(${lab}.cpu.reference PROPERTIES LABELS "cpu;reference" TIMEOUT 900)
+    _kit_script_test(${lab}.cpu.skeleton_fails_cleanly check_fails_cleanly.cmake "cpu;skeleton"
+      "-DTESTS=$<TARGET_FILE:${tests_cpu_student}>" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/cpu" -DCPU=ON)
+    # The CPU race check (CML_CPU_CHECK=race) of every reference step, each
+    # SANITIZE configuration; the CPU path checks every access's bounds too.
+    _kit_script_test(${lab}.cpu.reference.racecheck run_cpu_check.cmake "cpu;sanitizer;reference"
+      "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DCONFIGS=${sanitize_configs}")
+  endif()
 
   # The catalogue of classic mistakes: each one built from the solution and
-  # proven to be caught by the tests or by a sanitizer.
+  # proven to be caught by the tests or by a sanitizer (on the CPU path: by
+  # the tests, the CPU race check, its bounds report or its bank counts).
   set(catalogue "${sol_dir}/mistakes.toml")
   if(EXISTS "${catalogue}")
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${catalogue}")
@@ -283,21 +391,34 @@ function(kit_add_lab lab)
         COMMAND labtool mistake-cmake "${catalogue}" ${name} "${out_dir}/mistake.cmake"
         DEPENDS labtool ${sol_files} "${catalogue}"
         COMMENT "Building mistake ${lab}/${name} from the reference solution")
+      set(KIT_SOURCES_TARGET "mistake_sources_${stem}_${name}")
+      add_custom_target(${KIT_SOURCES_TARGET} DEPENDS ${out_files} "${out_dir}/mistake.cmake")
       _kit_lab_variant(${lab} ${stem} mistake_${name} "${out_dir}")
-      # Every test binary of the variant: the model's (host) and the GPU tests.
-      set(test_binaries "$<TARGET_FILE:${tests_mistake_${name}}>")
+      set(model_bins "")
       if(KIT_LAB_MODEL)
-        list(PREPEND test_binaries "$<TARGET_FILE:${model_tests_mistake_${name}}>")
+        set(model_bins "$<TARGET_FILE:${model_tests_mistake_${name}}>")
       endif()
-      string(REPLACE ";" "|" test_binaries "${test_binaries}")
-      _kit_script_test(${lab}.mistake.${name} check_mistake.cmake "gpu;mistake"
-        "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=${test_binaries}"
-        "-DRUNNER=$<TARGET_FILE:${runner_mistake_${name}}>" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}"
-        "-DRUNNER_ARGS=${mistake_args}" "-DWORK=${out_dir}")
+      # Every test binary of the variant: the model's (host) and the GPU tests.
+      if(KIT_HAVE_CUDA)
+        set(test_binaries ${model_bins} "$<TARGET_FILE:${tests_mistake_${name}}>")
+        string(REPLACE ";" "|" test_binaries "${test_binaries}")
+        _kit_script_test(${lab}.mistake.${name} check_mistake.cmake "gpu;mistake"
+          "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=${test_binaries}"
+          "-DRUNNER=$<TARGET_FILE:${runner_mistake_${name}}>" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}"
+          "-DRUNNER_ARGS=${mistake_args}" "-DWORK=${out_dir}")
+      endif()
+      if(KIT_CPU)
+        set(test_binaries ${model_bins} "$<TARGET_FILE:${tests_cpu_mistake_${name}}>")
+        string(REPLACE ";" "|" test_binaries "${test_binaries}")
+        _kit_script_test(${lab}.cpu.mistake.${name} check_mistake.cmake "cpu;mistake"
+          "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=${test_binaries}"
+          "-DRUNNER=$<TARGET_FILE:${runner_cpu_mistake_${name}}>" -DCPU=ON
+          "-DRUNNER_ARGS=${mistake_args}" "-DWORK=${out_dir}/cpu")
+      endif()
     endforeach()
   endif()
 
-  _kit_register_runner(${lab} ${runner_ref})
+  _kit_register_runner(${lab} ref)
 endfunction()
 
 # The main job: run every built lab's reference steps and print the tables

@@ -72,12 +72,18 @@ endfunction()
 # a report was written and the caller should read it; prints "KIT-SKIP:" and
 # sets FALSE when every test skipped (no GPU; the reason goes to KIT_SKIP_WHY,
 # and is printed unless KIT_QUIET_SKIP is set); stops with an error when the
-# binary wrote no report. <rc_var> gets the exit status.
+# binary wrote no report, or skipped while the script runs with -DCPU=ON (a
+# CPU-path binary never skips). <rc_var> gets the exit status.
+# KIT_CRITERION_ARGS, when set, are more arguments for the binary (--filter).
 function(kit_run_criterion tests report out_var rc_var)
   file(REMOVE "${report}")
-  execute_process(COMMAND "${tests}" "--json=${report}"
+  execute_process(COMMAND "${tests}" "--json=${report}" ${KIT_CRITERION_ARGS}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 850)
   set(${rc_var} "${rc}" PARENT_SCOPE)
+  if(rc EQUAL 77 AND CPU)
+    # -DCPU=ON: a binary of the CPU path, which needs no GPU and never skips.
+    message(FATAL_ERROR "${tests} (CPU path) skipped every test (exit 77); it must run them:\n${out}${err}")
+  endif()
   if(rc EQUAL 77)
     string(REGEX MATCH "no CUDA device[^\n]*" why "${out}${err}")
     set(KIT_SKIP_WHY "${why}" PARENT_SCOPE)

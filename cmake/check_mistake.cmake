@@ -1,17 +1,32 @@
 # Usage: cmake -DINFO=<mistake.cmake> -DTESTS="<test binary>|<test binary>..."
 #              -DRUNNER=<runner> -DRUNNER_ARGS="<args>" -DSANITIZER=<path>
-#              -DWORK=<dir> -P check_mistake.cmake
+#              [-DCPU=ON] -DWORK=<dir> -P check_mistake.cmake
 # Proves that one cataloged mistake (built from the reference solution by
 # labtool mutate-lab) is caught: by failing tests with the expected message
 # (the test binaries are the lab's host model tests, if any, and its GPU
 # tests; without a GPU only the host ones can report), by the named
 # compute-sanitizer tool, or by the hardware counters the runner reads with
 # Nsight Compute (`RUNNER --step N --counters`).
+# With -DCPU=ON the binaries are the CPU path's (common/cpu), which need no
+# GPU and never skip: "tests" as above; "racecheck" by the CPU race check
+# (CML_CPU_CHECK=race); "memcheck" by the CPU path's bounds report;
+# "counters" by its bank accounting (CML_CPU_CHECK=banks and the runner's
+# --counters). A check the CPU path cannot make fails; it is never skipped.
 include("${CMAKE_CURRENT_LIST_DIR}/KitCriterionJson.cmake")
 include("${INFO}")
+file(MAKE_DIRECTORY "${WORK}")
 message("mistake ${MISTAKE_NAME} (step ${MISTAKE_STEP}): ${MISTAKE_SUMMARY}")
 
 separate_arguments(RUNNER_ARGS UNIX_COMMAND "${RUNNER_ARGS}")
+
+# The runner's --counters output holds the line the catalogue expects.
+function(_kit_expect_counters out all by)
+  if(NOT out MATCHES "${MISTAKE_EXPECT_MESSAGE}")
+    message(FATAL_ERROR "NOT CAUGHT: the ${by} do not match '${MISTAKE_EXPECT_MESSAGE}':\n${all}")
+  endif()
+  string(REGEX MATCH "[^\n]*${MISTAKE_EXPECT_MESSAGE}[^\n]*" first "${out}")
+  message("caught by the ${by}:\n  ${first}")
+endfunction()
 if(MISTAKE_CAUGHT_BY STREQUAL "tests")
   string(REPLACE "|" ";" TESTS "${TESTS}")
   set(R_FAILED "")
@@ -22,6 +37,12 @@ if(MISTAKE_CAUGHT_BY STREQUAL "tests")
   set(reported FALSE)
   set(KIT_QUIET_SKIP TRUE)
   set(KIT_SKIP_WHY "")
+  # On the CPU path only the step's suite runs when the catalogue names one
+  # ("^stepN::"): the test that must catch the mistake is there, and the
+  # other suites at CPU speed would only add minutes.
+  if(CPU AND MISTAKE_EXPECT_FAILING MATCHES "^\\^(step[0-9]+)::$")
+    set(KIT_CRITERION_ARGS "--filter=${CMAKE_MATCH_1}/*")
+  endif()
   foreach(binary IN LISTS TESTS)
     math(EXPR index "${index} + 1")
     kit_run_criterion("${binary}" "${WORK}/tests${index}.json" have_report rc)
@@ -64,6 +85,8 @@ if(MISTAKE_CAUGHT_BY STREQUAL "tests")
   endif()
   list(LENGTH caught_by ncaught)
   message("caught by ${ncaught} failing test(s), e.g. ${evidence}")
+elseif(CPU)
+  include("${CMAKE_CURRENT_LIST_DIR}/check_mistake_cpu.cmake")
 elseif(MISTAKE_CAUGHT_BY STREQUAL "counters")
   kit_require_gpu("${RUNNER}" have_gpu)
   if(NOT have_gpu)
@@ -78,11 +101,7 @@ elseif(MISTAKE_CAUGHT_BY STREQUAL "counters")
     message("KIT-SKIP: ${CMAKE_MATCH_0}")
     return()
   endif()
-  if(NOT out MATCHES "${MISTAKE_EXPECT_MESSAGE}")
-    message(FATAL_ERROR "NOT CAUGHT: the counters do not match '${MISTAKE_EXPECT_MESSAGE}':\n${out}${err}")
-  endif()
-  string(REGEX MATCH "[^\n]*${MISTAKE_EXPECT_MESSAGE}[^\n]*" first "${out}")
-  message("caught by the hardware counters (Nsight Compute):\n  ${first}")
+  _kit_expect_counters("${out}" "${out}${err}" "hardware counters (Nsight Compute)")
 else()
   kit_require_sanitizer("${RUNNER}" "${SANITIZER}" ready)
   if(NOT ready)

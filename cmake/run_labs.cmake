@@ -1,31 +1,52 @@
-# Usage: cmake -DRUNNERS="lab=path|lab=path" -DSOURCE_DIR=<kit> -P run_labs.cmake
+# Usage: cmake -DRUNNERS="lab=path[=cpu path]|..." -DSOURCE_DIR=<kit> -P run_labs.cmake
 # The kit's main job: every built lab's runner, all steps, with the results
-# table. Without a GPU it says so, and what still works, from the manifests.
+# table. Without a usable GPU the CPU path's runner (common/cpu) runs instead,
+# its times labelled emulated; without either it says so, and what still
+# works, from the manifests.
 string(REPLACE "|" ";" runners "${RUNNERS}")
 set(failed "")
 set(no_gpu "")
+set(cpu_note "")
 foreach(entry IN LISTS runners)
+  # lab=<runner>[=<the same on the CPU path>]
   string(REGEX REPLACE "=.*" "" lab "${entry}")
-  string(REGEX REPLACE "^[^=]*=" "" runner "${entry}")
-  get_filename_component(name "${runner}" NAME)
-  message("==> ${lab}: ${name} --step all")
-  # The table on stdout and the messages on stderr are printed apart, so a
-  # message never lands inside a table row on a terminal.
-  execute_process(COMMAND "${runner}" --step all RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-  if(out)
-    message("${out}")
-  endif()
-  if(rc EQUAL 77)
-    string(STRIP "${err}" no_gpu)
+  string(REGEX REPLACE "^[^=]*=" "" paths "${entry}")
+  string(REPLACE "=" ";" paths "${paths}")
+  set(rc 77)
+  foreach(runner IN LISTS paths)
+    get_filename_component(name "${runner}" NAME)
+    if(name MATCHES "_cpu$" AND NOT rc EQUAL 77)
+      break()  # the GPU build ran
+    endif()
+    message("==> ${lab}: ${name} --step all")
+    # The table on stdout and the messages on stderr are printed apart, so a
+    # message never lands inside a table row on a terminal.
+    execute_process(COMMAND "${runner}" --step all RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(out)
+      message("${out}")
+    endif()
+    if(rc EQUAL 77)
+      string(STRIP "${err}" no_gpu)
+      continue()
+    endif()
+    if(name MATCHES "_cpu$")
+      set(cpu_note "The labs ran on the CPU path (common/cpu): checks as on a GPU, times emulated (not a GPU's).")
+      set(no_gpu "")
+    endif()
+    if(err)
+      message("${err}")
+    endif()
+    if(NOT rc EQUAL 0)
+      list(APPEND failed "${lab} (exit ${rc})")
+    endif()
+  endforeach()
+  if(no_gpu)
     break()
   endif()
-  if(err)
-    message("${err}")
-  endif()
-  if(NOT rc EQUAL 0)
-    list(APPEND failed "${lab} (exit ${rc})")
-  endif()
 endforeach()
+if(cpu_note)
+  message("${cpu_note}")
+endif()
 
 if(no_gpu)
   set(model_lines "")

@@ -394,6 +394,14 @@ static int time_step(cml_lab_run *r, int step, cml_row *row)
     return 1;
 }
 
+/* 1 on the CPU path (common/cpu): the kernels run on the CPU, every time is
+ * the CPU's and labelled emulated, and nothing is compared with a ceiling. */
+#ifdef CML_CPU_BACKEND
+#define EMULATED 1
+#else
+#define EMULATED 0
+#endif
+
 /* The speed limit: the same bytes copied device to device, two rows. */
 static void ceiling_rows(cml_lab_run *r)
 {
@@ -475,10 +483,21 @@ int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
         cml_lab_say(r, "%s", err);
         return CML_EXIT_USAGE;
     }
-    if (r->counters)
-        return counters_only(r);
+    if (EMULATED && r->args.nmarkdown > 0) {
+        cml_lab_say(r, "--markdown writes results pages and handout tables, which hold GPU measurements; on the "
+                       "CPU path every time is emulated, so nothing is written");
+        return CML_EXIT_USAGE;
+    }
+    if (r->counters) {
+        int crc = counters_only(r);
+        if (EMULATED && !r->args.json)
+            printf("(emulated: shared-memory bank conflicts counted by the CPU path with lab 01's bank model "
+                   "(CML_CPU_CHECK=banks), not by Nsight Compute)\n");
+        return crc;
+    }
 
     cml_report_init(&r->rep, lab->name, lab->title, lab->unit ? lab->unit : "GB/s");
+    r->rep.emulated = EMULATED;
     r->rep.device = r->dev;
     r->rep.seed = r->seed;
     int rc = lab->prepare(r);
@@ -506,7 +525,9 @@ int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
         wrong += lab->anchors(r);
     if (lab->release)
         lab->release(r);
-    if (!r->args.check_only) {
+    /* On the CPU path: no copy-ceiling rows, and none of the lab's notes
+     * that compare a time with them (finish, after_table). */
+    if (!r->args.check_only && !EMULATED) {
         if (r->rep.nrows > 0)
             ceiling_rows(r);
         if (lab->finish)
@@ -525,8 +546,12 @@ int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
             if (lab->table_note)
                 printf("%s\n", lab->table_note);
         }
-        if (lab->after_table)
+        if (lab->after_table && !EMULATED)
             lab->after_table(r);
+        if (EMULATED && !r->args.check_only)
+            printf("Left out on the CPU path: the copy-ceiling rows and the lab's comparisons with them (an "
+                   "emulated time says\nnothing about a GPU's). Run on a GPU for those; --counters gives the "
+                   "emulated bank conflicts here.\n");
     }
     fflush(stdout);
     if (cml_runner_write_markdown(&r->args, &r->rep) != CML_EXIT_OK)

@@ -1,7 +1,10 @@
-/* ncu.c: hardware counters through Nsight Compute (see cml_ncu.h). */
+/* ncu.c: hardware counters through Nsight Compute (see cml_ncu.h); on the
+ * CPU path (common/cpu), the runtime's emulated bank accounting instead. */
 #define _POSIX_C_SOURCE 200809L
 #include "cml/cml_ncu.h"
 
+#include <cuda_runtime_api.h> /* CML_CPU_BACKEND on the CPU path */
+#include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,6 +142,7 @@ static int append_quoted(char *cmd, size_t cap, const char *s)
     return 1;
 }
 
+#ifndef CML_CPU_BACKEND
 /* The first line of text that holds needle, copied to dst without the
  * "==ERROR== " prefix; 0 when there is none. */
 static int first_line_with(const char *text, const char *needle, char *dst, size_t cap)
@@ -161,43 +165,37 @@ static int first_line_with(const char *text, const char *needle, char *dst, size
     dst[len] = '\0';
     return 1;
 }
+#endif
 
-int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
-                    const char *filter, cml_ncu_counts *out)
+/* Zeroes *out; 0 with the reason when nmetrics is out of range. */
+static int start_counts(cml_ncu_counts *out, int nmetrics)
 {
     memset(out, 0, sizeof *out);
     if (nmetrics < 1 || nmetrics > CML_NCU_MAX_METRICS) {
         snprintf(out->reason, sizeof out->reason, "at most %d metrics at a time", CML_NCU_MAX_METRICS);
         return 0;
     }
-    const char *ncu = getenv("CML_NCU");
-    if (ncu == NULL || ncu[0] == '\0')
-        ncu = "ncu";
+    return 1;
+}
 
-    char cmd[8192] = "";
-    char list[1024] = "";
-    for (int k = 0; k < nmetrics; ++k)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? "," : "", metrics[k]);
-    int ok = append_quoted(cmd, sizeof cmd, ncu);
-    const char *fixed[] = {"--clock-control", "none", "--csv", "--metrics", list};
-    for (size_t k = 0; ok && k < sizeof fixed / sizeof fixed[0]; ++k)
-        ok = append_quoted(cmd, sizeof cmd, fixed[k]);
-    if (ok && filter) {
-        ok = append_quoted(cmd, sizeof cmd, "--kernel-name") && append_quoted(cmd, sizeof cmd, filter);
-    }
-    ok = ok && append_quoted(cmd, sizeof cmd, exe);
+/* Appends the program and its NULL-terminated arguments, quoted. */
+static int append_program(char *cmd, size_t cap, const char *exe, const char *const *args)
+{
+    int ok = append_quoted(cmd, cap, exe);
     for (int k = 0; ok && args && args[k]; ++k)
-        ok = append_quoted(cmd, sizeof cmd, args[k]);
-    if (!ok) {
-        snprintf(out->reason, sizeof out->reason, "the ncu command line is too long");
-        return 0;
-    }
-    strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
+        ok = append_quoted(cmd, cap, args[k]);
+    return ok;
+}
 
+/* Runs cmd through the shell and returns everything it printed (malloc'd,
+ * NUL-terminated), its wait status in *status; NULL with out->reason set
+ * when it cannot start or the output cannot be held. */
+static char *run_and_read(const char *cmd, int *status, cml_ncu_counts *out, const char *what)
+{
     FILE *pipe = popen(cmd, "r");
     if (pipe == NULL) {
-        snprintf(out->reason, sizeof out->reason, "cannot start %s", ncu);
-        return 0;
+        snprintf(out->reason, sizeof out->reason, "cannot start %s", what);
+        return NULL;
     }
     size_t cap = 1 << 16, len = 0;
     char *text = malloc(cap);
@@ -215,12 +213,119 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
             cap *= 2;
         }
     }
-    int status = pclose(pipe);
+    *status = pclose(pipe);
     if (text == NULL) {
-        snprintf(out->reason, sizeof out->reason, "out of memory reading ncu's output");
-        return 0;
+        snprintf(out->reason, sizeof out->reason, "out of memory reading the output of %s", what);
+        return NULL;
     }
     text[len] = '\0';
+    return text;
+}
+
+#ifdef CML_CPU_BACKEND
+/* The CPU path: the program runs itself again with CML_CPU_CHECK=banks and
+ * the runtime's bank accounting (lab 01's bank model) stands in for ncu.
+ * Launches come from the lines "cml-cpu banks: launch <kernel> ld
+ * conflicts=<C> st conflicts=<C>" where the runtime prints one per launch,
+ * else from the per-kernel totals "cml-cpu banks: <kernel> total ld
+ * conflicts=<C> st conflicts=<C>" (one entry per kernel). The two shared
+ * bank-conflict metrics are known; any other metric has no value (-1). */
+static int kernel_wanted(const char *kernel, const char *filter, const regex_t *re)
+{
+    if (filter == NULL)
+        return 1;
+    if (re != NULL)
+        return regexec(re, kernel, 0, NULL, 0) == 0;
+    return strcmp(kernel, filter) == 0;
+}
+
+static int parse_bank_lines(const char *text, const char *const *metrics, int nmetrics, const char *filter,
+                            cml_ncu_counts *out)
+{
+    regex_t re;
+    int have_re = filter && strncmp(filter, "regex:", 6) == 0 && regcomp(&re, filter + 6, REG_EXTENDED | REG_NOSUB) == 0;
+    for (int pass = 0; pass < 2 && out->nkernels == 0; ++pass) {
+        const char *form = pass == 0 ? "cml-cpu banks: launch %63s ld conflicts=%lld st conflicts=%lld"
+                                     : "cml-cpu banks: %63s total ld conflicts=%lld st conflicts=%lld";
+        for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+            char kernel[64];
+            long long ld, st;
+            if (sscanf(p, form, kernel, &ld, &st) != 3 || !kernel_wanted(kernel, filter, have_re ? &re : NULL))
+                continue;
+            if (out->nkernels == CML_NCU_MAX_KERNELS)
+                break;
+            int k = out->nkernels++;
+            snprintf(out->kernel[k], sizeof out->kernel[k], "%s", kernel);
+            for (int m = 0; m < CML_NCU_MAX_METRICS; ++m)
+                out->value[k][m] = m >= nmetrics                                        ? -1.0
+                                   : strcmp(metrics[m], CML_NCU_SHARED_LD_CONFLICTS) == 0 ? (double)ld
+                                   : strcmp(metrics[m], CML_NCU_SHARED_ST_CONFLICTS) == 0 ? (double)st
+                                                                                          : -1.0;
+        }
+    }
+    if (have_re)
+        regfree(&re);
+    out->nmetrics = nmetrics;
+    return out->nkernels;
+}
+
+int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
+                    const char *filter, cml_ncu_counts *out)
+{
+    if (!start_counts(out, nmetrics))
+        return 0;
+    char cmd[8192] = "CML_CPU_CHECK=banks";
+    if (!append_program(cmd, sizeof cmd, exe, args)) {
+        snprintf(out->reason, sizeof out->reason, "the command line is too long");
+        return 0;
+    }
+    strncat(cmd, " 2>&1 >/dev/null", sizeof cmd - strlen(cmd) - 1);
+    int status = 0;
+    char *text = run_and_read(cmd, &status, out, "the CPU path's bank accounting");
+    if (text == NULL)
+        return 0;
+    if (parse_bank_lines(text, metrics, nmetrics, filter, out) > 0)
+        out->available = 1;
+    else
+        snprintf(out->reason, sizeof out->reason,
+                 "the CPU path's bank accounting (CML_CPU_CHECK=banks) reported no launch of the lab's kernels "
+                 "(exit status %d)",
+                 status);
+    free(text);
+    return out->available;
+}
+#else
+int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
+                    const char *filter, cml_ncu_counts *out)
+{
+    if (!start_counts(out, nmetrics))
+        return 0;
+    const char *ncu = getenv("CML_NCU");
+    if (ncu == NULL || ncu[0] == '\0')
+        ncu = "ncu";
+
+    char cmd[8192] = "";
+    char list[1024] = "";
+    for (int k = 0; k < nmetrics; ++k)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? "," : "", metrics[k]);
+    int ok = append_quoted(cmd, sizeof cmd, ncu);
+    const char *fixed[] = {"--clock-control", "none", "--csv", "--metrics", list};
+    for (size_t k = 0; ok && k < sizeof fixed / sizeof fixed[0]; ++k)
+        ok = append_quoted(cmd, sizeof cmd, fixed[k]);
+    if (ok && filter) {
+        ok = append_quoted(cmd, sizeof cmd, "--kernel-name") && append_quoted(cmd, sizeof cmd, filter);
+    }
+    ok = ok && append_program(cmd, sizeof cmd, exe, args);
+    if (!ok) {
+        snprintf(out->reason, sizeof out->reason, "the ncu command line is too long");
+        return 0;
+    }
+    strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
+
+    int status = 0;
+    char *text = run_and_read(cmd, &status, out, ncu);
+    if (text == NULL)
+        return 0;
 
     int found = cml_ncu_parse_csv(text, metrics, nmetrics, out);
     if (found > 0) {
@@ -235,3 +340,4 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     free(text);
     return out->available;
 }
+#endif

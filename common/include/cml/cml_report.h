@@ -41,6 +41,8 @@ typedef struct cml_report {
     int nrows;
     const char *extra_markdown; /* optional text after the Markdown table (caller owns) */
     const char *extra_json;     /* optional JSON value written as "extra" (caller owns) */
+    int emulated;               /* 1 on the CPU path (common/cpu): every time is the CPU's,
+                                   labelled emulated, never a share of a ceiling */
 } cml_report;
 
 /* Zeroes r, sets the date (UTC) and the fixed fields. */
