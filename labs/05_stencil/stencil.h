@@ -23,7 +23,9 @@ extern "C" {
 #define STENCIL_R 3
 
 /* The coefficients, all different (so a neighbour taken from the wrong side
- * shows). Values outside the grid count as 0 in every stencil.
+ * shows), and the boundary: every cell outside the grid holds the value
+ * `outside` (a fixed boundary value, the same for every stencil; never 0 in
+ * the tests, so a halo cell left unloaded shows).
  *
  *   1D (step 1):  out[i] = sum over k = -R..R of c1[k + R] * in[i + k]
  *   2D (step 2):  out(x, y) = sum over dy, dx = -1..1 of
@@ -38,6 +40,7 @@ typedef struct stencil_coeffs {
     float c1[2 * STENCIL_R + 1];
     float c2[3][3];
     float c3[7];
+    float outside;
 } stencil_coeffs;
 
 /* out = the stencil of `step` applied to in, at every point of the grid.

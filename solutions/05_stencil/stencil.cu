@@ -1,9 +1,10 @@
 /* Lab 05: stencils with halos. Every point of out is a weighted sum of its
- * neighbours in in, for grids of any size; values outside the grid count as 0.
+ * neighbours in in, for grids of any size; every cell outside the grid holds
+ * the boundary value c.outside.
  *
  * Steps (the table is STENCIL_STEPS in stencil.h; `stencil_run --list`):
  *   1 halo_1d     radius 3 in 1D: a shared tile of 2048 points plus 3 halo cells each side
- *   2 tile_2d     3x3 in 2D: a 128x16 shared tile plus a one-cell halo ring, corners too
+ *   2 tile_2d     3x3 in 2D: a 64x32 shared tile plus a one-cell halo ring, corners too
  *   3 naive_3d    7 points in 3D, one thread per point, seven loads: the caches do the reuse
  *   4 tile_3d     a 32x8x4 shared tile plus its halo: 2040 cells loaded for 1024 points
  *   5 march_z     a 64x16 tile marches 64 planes along z: three planes in shared memory
@@ -15,7 +16,8 @@
  *   ctest --preset progress                   # which steps pass
  *
  * The two classic boundary bugs, both in step 1: the first tile's halo lies
- * before the array (in[-3], in[-2], in[-1]: never read them, they are 0), and
+ * before the array (in[-3], in[-2], in[-1]: never read them, they are
+ * c.outside), and
  * a thread that returns early (its point lies past the end) still has its
  * share of the tile to load before the barrier.
  */
@@ -37,10 +39,11 @@ enum { R = STENCIL_R };
 enum { BLOCK1 = 256, PER1 = 8, TILE1 = BLOCK1 * PER1 };
 
 // Step 2: a TX2 x TY2 tile per block of TX2 x (TY2 / ROWS2) threads; each
-// thread computes ROWS2 consecutive rows of one column. 128 columns wide: a
-// tile row is four 128-byte lines, and its two halo cells add two 32-byte
-// sectors to the sixteen (a 32-wide tile would add two to four).
-enum { TX2 = 128, TY2 = 16, ROWS2 = 4 };
+// thread computes ROWS2 consecutive rows of one column. 64 columns wide: a
+// tile row is two 128-byte lines, and its two halo cells add two 32-byte
+// sectors to the eight; 32 rows tall: the rows above and below add 2/32.
+// (On an H100 this shape beat 128 x 16 by a few percent.)
+enum { TX2 = 64, TY2 = 32, ROWS2 = 8 };
 
 // Step 3: one point per thread, blocks of 32 x 8.
 enum { TX3 = 32, TY3 = 8 };
@@ -48,21 +51,27 @@ enum { TX3 = 32, TY3 = 8 };
 // Step 4: a 32 x 8 x 4 tile, one point per thread (1024 threads).
 enum { TX4 = 32, TY4 = 8, TZ4 = 4 };
 
-// Steps 5 and 6: a TXM x TYM tile of the xy plane marches through ZM planes;
+// Step 5: a TXM x TYM tile of the xy plane marches through ZM planes;
 // blocks of TXM x (TYM / ROWSM) threads, each computing ROWSM points of its
 // column x, rows y, y + TYM / ROWSM, ... (a warp keeps 32 consecutive x).
 enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
+
+// Step 6: the same march with a TX6 x TY6 tile through Z6 planes, at least
+// MINB6 blocks per SM (the register budget the compiler must keep to).
+enum { TX6 = 64, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 32, MINB6 = 6 };
 // The halo ring of a plane tile: a row above, a row below, a column each
 // side (no corners: the 7-point stencil has no diagonal neighbours).
-enum { RING = 2 * TXM + 2 * TYM };
+enum { RING6 = 2 * TX6 + 2 * TY6 };
+static_assert(RING6 <= TX6 * YSTEP6, "step 6 loads the ring with one cell per thread at most");
 
 // ------------------------------------------------------------ helpers
 
-// in(x, y, z), or 0 outside the grid: the boundary of steps 3-6.
-__device__ __forceinline__ float load_3d(const float *__restrict__ in, int x, int y, int z, int nx, int ny, int nz)
+// in(x, y, z), or the boundary value outside the grid (steps 3-6).
+__device__ __forceinline__ float load_3d(const float *__restrict__ in, int x, int y, int z, int nx, int ny, int nz,
+                                         float outside)
 {
     if (x < 0 || x >= nx || y < 0 || y >= ny || z < 0 || z >= nz)
-        return 0.0f;
+        return outside;
     return in[((size_t)z * ny + y) * nx + x];
 }
 
@@ -79,16 +88,16 @@ __device__ __forceinline__ float apply_7(const stencil_coeffs &c, float centre, 
            c.c3[6] * zp;
 }
 
-// Step 1's boundary: in[g] for 0 <= g < n, else 0.
-__device__ __forceinline__ float load_1d(const float *__restrict__ in, long long g, long long n)
+// Step 1's boundary: in[g] for 0 <= g < n, else the boundary value.
+__device__ __forceinline__ float load_1d(const float *__restrict__ in, long long g, long long n, float outside)
 {
-    // TODO(step 1): return in[g] when g lies inside the array, 0 when it does
-    // not. Check both ends: the first tile's halo starts at g = -3, and
+    // TODO(step 1): return in[g] when g lies inside the array, `outside` when
+    // it does not. Check both ends: the first tile's halo starts at g = -3, and
     // in[-3] is not yours to read (memcheck and the CPU path's bounds check
     // stop there; elsewhere it reads whatever lies before the array).
     // BEGIN SOLUTION
-    return g >= 0 && g < n ? in[g] : 0.0f;
-    //@ (void)in; (void)g; (void)n;
+    return g >= 0 && g < n ? in[g] : outside;
+    //@ (void)in; (void)g; (void)n; (void)outside;
     //@ return 0.0f;
     // END SOLUTION
 }
@@ -109,17 +118,17 @@ stencil_kernel1(const float *__restrict__ in, float *__restrict__ out, long long
     // PER1 - 1) into s[R + t + j * BLOCK1], and threads t < R load the halo:
     // s[t] = in[base - R + t] and s[R + TILE1 + t] = in[base + TILE1 + t].
     // Every load through load_1d, and no thread returns before the barrier,
-    // even when its points lie past the end: the cells it loads (zeros there)
-    // are its neighbours' inputs. After __syncthreads(), thread t writes
+    // even when its points lie past the end: the cells it loads (c.outside
+    // there) are its neighbours' inputs. After __syncthreads(), thread t writes
     // out[i] for its points i < n: the sum over k = 0 .. 2R of
     // c.c1[k] * s[t + j * BLOCK1 + k].
     // BEGIN SOLUTION
 #pragma unroll
     for (int j = 0; j < PER1; ++j)
-        s[R + t + j * BLOCK1] = load_1d(in, base + t + j * BLOCK1, n);
+        s[R + t + j * BLOCK1] = load_1d(in, base + t + j * BLOCK1, n, c.outside);
     if (t < R) {  // R threads load the halo: R cells before the tile and R after it
-        s[t] = load_1d(in, base - R + t, n);
-        s[R + TILE1 + t] = load_1d(in, base + TILE1 + t, n);
+        s[t] = load_1d(in, base - R + t, n, c.outside);
+        s[R + TILE1 + t] = load_1d(in, base + TILE1 + t, n, c.outside);
     }
     __syncthreads();  // every cell is in shared memory before any thread reads its neighbours
 #pragma unroll
@@ -150,8 +159,8 @@ stencil_kernel2(const float *__restrict__ in, float *__restrict__ out, int nx, i
     // TODO(step 2): all threads together load the (TY2 + 2) x (TX2 + 2)
     // cells: cell k = tid, tid + nthreads, ... is lx = k % (TX2 + 2), ly =
     // k / (TX2 + 2) (consecutive threads, consecutive addresses). A cell
-    // outside the grid (gx or gy below 0 or past the end) holds 0: store the
-    // 0, do not skip it. After the barrier, thread (tx, ty) computes rows
+    // outside the grid (gx or gy below 0 or past the end) holds c.outside:
+    // store it, do not skip the cell. After the barrier, thread (tx, ty) computes rows
     // ly0 = ty * ROWS2 .. ly0 + ROWS2 - 1 of its column x = x0 + tx, keeping
     // the three tile rows it needs in registers as it moves down.
     // BEGIN SOLUTION
@@ -159,7 +168,7 @@ stencil_kernel2(const float *__restrict__ in, float *__restrict__ out, int nx, i
         int ly = k / (TX2 + 2), lx = k % (TX2 + 2);
         int gx = x0 - 1 + lx, gy = y0 - 1 + ly;
         bool inside = gx >= 0 && gx < nx && gy >= 0 && gy < ny;
-        tile[ly][lx] = inside ? in[(size_t)gy * nx + gx] : 0.0f;  // cells outside the grid count as 0
+        tile[ly][lx] = inside ? in[(size_t)gy * nx + gx] : c.outside;  // the boundary value outside the grid
     }
     __syncthreads();  // the tile and its ring are loaded before any thread reads a neighbour
     int x = x0 + (int)threadIdx.x, ly0 = (int)threadIdx.y * ROWS2, tx = (int)threadIdx.x;
@@ -205,16 +214,17 @@ stencil_kernel3(const float *__restrict__ in, float *__restrict__ out, int nx, i
     int x = (int)(blockIdx.x * TX3 + threadIdx.x), y = (int)(blockIdx.y * TY3 + threadIdx.y), z = (int)blockIdx.z;
 
     // TODO(step 3): for a point inside the grid, out(x, y, z) = apply_7 of
-    // the point and its six neighbours, each read with load_3d (0 outside).
+    // the point and its six neighbours, each read with load_3d (c.outside
+    // off the grid).
     // This kernel has no barrier, so a thread past the edge may return.
     // BEGIN SOLUTION
     if (x >= nx || y >= ny)
         return;  // no barrier in this kernel: returning early is safe here
     out[at_3d(x, y, z, nx, ny)] =
-        apply_7(c, load_3d(in, x, y, z, nx, ny, nz), load_3d(in, x - 1, y, z, nx, ny, nz),
-                load_3d(in, x + 1, y, z, nx, ny, nz), load_3d(in, x, y - 1, z, nx, ny, nz),
-                load_3d(in, x, y + 1, z, nx, ny, nz), load_3d(in, x, y, z - 1, nx, ny, nz),
-                load_3d(in, x, y, z + 1, nx, ny, nz));
+        apply_7(c, load_3d(in, x, y, z, nx, ny, nz, c.outside), load_3d(in, x - 1, y, z, nx, ny, nz, c.outside),
+                load_3d(in, x + 1, y, z, nx, ny, nz, c.outside), load_3d(in, x, y - 1, z, nx, ny, nz, c.outside),
+                load_3d(in, x, y + 1, z, nx, ny, nz, c.outside), load_3d(in, x, y, z - 1, nx, ny, nz, c.outside),
+                load_3d(in, x, y, z + 1, nx, ny, nz, c.outside));
     //@ (void)in; (void)out; (void)nx; (void)ny; (void)nz; (void)c; (void)x; (void)y; (void)z;
     // END SOLUTION
 }
@@ -240,7 +250,7 @@ stencil_kernel4(const float *__restrict__ in, float *__restrict__ out, int nx, i
     for (int k = tid; k < (TZ4 + 2) * (TY4 + 2) * (TX4 + 2); k += TX4 * TY4 * TZ4) {
         int lx = k % (TX4 + 2), rest = k / (TX4 + 2);
         int ly = rest % (TY4 + 2), lz = rest / (TY4 + 2);
-        tile[lz][ly][lx] = load_3d(in, x0 - 1 + lx, y0 - 1 + ly, z0 - 1 + lz, nx, ny, nz);
+        tile[lz][ly][lx] = load_3d(in, x0 - 1 + lx, y0 - 1 + ly, z0 - 1 + lz, nx, ny, nz, c.outside);
     }
     __syncthreads();  // the whole tile, halo included, is loaded before any thread reads a neighbour
     int lx = (int)threadIdx.x + 1, ly = (int)threadIdx.y + 1, lz = (int)threadIdx.z + 1;
@@ -254,18 +264,18 @@ stencil_kernel4(const float *__restrict__ in, float *__restrict__ out, int nx, i
 }
 
 // One plane of the marching tile: p[ly][lx] = in(x0 - 1 + lx, y0 - 1 + ly,
-// z) (0 outside the grid), all threads of the block together.
+// z) (c.outside off the grid), all threads of the block together.
 __device__ void load_plane(float (*p)[TXM + 2], const float *__restrict__ in, int x0, int y0, int z, int nx, int ny,
-                           int nz, int tid)
+                           int nz, float outside, int tid)
 {
     // TODO(step 5): cells k = tid, tid + TXM * YSTEP, ... below (TYM + 2) *
     // (TXM + 2), at lx = k % (TXM + 2), ly = k / (TXM + 2), through load_3d.
     // BEGIN SOLUTION
     for (int k = tid; k < (TYM + 2) * (TXM + 2); k += TXM * YSTEP) {
         int ly = k / (TXM + 2), lx = k % (TXM + 2);
-        p[ly][lx] = load_3d(in, x0 - 1 + lx, y0 - 1 + ly, z, nx, ny, nz);
+        p[ly][lx] = load_3d(in, x0 - 1 + lx, y0 - 1 + ly, z, nx, ny, nz, outside);
     }
-    //@ (void)p; (void)in; (void)x0; (void)y0; (void)z; (void)nx; (void)ny; (void)nz; (void)tid;
+    //@ (void)p; (void)in; (void)x0; (void)y0; (void)z; (void)nx; (void)ny; (void)nz; (void)outside; (void)tid;
     // END SOLUTION
 }
 
@@ -290,11 +300,11 @@ stencil_kernel5(const float *__restrict__ in, float *__restrict__ out, int nx, i
     // from the three buffers, and wait again before the next plane: the next
     // load overwrites the buffer other threads may still be reading.
     // BEGIN SOLUTION
-    load_plane(planes[(zbeg + 2) % 3], in, x0, y0, zbeg - 1, nx, ny, nz, tid);
-    load_plane(planes[zbeg % 3], in, x0, y0, zbeg, nx, ny, nz, tid);
+    load_plane(planes[(zbeg + 2) % 3], in, x0, y0, zbeg - 1, nx, ny, nz, c.outside, tid);
+    load_plane(planes[zbeg % 3], in, x0, y0, zbeg, nx, ny, nz, c.outside, tid);
     int lx = (int)threadIdx.x + 1, x = x0 + lx - 1;
     for (int z = zbeg; z < zend; ++z) {
-        load_plane(planes[(z + 1) % 3], in, x0, y0, z + 1, nx, ny, nz, tid);
+        load_plane(planes[(z + 1) % 3], in, x0, y0, z + 1, nx, ny, nz, c.outside, tid);
         __syncthreads();  // planes z - 1, z and z + 1 are all in shared memory
         float (*below)[TXM + 2] = planes[(z + 2) % 3], (*here)[TXM + 2] = planes[z % 3],
               (*above)[TXM + 2] = planes[(z + 1) % 3];
@@ -314,76 +324,76 @@ stencil_kernel5(const float *__restrict__ in, float *__restrict__ out, int nx, i
 // Step 6: register tiling. A thread needs planes z - 1 and z + 1 only at
 // its own points, so those live in registers (below[], above[]), and only
 // plane z, whose x and y neighbours other threads need, goes to shared
-// memory: TYM + 2 by TXM + 2 floats instead of three times that. The loads
+// memory: TY6 + 2 by TX6 + 2 floats instead of three times that. The loads
 // for plane z + 2 (and the ring of plane z + 1) are issued before the
 // barrier of plane z and used an iteration later, so their latency hides
 // behind a whole plane's work.
-__global__ void __launch_bounds__(TXM *YSTEP)
+__global__ void __launch_bounds__(TX6 *YSTEP6, MINB6)
 stencil_kernel6(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int nz, stencil_coeffs c)
 {
-    __shared__ float plane[TYM + 2][TXM + 2];
-    int x0 = (int)blockIdx.x * TXM, y0 = (int)blockIdx.y * TYM, zbeg = (int)blockIdx.z * ZM;
-    int zend = min(zbeg + ZM, nz);
-    int tid = (int)threadIdx.y * TXM + (int)threadIdx.x;
+    __shared__ float plane[TY6 + 2][TX6 + 2];
+    int x0 = (int)blockIdx.x * TX6, y0 = (int)blockIdx.y * TY6, zbeg = (int)blockIdx.z * Z6;
+    int zend = min(zbeg + Z6, nz);
+    int tid = (int)threadIdx.y * TX6 + (int)threadIdx.x;
     int lx = (int)threadIdx.x + 1, x = x0 + lx - 1;
 
-    // The ring cell this thread loads, if tid < RING: the row above the
+    // The ring cell this thread loads, if tid < RING6: the row above the
     // tile, the row below, the column left of it, the column right of it.
     int hx = 0, hy = 0;
-    if (tid < TXM) {
+    if (tid < TX6) {
         hx = 1 + tid;
         hy = 0;
-    } else if (tid < 2 * TXM) {
-        hx = 1 + tid - TXM;
-        hy = TYM + 1;
-    } else if (tid < 2 * TXM + TYM) {
+    } else if (tid < 2 * TX6) {
+        hx = 1 + tid - TX6;
+        hy = TY6 + 1;
+    } else if (tid < 2 * TX6 + TY6) {
         hx = 0;
-        hy = 1 + tid - 2 * TXM;
+        hy = 1 + tid - 2 * TX6;
     } else {
-        hx = TXM + 1;
-        hy = 1 + tid - 2 * TXM - TYM;
+        hx = TX6 + 1;
+        hy = 1 + tid - 2 * TX6 - TY6;
     }
-    bool ring = tid < RING;
+    bool ring = tid < RING6;
 
     // TODO(step 6): keep below[j], here[j], above[j] = in at (x, y_j) in
-    // planes z - 1, z, z + 1, y_j = y0 + ty + j * YSTEP. For each z: store
+    // planes z - 1, z, z + 1, y_j = y0 + ty + j * YSTEP6. For each z: store
     // here[j] and (ring threads) the ring cell of plane z into the tile;
     // issue the loads of plane z + 2 (into ahead[j]) and of the ring of
     // plane z + 1; wait; compute the points from the registers and the
     // tile's x and y neighbours; wait again; then rotate: below takes here,
     // here takes above, above takes ahead, in that order.
     // BEGIN SOLUTION
-    float below[ROWSM], here[ROWSM], above[ROWSM], ahead[ROWSM];
+    float below[ROWS6], here[ROWS6], above[ROWS6], ahead[ROWS6];
 #pragma unroll
-    for (int j = 0; j < ROWSM; ++j) {
-        int y = y0 + (int)threadIdx.y + j * YSTEP;
-        below[j] = load_3d(in, x, y, zbeg - 1, nx, ny, nz);
-        here[j] = load_3d(in, x, y, zbeg, nx, ny, nz);
-        above[j] = load_3d(in, x, y, zbeg + 1, nx, ny, nz);
+    for (int j = 0; j < ROWS6; ++j) {
+        int y = y0 + (int)threadIdx.y + j * YSTEP6;
+        below[j] = load_3d(in, x, y, zbeg - 1, nx, ny, nz, c.outside);
+        here[j] = load_3d(in, x, y, zbeg, nx, ny, nz, c.outside);
+        above[j] = load_3d(in, x, y, zbeg + 1, nx, ny, nz, c.outside);
     }
-    float halo = ring ? load_3d(in, x0 - 1 + hx, y0 - 1 + hy, zbeg, nx, ny, nz) : 0.0f;
+    float halo = ring ? load_3d(in, x0 - 1 + hx, y0 - 1 + hy, zbeg, nx, ny, nz, c.outside) : 0.0f;
     for (int z = zbeg; z < zend; ++z) {
 #pragma unroll
-        for (int j = 0; j < ROWSM; ++j)
-            plane[(int)threadIdx.y + j * YSTEP + 1][lx] = here[j];
+        for (int j = 0; j < ROWS6; ++j)
+            plane[(int)threadIdx.y + j * YSTEP6 + 1][lx] = here[j];
         if (ring)
             plane[hy][hx] = halo;
         // Plane z + 2 and the next ring: in flight while this plane is computed.
 #pragma unroll
-        for (int j = 0; j < ROWSM; ++j)
-            ahead[j] = load_3d(in, x, y0 + (int)threadIdx.y + j * YSTEP, z + 2, nx, ny, nz);
-        float halo_next = ring ? load_3d(in, x0 - 1 + hx, y0 - 1 + hy, z + 1, nx, ny, nz) : 0.0f;
+        for (int j = 0; j < ROWS6; ++j)
+            ahead[j] = load_3d(in, x, y0 + (int)threadIdx.y + j * YSTEP6, z + 2, nx, ny, nz, c.outside);
+        float halo_next = ring ? load_3d(in, x0 - 1 + hx, y0 - 1 + hy, z + 1, nx, ny, nz, c.outside) : 0.0f;
         __syncthreads();  // the plane and its ring are in shared memory
 #pragma unroll
-        for (int j = 0; j < ROWSM; ++j) {
-            int ly = (int)threadIdx.y + j * YSTEP + 1, y = y0 + ly - 1;
+        for (int j = 0; j < ROWS6; ++j) {
+            int ly = (int)threadIdx.y + j * YSTEP6 + 1, y = y0 + ly - 1;
             if (x < nx && y < ny)
                 out[at_3d(x, y, z, nx, ny)] = apply_7(c, here[j], plane[ly][lx - 1], plane[ly][lx + 1],
                                                       plane[ly - 1][lx], plane[ly + 1][lx], below[j], above[j]);
         }
         __syncthreads();  // every thread has read the plane before the next one overwrites it
 #pragma unroll
-        for (int j = 0; j < ROWSM; ++j) {
+        for (int j = 0; j < ROWS6; ++j) {
             below[j] = here[j];
             here[j] = above[j];
             above[j] = ahead[j];
@@ -443,8 +453,8 @@ static cudaError_t stencil_step5(const float *in, float *out, int nx, int ny, in
 
 static cudaError_t stencil_step6(const float *in, float *out, int nx, int ny, int nz, const stencil_coeffs *c)
 {
-    dim3 grid(blocks_for(nx, TXM), blocks_for(ny, TYM), blocks_for(nz, ZM));
-    stencil_kernel6<<<grid, dim3(TXM, YSTEP)>>>(in, out, nx, ny, nz, *c);
+    dim3 grid(blocks_for(nx, TX6), blocks_for(ny, TY6), blocks_for(nz, Z6));
+    stencil_kernel6<<<grid, dim3(TX6, YSTEP6)>>>(in, out, nx, ny, nz, *c);
     CML_TRY_LAUNCH();
     return cudaSuccess;
 }

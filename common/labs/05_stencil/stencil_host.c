@@ -6,9 +6,6 @@
 
 #include <cml/cml_rng.h>
 
-/* The values of in outside the grid, for the CPU stencils: 0. */
-#define OUTSIDE 0.0
-
 int st_step_dims(int step)
 {
     return step == 1 ? 1 : step == 2 ? 2 : step >= 3 && step <= STENCIL_NUM_STEPS ? 3 : 0;
@@ -68,13 +65,15 @@ void st_make_coeffs(stencil_coeffs *c, uint64_t seed)
     distinct_coeffs(&rng, c->c1, 2 * STENCIL_R + 1);
     distinct_coeffs(&rng, &c->c2[0][0], 9);
     distinct_coeffs(&rng, c->c3, 7);
+    float v = cml_rng_float(&rng, 0.25f, 1.0f);
+    c->outside = (cml_rng_next(&rng) >> 63) ? -v : v;
 }
 
-/* in(x, y, z) as a double, OUTSIDE off the grid. */
-static double in_at(const float *in, st_grid g, long long x, long long y, long long z)
+/* in(x, y, z) as a double, the boundary value off the grid. */
+static double in_at(const float *in, st_grid g, float outside, long long x, long long y, long long z)
 {
     if (x < 0 || y < 0 || z < 0 || x >= g.nx || y >= g.ny || z >= g.nz)
-        return OUTSIDE;
+        return outside;
     return in[((size_t)z * (size_t)g.ny + (size_t)y) * (size_t)g.nx + (size_t)x];
 }
 
@@ -88,21 +87,21 @@ static int terms(int step, const stencil_coeffs *c, const float *in, st_grid g, 
     case 1:
         for (int k = -STENCIL_R; k <= STENCIL_R; ++k, ++n) {
             w[n] = c->c1[k + STENCIL_R];
-            v[n] = in_at(in, g, (long long)x + k, y, z);
+            v[n] = in_at(in, g, c->outside, (long long)x + k, y, z);
         }
         break;
     case 2:
         for (int dy = -1; dy <= 1; ++dy)
             for (int dx = -1; dx <= 1; ++dx, ++n) {
                 w[n] = c->c2[dy + 1][dx + 1];
-                v[n] = in_at(in, g, (long long)x + dx, (long long)y + dy, z);
+                v[n] = in_at(in, g, c->outside, (long long)x + dx, (long long)y + dy, z);
             }
         break;
     default: {
         static const int off[7][3] = {{0, 0, 0}, {-1, 0, 0}, {1, 0, 0}, {0, -1, 0}, {0, 1, 0}, {0, 0, -1}, {0, 0, 1}};
         for (; n < 7; ++n) {
             w[n] = c->c3[n];
-            v[n] = in_at(in, g, (long long)x + off[n][0], (long long)y + off[n][1], (long long)z + off[n][2]);
+            v[n] = in_at(in, g, c->outside, (long long)x + off[n][0], (long long)y + off[n][1], (long long)z + off[n][2]);
         }
     }
     }
@@ -215,8 +214,8 @@ const char *st_cause_text(st_cause cause)
     case ST_CAUSE_OUTSIDE_READ:
         return "points hold about 2^20 times a coefficient, the value kept just outside in: the kernel reads "
                "before the array (the first tile's halo, in[-R] .. in[-1] in 1D, the row or plane above the "
-               "grid in 2D and 3D) or past its end. Cells outside the grid count as 0: check both ends before "
-               "loading";
+               "grid in 2D and 3D) or past its end. Cells outside the grid hold c.outside: check both ends "
+               "before loading";
     case ST_CAUSE_UNWRITTEN:
         return "never written: out still holds the NaN poison there (a step not done yet, points skipped, or "
                "a grid that does not cover the whole array)";
@@ -225,13 +224,13 @@ const char *st_cause_text(st_cause cause)
                "takes here before here takes above, then above takes ahead)";
     case ST_CAUSE_GRID_END:
         return "every wrong point lies within the stencil's radius of the grid's far end: the cells just past "
-               "the end were not zeros in the tile. On the last, partial tile store 0 for cells outside the "
-               "grid (store the 0, do not skip the cell), and never return before the barrier: a thread whose "
-               "point lies past the end still loads its share of the tile";
+               "the end did not hold the boundary value in the tile. On the last, partial tile store c.outside "
+               "for cells outside the grid (store it, do not skip the cell), and never return before the "
+               "barrier: a thread whose point lies past the end still loads its share of the tile";
     case ST_CAUSE_GRID_EDGE:
         return "every wrong point lies within the stencil's radius of the grid's edge: the halo cells outside "
-               "the grid must hold 0 in the tile (store the 0, do not skip the cell), on the first tile and on "
-               "the last, partial one";
+               "the grid must hold c.outside in the tile (store it, do not skip the cell), on the first tile "
+               "and on the last, partial one";
     case ST_CAUSE_TILE_EDGE:
         return "every wrong point lies next to a tile border inside the grid: halo cells were not loaded (the "
                "halo loaded by too few threads, or one side of the ring missing)";

@@ -45,7 +45,9 @@ size_t st_points(st_grid g);
  * changes the sum far beyond rounding. */
 void st_make_data(float *a, size_t n, uint64_t seed, uint64_t stream);
 /* Seeded coefficients, each of magnitude 0.1 to 1, either sign, any two of
- * one stencil at least 0.05 apart (a neighbour from the wrong side shows). */
+ * one stencil at least 0.05 apart (a neighbour from the wrong side shows),
+ * and a boundary value of magnitude 0.25 to 1 (never 0: a halo cell left
+ * unwritten reads as 0 on many GPUs, and must not pass). */
 void st_make_coeffs(stencil_coeffs *c, uint64_t seed);
 
 /* The stencil of `step` at one point, in double, and the sum of the terms'

@@ -58,6 +58,7 @@ Test(reference, one_d_impulse_gives_the_mirrored_weights_and_zero_boundaries)
     float in[5] = {0, 0, 0, 0, 0};
     stencil_coeffs c;
     st_make_coeffs(&c, 9);
+    c.outside = 0.0f;
     in[0] = 1.0f;
     st_grid g = {5, 1, 1};
     for (int i = 0; i < 5; ++i) {
@@ -66,8 +67,8 @@ Test(reference, one_d_impulse_gives_the_mirrored_weights_and_zero_boundaries)
     }
 }
 
-/* 3D: a point's value with every neighbour 1 inside the grid is the sum of
- * the coefficients of the neighbours that exist. */
+/* 3D: with every point 1, a point's value is the sum of the coefficients of
+ * the neighbours inside the grid plus the boundary value times the others'. */
 Test(reference, three_d_corner_counts_only_neighbours_inside_the_grid)
 {
     float in[8];
@@ -77,12 +78,15 @@ Test(reference, three_d_corner_counts_only_neighbours_inside_the_grid)
     st_make_coeffs(&c, 4);
     st_grid g = {2, 2, 2};
     double abs_sum = 0.0;
-    /* (0, 0, 0): x + 1, y + 1 and z + 1 exist. */
-    double want = (double)c.c3[0] + c.c3[2] + c.c3[4] + c.c3[6];
+    double b = c.outside;
+    cr_assert(fabs(b) >= 0.25);
+    /* (0, 0, 0): x + 1, y + 1 and z + 1 exist; x - 1, y - 1, z - 1 are outside. */
+    double want = (double)c.c3[0] + c.c3[2] + c.c3[4] + c.c3[6] + b * ((double)c.c3[1] + c.c3[3] + c.c3[5]);
     cr_expect(fabs(st_cpu_point(3, &c, in, g, 0, 0, 0, &abs_sum) - want) < 1e-12);
-    cr_expect(fabs(abs_sum - (fabs(c.c3[0]) + fabs(c.c3[2]) + fabs(c.c3[4]) + fabs(c.c3[6]))) < 1e-12);
-    /* (1, 1, 1): x - 1, y - 1 and z - 1. */
-    want = (double)c.c3[0] + c.c3[1] + c.c3[3] + c.c3[5];
+    cr_expect(fabs(abs_sum - (fabs(c.c3[0]) + fabs(c.c3[2]) + fabs(c.c3[4]) + fabs(c.c3[6]) +
+                              fabs(b) * (fabs(c.c3[1]) + fabs(c.c3[3]) + fabs(c.c3[5])))) < 1e-12);
+    /* (1, 1, 1): x - 1, y - 1 and z - 1 exist. */
+    want = (double)c.c3[0] + c.c3[1] + c.c3[3] + c.c3[5] + b * ((double)c.c3[2] + c.c3[4] + c.c3[6]);
     cr_expect(fabs(st_cpu_point(6, &c, in, g, 1, 1, 1, NULL) - want) < 1e-12);
 }
 
