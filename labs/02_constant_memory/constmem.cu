@@ -2,7 +2,7 @@
  * plain loads, then a 2D convolution with its filter in three places.
  *
  * Steps (the table is CONSTMEM_STEPS in constmem.h; `constmem_run --list`):
- *   1 broadcast      upload a table with cudaMemcpyToSymbol; every lane reads the same entry
+ *   1 broadcast      upload a table with cudaMemcpyToSymbol; read it as coefficients, one address per warp
  *   2 distinct       d different entries per warp and read: the constant cache serves them one by one
  *   3 ldg            the same reads from a global copy through __ldg (the L1 cache)
  *   4 global         the same reads as plain global loads
@@ -60,8 +60,10 @@ __device__ int walk_base(int warp, int pass, int mask)
 
 // ------------------------------------------------------------ lookup kernels
 
-// Step 1: every lane of the warp reads the same entry: one request per read,
-// broadcast to all 32 lanes.
+// Step 1: the table as coefficients (constmem.h): every lane of the warp
+// reads the same entry, at an address the compiler knows. Such a read is
+// no instruction of its own: the multiply-add takes the entry straight from
+// the constant cache as an operand.
 __global__ void __launch_bounds__(LOOKUP_THREADS)
 lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes)
 {
@@ -70,10 +72,12 @@ lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes)
         return;
     float sum = 0.0f;
 
-    // TODO(step 1): with warp = t / 32, for each pass p = 0 .. passes - 1, add the 32 entries
-    // c_table[base + k], k = 0 .. CONSTMEM_PASS_READS - 1, to sum, where
-    // base = walk_base(warp, p, CONSTMEM_SMALL_MASK). The index must not
-    // depend on the lane: that is what makes each read one broadcast.
+    // TODO(step 1): for each pass p = 0 .. passes - 1, with x = (t + p) % 3
+    // - 1 as a float, add c_table[32 * (p % 32) + k] * x to sum for k = 0 ..
+    // CONSTMEM_PASS_READS - 1. Take the passes in groups of 32 (p = p0 + q,
+    // p0 a multiple of 32) and unroll the loops over q and k
+    // (#pragma unroll): then 32 * q + k is a constant in every read. No
+    // index may depend on the lane: that is what makes a read a broadcast.
     (void)passes;
     out[t] = sum;
 }
@@ -204,6 +208,7 @@ __global__ void __launch_bounds__(CONV_THREADS)
 conv_kernel(const float *__restrict__ in, float *__restrict__ out, int width, int height, F filter)
 {
     enum { TAPS = 2 * R + 1, IN_W = TILE_W + 2 * R, IN_H = TILE_H + 2 * R };
+    enum { LOADS = (IN_W * IN_H + CONV_THREADS - 1) / CONV_THREADS };  // tile elements per thread, rounded up
     __shared__ float tile[IN_H][IN_W];
     int x0 = blockIdx.x * TILE_W, y0 = blockIdx.y * TILE_H;
     int tx = threadIdx.x, ty = threadIdx.y;
@@ -213,7 +218,8 @@ conv_kernel(const float *__restrict__ in, float *__restrict__ out, int width, in
     //    x0 - R + j), or 0 where that pixel is outside the image (x or y
     //    below 0, or at width / height and beyond). The CONV_THREADS threads
     //    share the IN_H * IN_W elements: thread number ty * TILE_W + tx
-    //    loads elements k, k + CONV_THREADS, ... (i = k / IN_W, j = k % IN_W).
+    //    loads elements k = tid + n * CONV_THREADS, n = 0 .. LOADS - 1
+    //    (i = k / IN_W, j = k % IN_W; past the end when i >= IN_H).
     // 2. Wait until the whole tile is loaded.
     // 3. Output pixel (y, x) = (y0 + ty * ROWS + o, x0 + tx), o < ROWS, is
     //    the sum over a, b < TAPS of filter[a * TAPS + b] * tile[ty * ROWS +

@@ -50,6 +50,17 @@ extern "C" {
 #define CONSTMEM_MAX_PASSES 128
 #define CONSTMEM_MAX_THREADS (1 << 26)
 
+/* Step 1 reads the small table as coefficients: in pass p, thread t
+ * multiplies row p % 32 of the table, entries 32 * (p % 32) + k for
+ * k < CONSTMEM_PASS_READS, by x = (t + p) % 3 - 1 and adds them up:
+ *
+ *     out[t] = sum over p < passes, k < 32 of c_table[32 * (p % 32) + k] * x
+ *
+ * No index depends on the thread, so every read is a broadcast; and with
+ * the passes taken in groups of 32 and both loops unrolled, every index is
+ * a constant the compiler knows, so every read is an operand of the
+ * multiply-add itself. */
+
 /* Copies the two tables into constant memory (steps 1 and 5):
  *   table  host pointer, CONSTMEM_TABLE_ENTRIES floats
  *   big    host pointer, CONSTMEM_BIG_ENTRIES floats
@@ -68,7 +79,7 @@ typedef struct constmem_lookup_job {
 } constmem_lookup_job;
 
 /* Runs the walk of job with the kernel of `step`:
- *   step 1  the small table in constant memory; d must be 1, big 0
+ *   step 1  the coefficients above, from constant memory; d must be 1, big 0
  *   step 2  the small table in constant memory; big must be 0
  *   step 3  job->table through __ldg (either walk)
  *   step 4  job->table with plain loads (either walk)

@@ -42,6 +42,9 @@ cm_kind cm_step_kind(int step);
 /* The number of d values of a lookup step's sweep (steps 2-4: all six;
  * steps 1 and 5: d = 1 only). */
 int cm_step_nd(int step);
+/* The pattern slice k of a lookup step's sweep is checked against: d = 2^k,
+ * or CM_COEFFS for step 1. */
+int cm_step_pattern(int step, int k);
 /* The walk a lookup step reads in the runner's rows (1: the big one). */
 int cm_step_big(int step);
 
@@ -56,8 +59,12 @@ static inline int cm_taps(int radius) { return (2 * radius + 1) * (2 * radius + 
 
 /* ------------------------------------------------------------ the walk */
 
+/* d = CM_COEFFS stands for step 1's pattern (constmem.h) where a d is asked. */
+#define CM_COEFFS 0
+
 /* The sum thread t must write (constmem.h, "the walk"), in double (exact):
- * table is the small table (big = 0) or the big one (big = 1). */
+ * table is the small table (big = 0) or the big one (big = 1); with d =
+ * CM_COEFFS, step 1's coefficient sum of the small table instead. */
 double cm_walk_sum(const float *table, int big, int d, int t, int passes);
 
 typedef enum {
@@ -71,9 +78,9 @@ typedef enum {
 #define CM_MAX_REPORTED 4
 
 typedef struct cm_lookup_check {
-    int d, big, passes, threads;
+    int d, big, passes, threads;   /* d = CM_COEFFS: step 1's pattern */
     size_t checked, wrong, unwritten;
-    size_t lane_warps;       /* full warps whose sums take more than d values where d are expected */
+    size_t lane_warps;       /* full warps whose sums take more values than the pattern allows */
     int all_zero;            /* every output is 0 */
     int reported;
     struct {
@@ -192,6 +199,9 @@ cudaError_t cm_call_upload_filter(const float *w, int radius);
 cudaError_t cm_lookup_launch_one(cm_lookup_buffers *b, int step, int d, int big, int passes, int slice);
 /* The step's sweep: every d of cm_step_nd(step), slice k for d = 2^k. */
 cudaError_t cm_lookup_launch(cm_lookup_buffers *b, int step, int big, int passes);
+/* Step 1's code with the table read through __ldg from its global copy
+ * (coeff_anchor.cu): the same reads, in global memory, into slice 0. */
+cudaError_t cm_anchor_coeffs_ldg(cm_lookup_buffers *b, int passes);
 /* One convolution of step with the filter w (host) of radius. */
 cudaError_t cm_conv_launch(cm_conv_buffers *b, int step, const float *w, int radius);
 

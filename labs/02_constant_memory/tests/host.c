@@ -100,6 +100,52 @@ Test(lookup_check, passes_the_right_sums_and_names_per_lane_addresses)
     cr_expect(strstr(cm_lookup_describe(&chk, msg, sizeof msg), "per-thread") != NULL, "%s", msg);
 }
 
+Test(lookup_check, agrees_with_the_walk_on_both_tables_and_every_d)
+{
+    enum { T = 2085 };
+    static float out[T];
+    cm_lookup_check chk;
+    make_tables();
+    for (int big_walk = 0; big_walk <= 1; ++big_walk)
+        for (int k = 0; k < CM_NUM_D; ++k) {
+            const float *tab = big_walk ? big : table;
+            for (int t = 0; t < T; ++t)
+                out[t] = (float)cm_walk_sum(tab, big_walk, cm_d(k), t, 5);
+            cr_expect(cm_lookup_compare(tab, big_walk, cm_d(k), 5, out, T, &chk) == 0,
+                      "big %d, d = %d: %zu right sums reported wrong", big_walk, cm_d(k), chk.wrong);
+            out[T - 1] += 1.0f;
+            cr_expect(cm_lookup_compare(tab, big_walk, cm_d(k), 5, out, T, &chk) == 1 && chk.first[0].t == T - 1,
+                      "big %d, d = %d: a sum off by one not found", big_walk, cm_d(k));
+        }
+}
+
+Test(lookup_check, checks_step_1s_coefficients_and_names_per_lane_reads)
+{
+    enum { T = 999 };
+    static float out[T];
+    cm_lookup_check chk;
+    make_tables();
+    for (int t = 0; t < T; ++t) {
+        double want = 0.0;
+        for (int p = 0; p < 40; ++p)  /* more than 32 passes: rows come round again */
+            for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
+                want += (double)table[32 * (p % 32) + k] * ((t + p) % 3 - 1);
+        cr_assert(cm_walk_sum(table, 0, CM_COEFFS, t, 40) == want, "thread %d", t);
+        out[t] = (float)want;
+    }
+    cr_expect(cm_lookup_compare(table, 0, CM_COEFFS, 40, out, T, &chk) == 0, "%zu right sums reported wrong",
+              chk.wrong);
+    for (int t = 0; t < T; ++t) {  /* as if lane l read entry 32 q + k + l */
+        double s = 0.0;
+        for (int p = 0; p < 40; ++p)
+            for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
+                s += (double)table[(32 * (p % 32) + k + t % 32) % CONSTMEM_TABLE_ENTRIES] * ((t + p) % 3 - 1);
+        out[t] = (float)s;
+    }
+    cr_expect(cm_lookup_compare(table, 0, CM_COEFFS, 40, out, T, &chk) > 0);
+    cr_expect(cm_lookup_likely_cause(&chk) == CM_LK_LANE_ADDRESSES, "cause %d", (int)cm_lookup_likely_cause(&chk));
+}
+
 Test(lookup_check, names_an_empty_table_and_unwritten_sums)
 {
     enum { T = 77 };
