@@ -64,6 +64,8 @@ def make_student_tree(kit: Path, dest: Path, files: dict[str, dict[str, bytes]])
     (src / "grader" / "tests").mkdir(parents=True)
     if grader_cmake.is_file():
         shutil.copy2(grader_cmake, src / "grader" / "CMakeLists.txt")
+    if (kit / "grader" / "harness").is_dir():  # the kit-only checker's harnesses (checker.py)
+        shutil.copytree(kit / "grader" / "harness", src / "grader" / "harness")
     # solutions/<lab>/: the skeleton's copy of each file the build names,
     # never the reference, never the catalogue of mistakes.
     sol = kit / "solutions"

@@ -50,7 +50,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--kit", type=Path, default=None, help="the pristine kit (default: the repository holding grader/)")
     p.add_argument("--work", type=Path, help="keep build trees here (default: a temporary folder, removed)")
     p.add_argument("--keep-work", action="store_true", help="do not remove the temporary build folder")
-    p.add_argument("--no-sandbox", action="store_true", help="do not use bubblewrap even when present")
+    p.add_argument("--unsafe-no-sandbox", "--no-sandbox", dest="no_sandbox", action="store_true",
+                   help="run student code WITHOUT isolation (no bubblewrap); every report says so. Without it the "
+                        "grader refuses to run student code where bubblewrap cannot run, except a student's own "
+                        "check (one submission, no secret seed)")
     p.add_argument("--cuda-arch", default=os.environ.get("CUDAARCHS", ""),
                    help="CUDA architectures for the builds (default: $CUDAARCHS, else the kit's choice)")
     p.add_argument("--timestamp", default="", help="write this timestamp into result.json (default: none, "
@@ -168,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         hide.append(args.roster.resolve())
     opts = Options(kit=kit, work=args.work, keep_work=args.keep_work, secret_seed=secret, jobs=args.jobs,
                    sandbox=not args.no_sandbox, arch=args.cuda_arch, hide=hide,
+                   require_isolation=secret is not None or len(subs) > 1 or args.batch,
                    progress=(args.progress or sys.stderr.isatty()) and not args.quiet, fresh_trees=args.fresh_trees,
                    cache=cache)
     pipe = Pipeline(opts, labs)

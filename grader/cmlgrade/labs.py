@@ -69,6 +69,7 @@ class Lab:
     dir: str                                 # labs/<lab>
     solution_dir: str                        # solutions/<lab>, or "" in a kit without solutions
     mistakes: tuple[Mistake, ...] = field(default_factory=tuple)
+    harness: str = ""   # the kit-only checker's harness target (checker.py), set by the pipeline
 
     @property
     def kernel_file(self) -> str:
@@ -100,10 +101,11 @@ class Lab:
     def student_targets(self) -> list[str]:
         """Build targets, in build order: each is built on its own so that one
         file's compile error costs only what depends on it."""
-        return list(self.test_binaries()) + [self.runner]
+        return list(self.test_binaries()) + [self.runner] + ([self.harness] if self.harness else [])
 
     def ref_targets(self) -> list[str]:
-        return [t + self.targets.ref_suffix for t in self.student_targets()]
+        """The reference's test programs and runner (last)."""
+        return [t + self.targets.ref_suffix for t in list(self.test_binaries()) + [self.runner]]
 
     def max_points(self, hidden: bool) -> float:
         """Everything the rubric can give (before exclusions). A step's test

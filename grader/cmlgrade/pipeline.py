@@ -5,6 +5,7 @@ A student's problem never stops the run; a problem of the grader (no cmake,
 the reference does not build) raises GraderError."""
 from __future__ import annotations
 
+import hashlib
 import os
 import queue
 import re
@@ -28,11 +29,11 @@ from .intake import Submission
 from .labs import Lab, LabError, kit_description, manifests
 from .parsers import TestOutcome
 from .results import BinaryRun, LabRun, LabScore, PerfResult, StudentResult
-from .sandbox import Executor, Sandbox, detect_sandbox, run_process
+from .sandbox import Executor, Sandbox, become_subreaper, detect_sandbox, run_process
 from .score import r2, score_lab
 from .skeleton import Skeletons, make_skeletons, not_started
 from .static import run_sass_checks, run_static
-from .trust import check_lab
+from .trust import check_lab, harness_target, run_kit_checks, student_seed
 
 PUBLIC_SEED = 20261122  # the kit's default (common/include/cml/cml_rng.h)
 # A kit without solutions/ (tools/release's student edition): what needs the
@@ -55,7 +56,8 @@ class Options:
     keep_work: bool = False
     secret_seed: int | None = None
     jobs: int = 0
-    sandbox: bool = True
+    sandbox: bool = True            # False: --unsafe-no-sandbox (named in every report)
+    require_isolation: bool = True  # refuse to run student code without it (a student's own check may)
     arch: str = ""
     hide: list[Path] = field(default_factory=list)   # also hidden from student code (inputs, override, outputs)
     progress: bool = False
@@ -76,7 +78,13 @@ def parse_seed(text: str) -> int:
 
 
 def safe_name(student: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]", "_", student)[:80] or "student"
+    """A folder name for a student id: distinct ids give distinct names
+    ("a b" and "a_b"; ids that differ past 80 characters), and an id that
+    needs no change keeps it."""
+    name = re.sub(r"[^A-Za-z0-9._-]", "_", student)[:80].lstrip(".") or "student"
+    if name != student:
+        name += "-" + hashlib.sha256(student.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return name
 
 
 def criterion_list(text: str) -> dict[str, TestOutcome]:
@@ -208,7 +216,16 @@ class Pipeline:
             self.gpu_ok, self.no_gpu_reason = ok, ("" if ok else why)
         hide = [self.opts.kit.resolve(), self.work] + [h.resolve() for h in self.opts.hide]
         probe = [str(ref_runner), "--probe"] if self.gpu_ok and ref_runner else None
+        for lab in self.labs:  # the kit-only checker's harness: the CPU path's where there is no GPU
+            lab.harness = harness_target(lab, not self.gpu_ok and self._kit_cpu()) or ""
         self.sandbox = detect_sandbox(hide, self.opts.sandbox, probe)
+        become_subreaper()   # detached leftovers of student processes come back to the grader, which kills them
+        if not self.sandbox.active and self.opts.sandbox:
+            if self.opts.require_isolation:
+                raise GraderError(f"{self.sandbox.note}: the grader does not run student code without isolation "
+                                  f"(install bubblewrap; or pass --unsafe-no-sandbox, named in every report)")
+            self.sandbox.note = (f"not isolated ({self.sandbox.note.removeprefix('no isolation: ')}): "
+                                 f"a student's own check, no secret seed")
         self.student_exe = Executor(self.sandbox, self.runner)
         self.cache = None
         if self.opts.cache is not None:
@@ -354,6 +371,10 @@ class Pipeline:
             _note_build(run, tb)
         return self._checked([_Job(sub, lab, runs[lab.name], build_dir, tree) for lab in labs])
 
+    def _kit_cpu(self) -> bool:
+        cache = self.ref_build / "CMakeCache.txt"
+        return cache.is_file() and "KIT_CPU:BOOL=ON" in cache.read_text(encoding="utf-8", errors="replace")
+
     def _checked(self, jobs: list[_Job]) -> list[_Job]:
         """The object checks (docs/grading.md §8) before any student code
         runs: a refused object, or one the grader cannot find, is not run."""
@@ -466,8 +487,13 @@ class Pipeline:
         bdir = job.build_dir
         progress.say(job.sub.student, lab.name, "testing" + (f" on GPU {gpu}" if gpu is not None else ""))
         phase = _Phases(run)
+        harness = lab.harness
         for kind, seed in self._seeds():
             run.tests[kind] = {}
+            if kind == "hidden" and harness:
+                continue  # the kit-only checker's verdicts are the hidden tests (run_kit_checks)
+            # never the secret itself: a one-way stand-in for this student, lab and submission
+            seed = student_seed(self.opts.secret_seed, seed, job.sub.student, lab.name, job.sub.files.get(lab.name, {}))
             for b in lab.test_binaries():
                 if not run.build_ok.get(b, False):
                     run.tests[kind][b] = R.BinaryRun(b, False, problem="not built")
@@ -490,6 +516,11 @@ class Pipeline:
                         run.timed_out.append(f"{b} ({kind} data)")
                     R.check_against(br, set(rb.outcomes) if rb else set())
                 run.tests[kind][b] = br
+        if harness:
+            progress.say(job.sub.student, lab.name, "kit-only checks")
+            run_kit_checks(self.student_exe, lab, run, ref, bdir / harness, self._seeds(), PUBLIC_SEED, out,
+                           lab.rubric.tests.step_time_limit_s, deadline, env, readable,
+                           harness.endswith("_cpu"))
         phase.done("tests")
         if not lab.solution_dir:
             _skipped_as_run(ref, run)

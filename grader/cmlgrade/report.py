@@ -14,11 +14,13 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 
 from .pipeline import safe_name
+from .sandbox import kill_leftovers
 from .results import Item, LabScore, StudentResult
 from .score import NO_GPU
 
@@ -249,9 +251,14 @@ def write_all(out: Path, results: list[StudentResult], labs: list[str], timestam
     """Writes every file; returns their paths (sorted)."""
     written = []
 
+    kill_leftovers()  # no student process outlives the grading it was part of
+
     def put(path: Path, text: str) -> None:
+        """Atomically: a reader sees the old file or the new one, never half."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
         written.append(path)
 
     for res in results:

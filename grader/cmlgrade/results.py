@@ -64,6 +64,7 @@ class LabRun:
     machine_note: str = ""           # no GPU on this machine: GPU checks are not measured for anyone
     objects: ObjectReport | None = None   # the checks on the compiled objects (objcheck.py)
     refused: list[str] = field(default_factory=list)   # why none of the student's code was run
+    checks: dict[str, dict[int, object]] = field(default_factory=dict)  # seed kind -> step -> checker.StepVerdict
 
     def outcomes(self, seed: str) -> dict[str, TestOutcome]:
         merged: dict[str, TestOutcome] = {}

@@ -84,3 +84,70 @@ def scrub_seed(text: str, seeds: list[int]) -> str:
             continue
         text = re.sub(rf"\b({s}|{s:#x}|{s:x})\b", "<secret>", text, flags=re.I)
     return text
+
+
+# ------------------------------------------------------------ the kit-only checker's verdicts
+
+def harness_target(lab: Lab, cpu: bool) -> str | None:
+    """The build target of a lab's harness (checker.py), None without one."""
+    from .checker import has_checker
+    if not has_checker(lab.name):
+        return None
+    return f"{lab.stem}_harness" + ("_cpu" if cpu else "")
+
+
+def student_seed(secret: int | None, seed: int | None, student: str, lab: str, files: dict[str, bytes]) -> int | None:
+    """The seed a student-linked test process gets: None (the public one) for
+    the public run; for the hidden run a one-way stand-in for the secret,
+    different for every student, lab and submitted content."""
+    if seed is None or secret is None:
+        return seed
+    digest = hashlib.sha256(b"".join(k.encode() + b"\0" + v for k, v in sorted(files.items()))).hexdigest()
+    return derived_seed(secret, student, lab, digest)
+
+
+def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str, int | None]], public_seed: int,
+                   out: Path, step_limit: float, deadline, env: dict[str, str], readable: list[Path],
+                   cpu: bool) -> None:
+    """Each step's verdict from the kit-only checker, public and (with a
+    secret seed) hidden data, then merged into the test results: a public
+    test passes only if the checker passes its step too (Criterion's report
+    can lower a grade, never raise it); the hidden tests are the checker's
+    verdict alone (no student process ever gets the secret seed)."""
+    from .checker import check_step
+    from .parsers import TestOutcome
+    from .results import BinaryRun
+    for kind, seed in seeds:
+        verdicts = run.checks.setdefault(kind, {})
+        for s in lab.steps:
+            if deadline.expired():
+                from .checker import StepVerdict
+                verdicts[s.num] = StepVerdict(False, note="not run: the lab's time limit ran out")
+                continue
+            verdicts[s.num] = check_step(exe, harness, lab.name, s.num, public_seed if seed is None else seed, out,
+                                         deadline.limit(step_limit), env, readable, cpu, kind)
+    # public: Criterion's outcomes can only lose to the checker's verdict
+    for br in run.tests.get("public", {}).values():
+        for key, o in list(br.outcomes.items()):
+            v = run.checks.get("public", {}).get(lab.step_of_suite(o.suite) or 0)
+            if v is not None and v.ok is False and o.status == "PASSED":
+                br.outcomes[key] = TestOutcome(o.suite, o.name, "FAILED", _verdict_lines(v))
+    if "hidden" not in run.checks:
+        return
+    # hidden: the reference's hidden test list, each test the checker's verdict on its step
+    run.tests["hidden"] = {}
+    for b, rb in ref.tests.get("hidden", {}).items():
+        mine = BinaryRun(b, True)
+        for key, o in rb.outcomes.items():
+            v = run.checks["hidden"].get(lab.step_of_suite(o.suite) or 0)
+            if v is None or v.ok is None:
+                mine.outcomes[key] = TestOutcome(o.suite, o.name, "SKIPPED", [v.note if v else "not checked"])
+            else:
+                mine.outcomes[key] = TestOutcome(o.suite, o.name, "PASSED" if v.ok else "FAILED",
+                                                 [] if v.ok else _verdict_lines(v))
+        run.tests["hidden"][b] = mine
+
+
+def _verdict_lines(v) -> list[str]:
+    head = f"kit-only check: {v.failed} of {v.total} cases wrong" if v.total else f"kit-only check: {v.note}"
+    return [head] + list(v.messages)

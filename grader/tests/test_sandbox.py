@@ -42,6 +42,15 @@ try:
 except OSError as e:
     seen["network"] = "refused: " + type(e).__name__
 seen["secret_seed_env"] = os.environ.get("CML_GRADER_SECRET_SEED", "")
+seen["other_checkout"] = read(pathlib.Path(sys.argv[6]))
+ancestors = []
+for d in pathlib.Path("/proc").iterdir():
+    if d.name.isdigit():
+        try:
+            ancestors.append((d / "cmdline").read_bytes().decode(errors="replace"))
+        except OSError:
+            pass
+seen["cmdlines"] = " ".join(ancestors)
 print(json.dumps(seen))
 """
 
@@ -84,9 +93,15 @@ class SandboxTests(unittest.TestCase):
         server = socket.create_server(("127.0.0.1", 0))
         self.addCleanup(server.close)
         port = server.getsockname()[1]
+        # another checkout of the kit the grader was not told about: an allow-list never shows it
+        other = root / "elsewhere" / "solutions" / "04_reduction" / "reduction.cu"
+        other.parent.mkdir(parents=True)
+        other.write_text("ANOTHER CHECKOUT'S SOLUTION")
+        python = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()]  # this test's interpreter
         with mock.patch.dict(os.environ, {"CML_GRADER_SECRET_SEED": "987654321"}):
-            res = Executor(sb).run([sys.executable, "-c", PROBE, kit, work, override, own, port], cwd=own,
-                                   timeout=60, writable=[own], readable=[own])
+            res = Executor(sb).run([sys.executable, "-c", PROBE, kit, work, override, own, port, other,
+                                    "--secret-seed=918273645"], cwd=own, timeout=60, writable=[own],
+                                   readable=[own] + python)
         self.assertEqual(res.rc, 0, res.output)
         seen = json.loads(res.stdout.strip().splitlines()[-1])
         self.assertEqual(seen["own"], "ALICE'S CODE", "the student's own tree stays readable")
@@ -97,6 +112,9 @@ class SandboxTests(unittest.TestCase):
                          "student code changed the grader's results")
         self.assertTrue(seen["network"].startswith("refused"), seen["network"])
         self.assertEqual(seen["secret_seed_env"], "", "the grader's environment reached student code")
+        self.assertNotIn("CHECKOUT", seen["other_checkout"], "a path outside the allow-list is visible")
+        self.assertNotIn("grade.py", seen["cmdlines"], "the grader's command line (and its seed) is visible")
+        self.assertNotIn("unittest", seen["cmdlines"], "an ancestor's command line is visible")
 
 
 class NoGpuReasonTests(unittest.TestCase):
