@@ -49,7 +49,7 @@ class _MeteredPopen(subprocess.Popen):
     in one thread each, so the difference of that total around a stage is
     the stage's CPU seconds, whatever else the machine is doing."""
 
-    def _try_wait(self, wait_flags):
+    def _try_wait(self, wait_flags):   # wait()
         try:
             pid, sts, ru = os.wait4(self.pid, wait_flags)
         except ChildProcessError:
@@ -57,6 +57,13 @@ class _MeteredPopen(subprocess.Popen):
         if pid == self.pid:
             _CPU.s = getattr(_CPU, "s", 0.0) + ru.ru_utime + ru.ru_stime
         return pid, sts
+
+    def poll(self):   # poll() reaps without _try_wait
+        if self.returncode is None:
+            pid, sts = self._try_wait(os.WNOHANG)
+            if pid == self.pid:
+                self._handle_exitstatus(sts)
+        return self.returncode
 
 
 def _children_cpu() -> float:
@@ -88,6 +95,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cuda-arch", default=os.environ.get("CUDAARCHS", ""), help="as grade.py's --cuda-arch")
     p.add_argument("--kit", type=Path, default=Path(__file__).resolve().parent.parent.parent)
     p.add_argument("--progress", action="store_true", help="the grader's progress lines on stderr")
+    p.add_argument("--sandbox", action="store_true", help="grade inside bubblewrap as grade.py does (default off "
+                   "with --clock cpu: the sandbox's PID namespace hides its processes' CPU time from the count)")
     p.add_argument("--clock", choices=("cpu", "wall"), default="",
                    help="seconds of what: the CPU seconds of the grader's child processes (default without a "
                         "GPU: right on a shared machine) or wall time (default with a GPU: GPU phases)")
@@ -195,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(work / "grade" / d, ignore_errors=True)
                 shutil.rmtree(work / d, ignore_errors=True)
             opts = Options(kit=kit, work=work / "grade", keep_work=True, jobs=args.jobs, arch=args.cuda_arch,
+                           sandbox=args.sandbox or clock_kind == "wall",
                            fresh_trees=(mode == "fresh"), retime_reference=(mode == "fresh"), progress=args.progress)
             pipe = Pipeline(opts, labs)
             t0 = clock()
@@ -204,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
                 subs = make_class(kit, labs, pipe._labtool(), args.size, work / "class")
                 print(f"bench: a class of {len(subs)} submissions x {len(labs)} labs "
                       f"({', '.join(l.name for l in labs)}), {args.jobs} CPU job(s); "
-                      f"GPU: {'yes' if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}", file=sys.stderr)
+                      f"GPU: {'yes' if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}", file=sys.stderr)
             print(f"bench: grading in mode '{mode}' ...", file=sys.stderr, flush=True)
             t1, c1 = time.monotonic(), _children_cpu()
             results, errors = pipe.grade(subs)

@@ -3,9 +3,11 @@ that a compile error costs only the targets that need the broken file.
 Commands go through an Executor (sandboxed, injectable for tests)."""
 from __future__ import annotations
 
+import fcntl
 import re
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +26,23 @@ def clock() -> float:
 
 def set_clock(fn) -> None:
     _CLOCK[0] = fn
+
+
+@contextmanager
+def shared_lock(folder: Path | None):
+    """An exclusive lock beside `folder` (FOLDER.lock, flock) while a build
+    folder shared by several grader runs (a Slurm array's tasks) is built;
+    nothing when folder is None."""
+    if folder is None:
+        yield
+        return
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.with_name(folder.name + ".lock"), "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 @dataclass

@@ -64,6 +64,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--no-cache", action="store_true", help="grade everything again and keep nothing")
     p.add_argument("--fresh-trees", action="store_true", help="configure and build the whole kit for every "
                    "submission (slower; the default builds the pristine kit once and only the student's files after)")
+    p.add_argument("--reference-build", type=Path, metavar="DIR", help="build the reference solutions here, shared "
+                   "by several runs (a Slurm array's tasks): the first builds it under a lock, the others reuse it")
     p.add_argument("--shard", metavar="I/S", help="grade only shard I of S (0-based; submissions sorted by id, "
                    "every S-th) and also write OUT/shard.json for grader/tools/slurm merge")
     p.add_argument("--gradescope-results", type=Path, metavar="FILE",
@@ -173,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                    sandbox=not args.no_sandbox, arch=args.cuda_arch, hide=hide,
                    require_isolation=secret is not None or len(subs) > 1 or args.batch,
                    progress=(args.progress or sys.stderr.isatty()) and not args.quiet, fresh_trees=args.fresh_trees,
-                   cache=cache)
+                   cache=cache, reference_build=args.reference_build)
     pipe = Pipeline(opts, labs)
     t0 = time.monotonic()
     edition = not any(lab.solution_dir for lab in labs)   # tools/release's student edition

@@ -20,7 +20,7 @@ from functools import partial
 from pathlib import Path
 
 from . import run as R
-from .build import build_tree, clock
+from .build import build_tree, clock, shared_lock
 from .cache import ResultCache, gpu_names
 from .kitslots import SlotPool
 from .reftime import RefTimes
@@ -64,6 +64,7 @@ class Options:
     fresh_trees: bool = False   # each submission in its own configured tree (the old way) instead of the prebuilt kit
     cache: Path | None = None   # the content-hash cache of graded labs (cache.py); None: none
     retime_reference: bool = False   # time the reference beside every submission (the old way), not once per batch
+    reference_build: Path | None = None   # a reference build folder shared by several runs (built under a lock)
 
 
 def parse_seed(text: str) -> int:
@@ -215,6 +216,8 @@ class Pipeline:
             ok, why = R.probe_gpu(ref_runner, self.gpus[0])
             self.gpu_ok, self.no_gpu_reason = ok, ("" if ok else why)
         hide = [self.opts.kit.resolve(), self.work] + [h.resolve() for h in self.opts.hide]
+        if not self.ref_build.is_relative_to(self.work):   # a shared reference build holds the solutions' objects
+            hide.append(self.ref_build)
         probe = [str(ref_runner), "--probe"] if self.gpu_ok and ref_runner else None
         for lab in self.labs:  # the kit-only checker's harness: the CPU path's where there is no GPU
             lab.harness = harness_target(lab, not self.gpu_ok and self._kit_cpu()) or ""
@@ -253,7 +256,8 @@ class Pipeline:
         return p if p.is_file() else None
 
     def _build_reference(self) -> None:
-        self.ref_build = self.work / "reference" / "build"
+        shared = self.opts.reference_build.resolve() if self.opts.reference_build else None
+        self.ref_build = shared or self.work / "reference" / "build"
         self.probe_runner: Path | None = None
         with_ref = [lab for lab in self.labs if lab.solution_dir]
         if self.labs and not with_ref:
@@ -267,9 +271,10 @@ class Pipeline:
         self.say(f"building the reference solutions ({len(targets)} targets: {', '.join(targets)}); "
                  f"this takes a minute or two the first time")
         self.say("configuring the kit (cmake)")
-        tb = build_tree(self.trusted, self.opts.kit.resolve(), self.ref_build, targets, arch=self.opts.arch,
-                        jobs=self.jobs, timeout=timeout, writable=[],
-                        on_target=lambda i, t: self.say(f"reference: building {t} ({i}/{len(targets)})"))
+        with shared_lock(shared):   # a Slurm array's tasks: the first builds it, the others find it built
+            tb = build_tree(self.trusted, self.opts.kit.resolve(), self.ref_build, targets, arch=self.opts.arch,
+                            jobs=self.jobs, timeout=timeout, writable=[],
+                            on_target=lambda i, t: self.say(f"reference: building {t} ({i}/{len(targets)})"))
         if not tb.configured:
             raise GraderError("the kit does not configure (cmake):\n" + tb.configure_log[-3000:])
         bad = [t for t, b in tb.targets.items() if not b.ok]

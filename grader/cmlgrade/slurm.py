@@ -10,7 +10,8 @@ shards/<i>/) and runs `sbatch --array=0-(S-1)%K job.sh`, one GPU per task
 (--gres=gpu:1). Each task runs `slurm task`, which picks its shard from
 SLURM_ARRAY_TASK_ID and runs grade.py --shard i/S into shards/<i>/out/
 (with its cache in shards/<i>/cache/, so a rerun skips what it graded
-already), recording running/done/failed in shards/<i>/status.json. `merge`
+already; the reference solutions built once, by the first task, in
+reference/ for all), recording running/done/failed in shards/<i>/status.json. `merge`
 reads every shard's shard.json and writes the class outputs, the same bytes
 a single grade.py run over the whole folder writes. The secret seed goes
 with the job's environment (CML_GRADER_SECRET_SEED, exported by sbatch),
@@ -165,9 +166,7 @@ def cmd_submit(a) -> int:
                          f"`slurm rerun {state}`, or --force to start again")
     if a.shards < 1 or a.parallel < 1:
         raise ShardError("--shards and --parallel must be at least 1")
-    grade_args = list(a.grade_args or [])
-    if grade_args and grade_args[0] == "--":
-        grade_args = grade_args[1:]
+    grade_args = list(a.grade_args)
     for bad in ("--out", "--shard", "--batch", "--single", "--secret-seed"):
         if bad in grade_args:
             raise ShardError(f"{bad} is set by the job array (the secret seed: ${SECRET_ENV} or --secret-seed "
@@ -217,7 +216,8 @@ def cmd_task(a) -> int:
     _set_status(state, i, state="running", **info)
     shutil.rmtree(d / "out", ignore_errors=True)
     argv = [cfg["python"], cfg["grade"], cfg["input"], "--batch", "--shard", f"{i}/{cfg['shards']}",
-            "--out", str(d / "out"), "--cache", str(d / "cache"), "--progress", *cfg["grade_args"]]
+            "--out", str(d / "out"), "--cache", str(d / "cache"), "--reference-build", str(state / "reference"),
+            "--progress", *cfg["grade_args"]]
     print(f"[slurm task {job}] {' '.join(shlex.quote(x) for x in argv)}", flush=True)
     rc = subprocess.run(argv).returncode
     ok = rc == 0 and (d / "out" / "shard.json").is_file()
@@ -333,7 +333,8 @@ def cmd_merge(a) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="slurm", description=__doc__.split("\n\n")[0] + " (docs/grading.md)")
+    p = argparse.ArgumentParser(prog="slurm", description=__doc__.split("\n\n")[0] + " (docs/grading.md)",
+                                epilog="submit ... -- GRADE_OPTIONS: everything after -- goes to each task's grade.py")
     sub = p.add_subparsers(dest="cmd", required=True)
     s = sub.add_parser("submit", help="submit the class as a job array")
     s.add_argument("input", help="the folder of submissions (one per student)")
@@ -351,7 +352,6 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--secret-seed", help=f"passed to the tasks in their environment (or set ${SECRET_ENV})")
     s.add_argument("--force", action="store_true", help="reuse a state folder")
     s.add_argument("--dry-run", action="store_true", help="write job.sh, do not submit")
-    s.add_argument("grade_args", nargs=argparse.REMAINDER, help="-- then grade.py options (--roster, --lab ...)")
     t = sub.add_parser("task", help="(run by each array task) grade one shard")
     t.add_argument("state")
     t.add_argument("--shard", type=int, help="default: $SLURM_ARRAY_TASK_ID")
@@ -369,7 +369,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    rest = []
+    if "--" in argv:   # submit's grade.py options
+        rest, argv = argv[argv.index("--") + 1:], argv[:argv.index("--")]
     a = parser().parse_args(argv)
+    a.grade_args = rest
     try:
         return {"submit": cmd_submit, "task": cmd_task, "progress": cmd_progress, "rerun": cmd_rerun,
                 "merge": cmd_merge}[a.cmd](a)
