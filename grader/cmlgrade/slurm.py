@@ -218,6 +218,9 @@ def cmd_task(a) -> int:
     argv = [cfg["python"], cfg["grade"], cfg["input"], "--batch", "--shard", f"{i}/{cfg['shards']}",
             "--out", str(d / "out"), "--cache", str(d / "cache"), "--reference-build", str(state / "reference"),
             "--progress", *cfg["grade_args"]]
+    cpus = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    if cpus.isdigit() and "--jobs" not in argv:   # the task's CPUs, not the whole node's
+        argv += ["--jobs", cpus]
     print(f"[slurm task {job}] {' '.join(shlex.quote(x) for x in argv)}", flush=True)
     rc = subprocess.run(argv).returncode
     ok = rc == 0 and (d / "out" / "shard.json").is_file()
