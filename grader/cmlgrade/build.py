@@ -113,14 +113,17 @@ def configure(exe: Executor, src: Path, build: Path, arch: str, timeout: float, 
 
 
 def build_target(exe: Executor, src: Path, build: Path, target: str, jobs: int, timeout: float,
-                 writable: list[Path]) -> TargetBuild:
+                 writable: list[Path], shown_as=None) -> TargetBuild:
+    """shown_as: (text -> text, tree): the build's output as if it had run in
+    that tree (a slot of the prebuilt kit shows the submission's own paths)."""
     r = exe.run(["cmake", "--build", str(build), "--target", target, "-j", str(max(1, jobs))],
                 cwd=src, timeout=timeout, writable=writable)
     if r.timed_out:
         return TargetBuild(target, False, r.seconds, [f"the build of {target} timed out after {timeout:.0f} s"])
     if r.rc == 0:
         return TargetBuild(target, True, r.seconds)
-    return TargetBuild(target, False, r.seconds, compiler_errors(r.output, src), r.output[-4000:])
+    out, shown = (shown_as[0](r.output), shown_as[1]) if shown_as else (r.output, src)
+    return TargetBuild(target, False, r.seconds, compiler_errors(out, shown), out[-4000:])
 
 
 def build_tree(exe: Executor, src: Path, build: Path, targets: list[str], *, arch: str, jobs: int,

@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import TreeBuild, build_target, clock, compiler_errors, configure
+from .build import TreeBuild, build_target, clock, configure
 from .buildtree import make_student_tree
 from .sandbox import Executor
 
@@ -125,12 +125,8 @@ class SlotPool:
             (lab_dir / name).write_bytes(data)
         try:
             for t in targets:
-                b = build_target(exe, slot.src, slot.build, t, 1, timeout, [slot.root])
-                if not b.ok and b.log_tail:
-                    log = _as_in_tree(b.log_tail, slot, tree)
-                    b.errors, b.log_tail = compiler_errors(log, tree / "src"), log
-                elif not b.ok:
-                    b.errors = [_as_in_tree(e, slot, tree) for e in b.errors]
+                b = build_target(exe, slot.src, slot.build, t, 1, timeout, [slot.root],
+                                 shown_as=(lambda text: _as_in_tree(text, slot, tree), tree / "src"))
                 tb.targets[t] = b
                 tb.seconds += b.seconds
                 if b.ok:
