@@ -57,7 +57,12 @@ enum { TX4 = 32, TY4 = 8, TZ4 = 4 };
 enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
 
 // Step 6: the same march with a TX6 x TY6 tile through Z6 planes, at least
-// MINB6 blocks per SM (the register budget the compiler must keep to).
+// MINB6 blocks per SM (the register budget the compiler must keep to). 128
+// columns wide: each ring column costs a 32-byte sector per float it needs,
+// and when nx is not a multiple of 8 every tile edge splits a sector of out
+// between two blocks; wide tiles have fewer edges. (On an H100 this shape
+// held up best at 513 x 511 x 509 of the shapes tried; 32 planes per block
+// beat 16 and 64.)
 enum { TX6 = 128, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 32, MINB6 = 3 };
 // The halo ring of a plane tile: a row above, a row below, a column each
 // side (no corners: the 7-point stencil has no diagonal neighbours).
@@ -328,47 +333,36 @@ stencil_kernel5(const float *__restrict__ in, float *__restrict__ out, int nx, i
 // for plane z + 2 (and the ring of plane z + 1) are issued before the
 // barrier of plane z and used an iteration later, so their latency hides
 // behind a whole plane's work.
-//
-// The tiles of a row share nx out evenly: gridDim.x = ceil(nx / TX6) tiles
-// whose widths w differ by one at most, not full tiles and a last sliver.
-// At nx = 513 a sliver one column wide would march through all its planes,
-// barriers and load latency included, for 1/128 of a tile's work; with
-// even tiles every block moves about the same bytes. Threads tx >= w sit
-// out (but keep to the barriers).
 __global__ void __launch_bounds__(TX6 *YSTEP6, MINB6)
 stencil_kernel6(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int nz, stencil_coeffs c)
 {
     __shared__ float plane[TY6 + 2][TX6 + 2];
-    int x0 = (int)((long long)blockIdx.x * nx / gridDim.x);
-    int w = (int)((long long)(blockIdx.x + 1) * nx / gridDim.x) - x0;  // this tile's width, <= TX6
-    int y0 = (int)blockIdx.y * TY6, zbeg = (int)blockIdx.z * Z6;
+    int x0 = (int)blockIdx.x * TX6, y0 = (int)blockIdx.y * TY6, zbeg = (int)blockIdx.z * Z6;
     int zend = min(zbeg + Z6, nz);
     int tid = (int)threadIdx.y * TX6 + (int)threadIdx.x;
     int lx = (int)threadIdx.x + 1, x = x0 + lx - 1;
-    bool mine = (int)threadIdx.x < w;  // this thread's column lies in the tile
 
-    // The ring cell this thread loads, if it is a ring thread: the row above
-    // the tile, the row below, the column left of it, the column right of it.
+    // The ring cell this thread loads, if tid < RING6: the row above the
+    // tile, the row below, the column left of it, the column right of it.
     int hx = 0, hy = 0;
-    if (tid < w) {
+    if (tid < TX6) {
         hx = 1 + tid;
         hy = 0;
-    } else if (tid < 2 * w) {
-        hx = 1 + tid - w;
+    } else if (tid < 2 * TX6) {
+        hx = 1 + tid - TX6;
         hy = TY6 + 1;
-    } else if (tid < 2 * w + TY6) {
+    } else if (tid < 2 * TX6 + TY6) {
         hx = 0;
-        hy = 1 + tid - 2 * w;
+        hy = 1 + tid - 2 * TX6;
     } else {
-        hx = w + 1;
-        hy = 1 + tid - 2 * w - TY6;
+        hx = TX6 + 1;
+        hy = 1 + tid - 2 * TX6 - TY6;
     }
-    bool ring = tid < 2 * w + 2 * TY6;
+    bool ring = tid < RING6;
 
-    // TODO(step 6): a thread whose column is in the tile (mine) keeps
-    // below[j], here[j], above[j] = in at (x, y_j) in planes z - 1, z, z + 1,
-    // y_j = y0 + ty + j * YSTEP6. For each z: store here[j] (mine) and the
-    // ring cell of plane z (ring threads) into the tile;
+    // TODO(step 6): keep below[j], here[j], above[j] = in at (x, y_j) in
+    // planes z - 1, z, z + 1, y_j = y0 + ty + j * YSTEP6. For each z: store
+    // here[j] and (ring threads) the ring cell of plane z into the tile;
     // issue the loads of plane z + 2 (into ahead[j]) and of the ring of
     // plane z + 1; wait; compute the points from the registers and the
     // tile's x and y neighbours; wait again; then rotate: below takes here,
@@ -378,29 +372,27 @@ stencil_kernel6(const float *__restrict__ in, float *__restrict__ out, int nx, i
 #pragma unroll
     for (int j = 0; j < ROWS6; ++j) {
         int y = y0 + (int)threadIdx.y + j * YSTEP6;
-        below[j] = mine ? load_3d(in, x, y, zbeg - 1, nx, ny, nz, c.outside) : 0.0f;
-        here[j] = mine ? load_3d(in, x, y, zbeg, nx, ny, nz, c.outside) : 0.0f;
-        above[j] = mine ? load_3d(in, x, y, zbeg + 1, nx, ny, nz, c.outside) : 0.0f;
+        below[j] = load_3d(in, x, y, zbeg - 1, nx, ny, nz, c.outside);
+        here[j] = load_3d(in, x, y, zbeg, nx, ny, nz, c.outside);
+        above[j] = load_3d(in, x, y, zbeg + 1, nx, ny, nz, c.outside);
     }
     float halo = ring ? load_3d(in, x0 - 1 + hx, y0 - 1 + hy, zbeg, nx, ny, nz, c.outside) : 0.0f;
     for (int z = zbeg; z < zend; ++z) {
-        if (mine) {
 #pragma unroll
-            for (int j = 0; j < ROWS6; ++j)
-                plane[(int)threadIdx.y + j * YSTEP6 + 1][lx] = here[j];
-        }
+        for (int j = 0; j < ROWS6; ++j)
+            plane[(int)threadIdx.y + j * YSTEP6 + 1][lx] = here[j];
         if (ring)
             plane[hy][hx] = halo;
         // Plane z + 2 and the next ring: in flight while this plane is computed.
 #pragma unroll
         for (int j = 0; j < ROWS6; ++j)
-            ahead[j] = mine ? load_3d(in, x, y0 + (int)threadIdx.y + j * YSTEP6, z + 2, nx, ny, nz, c.outside) : 0.0f;
+            ahead[j] = load_3d(in, x, y0 + (int)threadIdx.y + j * YSTEP6, z + 2, nx, ny, nz, c.outside);
         float halo_next = ring ? load_3d(in, x0 - 1 + hx, y0 - 1 + hy, z + 1, nx, ny, nz, c.outside) : 0.0f;
         __syncthreads();  // the plane and its ring are in shared memory
 #pragma unroll
         for (int j = 0; j < ROWS6; ++j) {
             int ly = (int)threadIdx.y + j * YSTEP6 + 1, y = y0 + ly - 1;
-            if (mine && y < ny)
+            if (x < nx && y < ny)
                 out[at_3d(x, y, z, nx, ny)] = apply_7(c, here[j], plane[ly][lx - 1], plane[ly][lx + 1],
                                                       plane[ly - 1][lx], plane[ly + 1][lx], below[j], above[j]);
         }
@@ -414,7 +406,7 @@ stencil_kernel6(const float *__restrict__ in, float *__restrict__ out, int nx, i
         halo = halo_next;
     }
     //@ (void)in; (void)out; (void)nx; (void)ny; (void)nz; (void)c; (void)plane; (void)y0; (void)zend; (void)x;
-    //@ (void)hx; (void)hy; (void)ring; (void)mine;
+    //@ (void)hx; (void)hy; (void)ring;
     // END SOLUTION
 }
 
