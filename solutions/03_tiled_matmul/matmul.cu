@@ -3,8 +3,8 @@
  * Steps (the table is MATMUL_STEPS in matmul.h; `matmul_run --list`):
  *   1 naive            one thread per element of C; a warp's threads walk 32 rows: uncoalesced
  *   2 coalesced        the same, a warp's threads on 32 columns: coalesced B and C, A broadcast
- *   3 shared_tile      16x16 tiles of A and B in shared memory, two barriers, bounds checks
- *   4 dynamic_tile     tile size chosen at run time (32x32 here): dynamic shared memory
+ *   3 shared_tile      32x32 tiles of A and B in shared memory, two barriers, bounds checks
+ *   4 dynamic_tile     tile sizes chosen at run time, 64-deep k-tiles: dynamic shared memory
  *   5 blocktile_1d     64x64 block tile, 8 results per thread down a column: fewer shared loads
  *   6 blocktile_2d     128x128 block tile, 8x8 results per thread: an outer product per k
  *   7 vectorized       A's tile stored transposed; 128-bit loads from shared (and global, aligned)
@@ -31,11 +31,12 @@
 
 // Steps 1 and 2: blocks of 32 x 8 threads, one element of C each.
 enum { NAIVE_X = 32, NAIVE_Y = 8 };
-// Step 3: 16 x 16 tiles, one thread per element (PMPP's TILE_WIDTH). Step 4
-// chooses 32 x 32 at run time for all but small matrices: on an H100 at
-// 4096^3 that ran about 10% faster (half the global loads per multiply-add
-// and half the barriers).
-enum { TILE = 16 };
+// Step 3: 32 x 32 tiles, one thread per element.
+enum { TILE = 32 };
+// Step 4: k-tiles KT deep (tiles of A T x KT, of B KT x T, T chosen at run
+// time): half the barriers of step 3 per multiply-add. On an H100 at 4096^3,
+// 32 x 64 ran about 13% faster than step 3, and 16 x 16 tiles 10% slower.
+enum { KT = 64 };
 // Step 5: a 64 x 64 tile of C per block of 512 threads, k-tiles of 8;
 // thread t owns 8 consecutive rows of one column.
 enum { BM1 = 64, BN1 = 64, BK1 = 8, TM1 = 8 };
@@ -110,10 +111,10 @@ matmul_kernel2(const float *A, const float *B, float *C, int M, int N, int K)
     // END SOLUTION
 }
 
-// Step 3: shared tiles. The block (16 x 16 threads) computes a 16 x 16 tile
+// Step 3: shared tiles. The block (32 x 32 threads) computes a 32 x 32 tile
 // of C. For each k-tile, every thread loads one element of A's tile and
 // one of B's into shared memory; then each thread reads a row of As and a
-// column of Bs: 16 multiply-adds for 2 global loads, where steps 1-2 did
+// column of Bs: 32 multiply-adds for 2 global loads, where steps 1-2 did
 // 1 for 2. Elements outside A or B load as 0, so the last, partial k-tile
 // adds nothing extra.
 __global__ void __launch_bounds__(TILE * TILE)
@@ -152,14 +153,18 @@ matmul_kernel3(const float *A, const float *B, float *C, int M, int N, int K)
     // END SOLUTION
 }
 
-// Step 4: step 3 with the tile size chosen at run time. Both tiles live in
-// one dynamically sized shared array: `extern __shared__ float t[];` has no
-// size, the launch gives it (in bytes, the third <<<>>> argument). As takes
-// its first T * T floats and Bs the next: pointer arithmetic on a float *,
-// so the offset counts floats, not bytes. The kernel is compiled for each
-// tile size the launcher may choose (T, a template parameter), so that the
-// k loop unrolls as in step 3; which one runs is decided per call.
-template <int T>
+// Step 4: the tile sizes chosen at run time. The block (T x T threads)
+// still computes a T x T tile of C, but each k-tile is KT deep: As holds
+// T x KT floats of A, Bs KT x T of B, and each thread loads KT / T elements
+// of each, then adds KT products: one pair of barriers per KT multiply-adds
+// instead of per T. The tiles live in one dynamically sized shared array:
+// `extern __shared__ float t[];` has no size, the launch gives it (in
+// bytes, the third <<<>>> argument). As takes its first T * KT floats and
+// Bs the next: pointer arithmetic on a float *, so the offset counts
+// floats, not bytes. The kernel is compiled for each shape the launcher may
+// choose (template parameters), so that its loops unroll as in step 3;
+// which one runs is decided per call.
+template <int T, int KT_>
 __global__ void __launch_bounds__(T * T)
 matmul_kernel4(const float *A, const float *B, float *C, int M, int N, int K)
 {
@@ -167,22 +172,28 @@ matmul_kernel4(const float *A, const float *B, float *C, int M, int N, int K)
     int tx = threadIdx.x, ty = threadIdx.y;
     int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
 
-    // TODO(step 4): As = tiles_smem, Bs = As + T * T; then step 3's loop
-    // with T for TILE and flat indices: As[ty * T + tx], Bs[ty * T + tx],
-    // As[ty * T + k] * Bs[k * T + tx].
+    // TODO(step 4): As = tiles_smem (T x KT_, row-major: element (r, k) at
+    // As[r * KT_ + k]) and Bs = As + T * KT_ (KT_ x T: element (k, c) at
+    // Bs[k * T + c]). For each k-tile (k0 = 0, KT_, ... while k0 < K): for
+    // s < KT_ / T, store A(row, k0 + s * T + tx) at As[ty * KT_ + s * T + tx]
+    // and B(k0 + s * T + ty, col) at Bs[(s * T + ty) * T + tx] (0 outside);
+    // barrier; add As[ty * KT_ + k] * Bs[k * T + tx] for k < KT_; barrier.
+    // Store the sum at C(row, col) if it is inside C.
     // BEGIN SOLUTION
     float *As = tiles_smem;
-    float *Bs = As + T * T;  // T * T floats on, not bytes
+    float *Bs = As + T * KT_;  // T * KT_ floats on, not bytes
     float acc = 0.0f;
-    int ntiles = (K + T - 1) / T;
-    for (int t = 0; t < ntiles; ++t) {
-        int ka = t * T + tx, kb = t * T + ty;
-        As[ty * T + tx] = row < M && ka < K ? A[(size_t)row * K + ka] : 0.0f;
-        Bs[ty * T + tx] = kb < K && col < N ? B[(size_t)kb * N + col] : 0.0f;
+    for (int k0 = 0; k0 < K; k0 += KT_) {
+#pragma unroll
+        for (int s = 0; s < KT_ / T; ++s) {
+            int ka = k0 + s * T + tx, kb = k0 + s * T + ty;
+            As[ty * KT_ + s * T + tx] = row < M && ka < K ? A[(size_t)row * K + ka] : 0.0f;
+            Bs[(s * T + ty) * T + tx] = kb < K && col < N ? B[(size_t)kb * N + col] : 0.0f;
+        }
         __syncthreads();  // both tiles complete
 #pragma unroll
-        for (int k = 0; k < T; ++k)
-            acc += As[ty * T + k] * Bs[k * T + tx];
+        for (int k = 0; k < KT_; ++k)
+            acc += As[ty * KT_ + k] * Bs[k * T + tx];
         __syncthreads();  // everyone done reading before the next k-tile
     }
     if (row < M && col < N)
@@ -565,8 +576,12 @@ __device__ __forceinline__ void store_warp_tile(float *C, int M, int N, int row0
 // owns changes (lane_place): a warp's lanes now read a few neighbouring
 // float4s for each k instead of 16 spread over 512 bytes, and a warp's
 // working set per k is 64 + 32 floats instead of 16 + 128.
+// __launch_bounds__(THREADS, 2): at most 128 registers a thread, so that two
+// blocks (16 warps) share an SM. Left to itself the compiler took about 150
+// for step 9 and only one block fitted; with two, one block's barrier waits
+// overlap the other's arithmetic (no spills either way: -Xptxas -v).
 template <bool VEC>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, 2)
 matmul_kernel8(const float *A, const float *B, float *C, int M, int N, int K)
 {
     __shared__ __align__(16) float As[BK][BM + PAD];
@@ -593,7 +608,7 @@ matmul_kernel8(const float *A, const float *B, float *C, int M, int N, int K)
 // next buffer and ends all reads of the current one, which is only
 // overwritten after the next barrier.
 template <bool VEC>
-__global__ void __launch_bounds__(THREADS)
+__global__ void __launch_bounds__(THREADS, 2)
 matmul_kernel9(const float *A, const float *B, float *C, int M, int N, int K)
 {
     __shared__ __align__(16) float As[2][BK][BM + PAD];
@@ -656,9 +671,9 @@ static cudaError_t matmul_step3(const float *A, const float *B, float *C, int M,
     return cudaSuccess;
 }
 
-// The tile size, chosen at run time from the shape: 32 x 32 tiles unless
-// they would leave most SMs idle (a small or thin C), then 16 x 16 (four
-// times the blocks). tile * tile threads must fit a block (1024).
+// The tile width, chosen at run time from the shape: 32 x 32 tiles of C
+// unless they would leave most SMs idle (a small or thin C), then 16 x 16
+// (four times the blocks). T * T threads must fit a block (1024).
 static int dynamic_tile_size(int M, int N)
 {
     int sms = 0;
@@ -671,17 +686,17 @@ static int dynamic_tile_size(int M, int N)
 static cudaError_t matmul_step4(const float *A, const float *B, float *C, int M, int N, int K)
 {
     int tile = dynamic_tile_size(M, N);
-    // TODO(step 4): the dynamic shared memory the launch asks for: two tiles
-    // of tile x tile floats, in bytes.
+    // TODO(step 4): the dynamic shared memory the launch asks for: a tile
+    // of tile x KT floats and one of KT x tile floats, in bytes.
     // BEGIN SOLUTION
-    size_t smem = 2 * (size_t)tile * tile * sizeof(float);
+    size_t smem = 2 * (size_t)tile * KT * sizeof(float);
     //@ size_t smem = 0;
     // END SOLUTION
     dim3 grid = tile_grid(M, N, tile, tile);
     if (tile == 32)
-        matmul_kernel4<32><<<grid, dim3(32, 32), smem>>>(A, B, C, M, N, K);
+        matmul_kernel4<32, KT><<<grid, dim3(32, 32), smem>>>(A, B, C, M, N, K);
     else
-        matmul_kernel4<16><<<grid, dim3(16, 16), smem>>>(A, B, C, M, N, K);
+        matmul_kernel4<16, KT><<<grid, dim3(16, 16), smem>>>(A, B, C, M, N, K);
     CML_TRY_LAUNCH();
     return cudaSuccess;
 }
