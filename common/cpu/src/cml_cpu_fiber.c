@@ -5,10 +5,12 @@
 
 #ifdef CML_CPU_FAST_SWITCH
 
-/* cml_cpu_switch_sp(void **save, void *to): push the callee-saved registers
- * and the FP control words, store rsp in *save, load to, pop, return into
- * the other context. The trampoline starts a fresh fiber: entry in r13,
- * its argument in r12 (both popped from the initial frame). */
+/* cml_cpu_switch_sp(void **save, void *to): push the callee-saved registers,
+ * store rsp in *save, load to, pop, return into the other context. The FP
+ * control words (MXCSR, x87) are not switched: every fiber runs with the
+ * process's defaults, and ldmxcsr/fldcw cost more than the rest of the
+ * switch. The trampoline starts a fresh fiber: entry in r13, its argument
+ * in r12 (both popped from the initial frame). */
 __asm__(".text\n"
         ".globl cml_cpu_switch_sp\n"
         ".type cml_cpu_switch_sp,@function\n"
@@ -19,14 +21,8 @@ __asm__(".text\n"
         "  pushq %r13\n"
         "  pushq %r14\n"
         "  pushq %r15\n"
-        "  subq $8, %rsp\n"
-        "  stmxcsr (%rsp)\n"
-        "  fnstcw 4(%rsp)\n"
         "  movq %rsp, (%rdi)\n"
         "  movq %rsi, %rsp\n"
-        "  ldmxcsr (%rsp)\n"
-        "  fldcw 4(%rsp)\n"
-        "  addq $8, %rsp\n"
         "  popq %r15\n"
         "  popq %r14\n"
         "  popq %r13\n"
@@ -49,15 +45,14 @@ void cml_cpu_fiber_trampoline(void);
 void cml_cpu_ctx_init(cml_cpu_ctx *ctx, void *stack, size_t size, void (*entry)(void *), void *arg)
 {
     uintptr_t top = ((uintptr_t)stack + size) & ~(uintptr_t)15;
-    uint64_t *frame = (uint64_t *)(top - 64);  /* the trampoline starts with rsp 16-aligned */
-    frame[0] = 0x1F80u | ((uint64_t)0x037Fu << 32); /* MXCSR, x87 control word: the defaults */
-    frame[1] = 0;                                   /* r15 */
-    frame[2] = 0;                                   /* r14 */
-    frame[3] = (uint64_t)(uintptr_t)entry;          /* r13 */
-    frame[4] = (uint64_t)(uintptr_t)arg;            /* r12 */
-    frame[5] = 0;                                   /* rbx */
-    frame[6] = 0;                                   /* rbp */
-    frame[7] = (uint64_t)(uintptr_t)cml_cpu_fiber_trampoline;
+    uint64_t *frame = (uint64_t *)(top - 56);  /* the trampoline starts with rsp = top, 16-aligned */
+    frame[0] = 0;                                   /* r15 */
+    frame[1] = 0;                                   /* r14 */
+    frame[2] = (uint64_t)(uintptr_t)entry;          /* r13 */
+    frame[3] = (uint64_t)(uintptr_t)arg;            /* r12 */
+    frame[4] = 0;                                   /* rbx */
+    frame[5] = 0;                                   /* rbp */
+    frame[6] = (uint64_t)(uintptr_t)cml_cpu_fiber_trampoline;
     ctx->sp = frame;
 }
 
