@@ -207,8 +207,12 @@ lookup_kernel_big(float *__restrict__ out, int threads, int passes)
 // __constant__ weight or a kernel parameter is an operand of the multiply
 // itself, read through the constant cache: no load instruction at all.
 
+// BLOCKS_PER_SM: how many blocks of the convolution each SM should hold
+// (see conv_kernel's __launch_bounds__).
+
 // Step 6: the filter in __constant__.
 struct constant_filter {
+    enum { BLOCKS_PER_SM = 8 };
     __device__ float operator[](int i) const
     {
         // TODO(step 6): weight i of the filter uploaded to c_filter.
@@ -222,6 +226,7 @@ struct constant_filter {
 
 // Step 7: the filter in global memory (w_dev of the job).
 struct global_filter {
+    enum { BLOCKS_PER_SM = 4 };  // the weights, once loaded, stay in registers: room for them
     const float *w;
     __device__ float operator[](int i) const
     {
@@ -239,6 +244,7 @@ struct global_filter {
 // bank too: up to 32,764 bytes of them since CUDA 12.1 on Volta and newer
 // (4,096 before); this one is 324 bytes.
 struct param_filter {
+    enum { BLOCKS_PER_SM = 8 };
     float w[CONSTMEM_MAX_TAPS];
     __device__ float operator[](int i) const
     {
@@ -261,8 +267,13 @@ struct param_filter {
 // the ROWS + 2R input rows those need, reads each row's 2R + 1 pixels from
 // the tile once, and adds them into every output row they touch, so each
 // shared-memory read serves up to 2R + 1 outputs.
+// __launch_bounds__(CONV_THREADS, F::BLOCKS_PER_SM): with the filter in
+// the constant bank, room for 8 blocks (2048 threads) on each SM, so at
+// most 32 registers a thread. Left to itself the compiler takes more for
+// the loads in flight, fits fewer blocks, and the SM keeps fewer bytes in
+// flight: slower (on an H100, by a few percent of the copy's speed).
 template <int R, typename F>
-__global__ void __launch_bounds__(CONV_THREADS)
+__global__ void __launch_bounds__(CONV_THREADS, F::BLOCKS_PER_SM)
 conv_kernel(const float *__restrict__ in, float *__restrict__ out, int width, int height, F filter)
 {
     enum { TAPS = 2 * R + 1, IN_W = TILE_W + 2 * R, IN_H = TILE_H + 2 * R };
@@ -275,28 +286,35 @@ conv_kernel(const float *__restrict__ in, float *__restrict__ out, int width, in
     // 1. Every element tile[i][j] (i < IN_H, j < IN_W) holds in(y0 - R + i,
     //    x0 - R + j), or 0 where that pixel is outside the image (x or y
     //    below 0, or at width / height and beyond). The CONV_THREADS threads
-    //    share the IN_H * IN_W elements: thread number ty * TILE_W + tx
+    //    share the IN_H * IN_W elements: thread tid = ty * TILE_W + tx
     //    loads elements k = tid + n * CONV_THREADS, n = 0 .. LOADS - 1
-    //    (i = k / IN_W, j = k % IN_W; past the end when i >= IN_H).
+    //    (i = k / IN_W, j = k % IN_W; none past the end, i >= IN_H). Load
+    //    all of them into registers first, then store them to the tile.
     // 2. Wait until the whole tile is loaded.
     // 3. Output pixel (y, x) = (y0 + ty * ROWS + o, x0 + tx), o < ROWS, is
     //    the sum over a, b < TAPS of filter[a * TAPS + b] * tile[ty * ROWS +
     //    o + a][tx + b]. Write it where y < height and x < width.
     // BEGIN SOLUTION
-    // A fixed number of rounds (LOADS), so that the loop unrolls and every
-    // thread's loads are in flight at once.
+    // In two rounds of LOADS each: first every load of the thread (the loop
+    // unrolls, the values wait in registers), then every store to the tile.
+    // All of a thread's loads are in flight together instead of one at a
+    // time, each waiting for the store before it.
     int tid = ty * TILE_W + tx;
+    float pre[LOADS];
 #pragma unroll
     for (int n = 0; n < LOADS; ++n) {
         int k = tid + n * CONV_THREADS;
         int i = k / IN_W, j = k % IN_W;
         int gy = y0 - R + i, gx = x0 - R + j;
-        if (i < IN_H) {
-            float v = 0.0f;
-            if (gx >= 0 && gx < width && gy >= 0 && gy < height)
-                v = in[(size_t)gy * width + gx];
-            tile[i][j] = v;
-        }
+        pre[n] = 0.0f;
+        if (i < IN_H && gx >= 0 && gx < width && gy >= 0 && gy < height)
+            pre[n] = in[(size_t)gy * width + gx];
+    }
+#pragma unroll
+    for (int n = 0; n < LOADS; ++n) {
+        int k = tid + n * CONV_THREADS;
+        if (k < IN_W * IN_H)
+            tile[k / IN_W][k % IN_W] = pre[n];
     }
     __syncthreads();  // the halo comes from other warps' loads: all of it lands before anyone reads
 
