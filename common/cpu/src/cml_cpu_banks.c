@@ -5,11 +5,11 @@
  * cml_cpu_set_bank_model() plugs in another model of the same signature.
  *
  * One warp instruction = the accesses of one warp's lanes at the same code
- * address with the same occurrence number, counted per lane since the last
- * barrier (lanes run one after the other between barriers, so lane 5's
- * third pass over a load meets lane 0's third pass). Lanes that do not take
- * part repeat an active lane's address, as the model expects, so a partial
- * warp costs nothing extra. Per warp instruction: requests = its phases
+ * address on the same pass since the last barrier (lanes run one after the
+ * other between barriers, so lane 5's third pass over a load meets lane 0's
+ * third pass; see cost_group for lanes that skipped passes). Lanes that do
+ * not take part repeat an active lane's address, as the model expects, so a
+ * partial warp costs nothing extra. Per warp instruction: requests = its phases
  * (1 for 4-byte accesses, 2 for 8-byte, 4 for 16-byte; 1- and 2-byte
  * accesses count as their 4-byte word), wavefronts = the model's answer,
  * conflicts = wavefronts - requests. */
@@ -31,22 +31,11 @@ static cml_cpu_bank_model_fn model;
 
 void cml_cpu_set_bank_model(cml_cpu_bank_model_fn fn) { model = fn; }
 
-typedef struct occurrence { /* how often thread `thread` has run the access at pc in this interval */
+typedef struct access { /* one lane's shared access, in the order the lane made it */
     void *pc;
-    uint32_t epoch;
-    uint32_t thread;
-    uint32_t count;
-} occurrence;
-
-typedef struct instruction { /* one warp's access at pc, occurrence occ */
-    void *pc;
-    uint32_t epoch;
-    uint32_t occ;
-    uint32_t warp;
-    uint32_t mask;
-    uint8_t store, size;
-    uint32_t addr[32];
-} instruction;
+    uint32_t linear, addr, seq;
+    uint8_t size, store;
+} access;
 
 typedef struct stat {
     void *pc;
@@ -55,14 +44,12 @@ typedef struct stat {
 } stat;
 
 typedef struct bank_state {
-    uint32_t epoch;
-    occurrence *occ;
-    size_t occ_cap, occ_live;
-    instruction *ins;
-    size_t ins_cap, ins_live;
-    uint32_t *live; /* indices into ins, this interval */
-    stat *stats;    /* this grid, by (pc, store) */
+    access *acc; /* this interval's accesses */
+    size_t n_acc, cap_acc;
+    stat *stats; /* this grid, by (pc, store) */
     size_t n_stats, cap_stats;
+    int *dp;     /* the alignment's table */
+    size_t cap_dp;
 } bank_state;
 
 static __thread bank_state *bk;
@@ -91,96 +78,6 @@ static void *grow_array(void *p, size_t *cap, size_t elem)
     return q;
 }
 
-static size_t hash3(uintptr_t a, uint32_t b, uint32_t c)
-{
-    uint64_t h = (uint64_t)a * 0x9E3779B97F4A7C15ull ^ ((uint64_t)b << 32 | c) * 0xC2B2AE3D27D4EB4Full;
-    return (size_t)(h ^ h >> 29);
-}
-
-static void rehash_occ(bank_state *b);
-static void rehash_ins(bank_state *b);
-
-static occurrence *occ_slot(bank_state *b, void *pc, uint32_t thread)
-{
-    if (b->occ_live * 2 >= b->occ_cap)
-        rehash_occ(b);
-    size_t mask = b->occ_cap - 1;
-    for (size_t i = hash3((uintptr_t)pc, thread, 0) & mask;; i = (i + 1) & mask) {
-        occurrence *o = &b->occ[i];
-        if (o->epoch != b->epoch) {
-            *o = (occurrence){pc, b->epoch, thread, 0};
-            ++b->occ_live;
-            return o;
-        }
-        if (o->pc == pc && o->thread == thread)
-            return o;
-    }
-}
-
-static instruction *ins_slot(bank_state *b, void *pc, uint32_t warp, uint32_t occ, int *fresh)
-{
-    if (b->ins_live * 2 >= b->ins_cap)
-        rehash_ins(b);
-    size_t mask = b->ins_cap - 1;
-    for (size_t i = hash3((uintptr_t)pc, warp, occ) & mask;; i = (i + 1) & mask) {
-        instruction *in = &b->ins[i];
-        if (in->epoch != b->epoch) {
-            in->pc = pc;
-            in->epoch = b->epoch;
-            in->occ = occ;
-            in->warp = warp;
-            in->mask = 0;
-            b->live[b->ins_live++] = (uint32_t)i;
-            *fresh = 1;
-            return in;
-        }
-        if (in->pc == pc && in->warp == warp && in->occ == occ) {
-            *fresh = 0;
-            return in;
-        }
-    }
-}
-
-static void rehash_occ(bank_state *b)
-{
-    occurrence *old = b->occ;
-    size_t old_cap = b->occ_cap;
-    b->occ_cap = old_cap ? old_cap * 2 : 1024;
-    b->occ = calloc(b->occ_cap, sizeof *b->occ);
-    if (b->occ == NULL) {
-        fprintf(stderr, "cml-cpu banks: out of memory\n");
-        abort();
-    }
-    b->occ_live = 0;
-    for (size_t i = 0; i < old_cap; ++i)
-        if (old[i].epoch == b->epoch)
-            *occ_slot(b, old[i].pc, old[i].thread) = old[i];
-    free(old);
-}
-
-static void rehash_ins(bank_state *b)
-{
-    instruction *old = b->ins;
-    uint32_t *old_live = b->live;
-    size_t old_n = b->ins_live;
-    b->ins_cap = b->ins_cap ? b->ins_cap * 2 : 256;
-    b->ins = calloc(b->ins_cap, sizeof *b->ins);
-    b->live = malloc(b->ins_cap / 2 * sizeof *b->live + sizeof *b->live);
-    if (b->ins == NULL || b->live == NULL) {
-        fprintf(stderr, "cml-cpu banks: out of memory\n");
-        abort();
-    }
-    b->ins_live = 0;
-    for (size_t k = 0; k < old_n; ++k) {
-        const instruction *o = &old[old_live[k]];
-        int fresh;
-        instruction *in = ins_slot(b, o->pc, o->warp, o->occ, &fresh);
-        *in = *o;
-    }
-    free(old);
-    free(old_live);
-}
-
 void cml_cpu_banks_block_begin(unsigned n_threads)
 {
     (void)n_threads;
@@ -190,9 +87,6 @@ void cml_cpu_banks_block_begin(unsigned n_threads)
             fprintf(stderr, "cml-cpu banks: out of memory\n");
             abort();
         }
-        bk->epoch = 1;
-        rehash_occ(bk);
-        rehash_ins(bk);
         pthread_mutex_lock(&banks_lock);
         bank_state **grown = realloc(states, (n_states + 1) * sizeof *states);
         if (grown != NULL) {
@@ -201,8 +95,7 @@ void cml_cpu_banks_block_begin(unsigned n_threads)
         }
         pthread_mutex_unlock(&banks_lock);
     }
-    ++bk->epoch;
-    bk->occ_live = bk->ins_live = 0;
+    bk->n_acc = 0;
 }
 
 void cml_cpu_banks_access(unsigned linear, uint32_t addr, int size, int store, void *pc)
@@ -216,16 +109,10 @@ void cml_cpu_banks_access(unsigned linear, uint32_t addr, int size, int store, v
     } else if (size > 16) {
         size = 16;
     }
-    occurrence *o = occ_slot(b, pc, linear);
-    uint32_t occ = o->count++;
-    int fresh;
-    instruction *in = ins_slot(b, pc, linear / 32, occ, &fresh);
-    if (fresh) {
-        in->store = (uint8_t)store;
-        in->size = (uint8_t)size;
-    }
-    in->addr[linear % 32] = addr;
-    in->mask |= 1u << (linear % 32);
+    if (b->n_acc == b->cap_acc)
+        b->acc = grow_array(b->acc, &b->cap_acc, sizeof *b->acc);
+    b->acc[b->n_acc] = (access){pc, linear, addr, (uint32_t)b->n_acc, (uint8_t)size, (uint8_t)store};
+    ++b->n_acc;
 }
 
 static void stat_add(bank_state *b, void *pc, int store, unsigned long long r, unsigned long long w)
@@ -241,25 +128,143 @@ static void stat_add(bank_state *b, void *pc, int store, unsigned long long r, u
     b->stats[b->n_stats++] = (stat){pc, store, r, w};
 }
 
+static int by_warp_pc_lane(const void *pa, const void *pb)
+{
+    const access *a = pa, *b = pb;
+    if (a->linear / 32 != b->linear / 32)
+        return a->linear / 32 < b->linear / 32 ? -1 : 1;
+    if (a->pc != b->pc)
+        return (uintptr_t)a->pc < (uintptr_t)b->pc ? -1 : 1;
+    if (a->linear != b->linear)
+        return a->linear < b->linear ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* One warp instruction being put together: each lane's address, who is in. */
+typedef struct instruction {
+    uint32_t addr[32];
+    uint32_t mask;
+} instruction;
+
+/* The model's wavefronts for an instruction (inactive lanes repeat an
+ * active lane's address, as the model expects); -1 when it refuses. */
+static int wavefronts(const instruction *in, int size)
+{
+    if (in->mask == 0 || model == NULL)
+        return 0;
+    uint32_t addr[32], first = in->addr[__builtin_ctz(in->mask)];
+    for (unsigned lane = 0; lane < 32; ++lane)
+        addr[lane] = in->mask >> lane & 1u ? in->addr[lane] : first;
+    return model(addr, size);
+}
+
+/* What adding lane's access at addr to `in` costs, in wavefronts. */
+static int extra_cost(instruction *in, unsigned lane, uint32_t addr, int size)
+{
+    if (in->mask == 0)
+        return 0;
+    int before = wavefronts(in, size);
+    instruction with = *in;
+    with.addr[lane] = addr;
+    with.mask |= 1u << lane;
+    return wavefronts(&with, size) - before;
+}
+
+/* The accesses acc[0..n) of one warp at one pc, sorted by lane then order.
+ * Lanes that made the access as often as the most frequent lane (M times)
+ * fill instructions 0..M-1 in order: that is the k-th pass over the
+ * access in a loop both took. A lane that made it fewer times skipped some
+ * passes (a branch inside the loop); which ones is not known here, so its
+ * accesses go, in order, into the passes where they cost least (a dynamic
+ * programme over (access, pass); ties go to the earliest passes). Without
+ * this, a lane that skips the first pass would be paired with the others'
+ * second, counting conflicts no GPU makes. */
+static void cost_group(bank_state *b, const access *acc, size_t n)
+{
+    unsigned longest = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && acc[j].linear == acc[i].linear)
+            ++j;
+        longest = (unsigned)(j - i) > longest ? (unsigned)(j - i) : longest;
+        i = j;
+    }
+    instruction *ins = calloc(longest, sizeof *ins);
+    if (ins == NULL)
+        abort();
+    int size = acc[0].size;
+    for (int pass = 0; pass < 2; ++pass) /* the lanes that took every pass first, then the others */
+        for (size_t i = 0; i < n;) {
+            size_t j = i;
+            while (j < n && acc[j].linear == acc[i].linear)
+                ++j;
+            unsigned c = (unsigned)(j - i), lane = acc[i].linear % 32;
+            if ((c == longest) != (pass == 0)) {
+                i = j;
+                continue;
+            }
+            if (c == longest) {
+                for (unsigned k = 0; k < c; ++k) {
+                    ins[k].addr[lane] = acc[i + k].addr;
+                    ins[k].mask |= 1u << lane;
+                }
+                i = j;
+                continue;
+            }
+            /* dp[r][s]: least cost of placing the first r accesses in the first s passes. */
+            size_t cells = (size_t)(c + 1) * (longest + 1);
+            if (b->cap_dp < cells) {
+                free(b->dp);
+                b->dp = malloc(cells * sizeof *b->dp);
+                b->cap_dp = b->dp != NULL ? cells : 0;
+                if (b->dp == NULL)
+                    abort();
+            }
+            int *dp = b->dp;
+            const int inf = 1 << 29;
+#define DP(r, s) dp[(size_t)(r) * (longest + 1) + (s)]
+            for (unsigned s = 0; s <= longest; ++s)
+                DP(0, s) = 0;
+            for (unsigned r = 1; r <= c; ++r) {
+                DP(r, r - 1) = inf;
+                for (unsigned s = r; s <= longest; ++s) {
+                    int place = DP(r - 1, s - 1) + extra_cost(&ins[s - 1], lane, acc[i + r - 1].addr, size);
+                    int skip = s > r ? DP(r, s - 1) : inf;
+                    DP(r, s) = skip <= place ? skip : place;
+                }
+            }
+            for (unsigned r = c, s = longest; r > 0; --s) {
+                if (s > r && DP(r, s - 1) == DP(r, s))
+                    continue; /* pass s-1 skipped: the access goes to an earlier pass */
+                ins[s - 1].addr[lane] = acc[i + r - 1].addr;
+                ins[s - 1].mask |= 1u << lane;
+                --r;
+            }
+#undef DP
+            i = j;
+        }
+    for (unsigned k = 0; k < longest; ++k) {
+        int w = wavefronts(&ins[k], size);
+        if (w > 0)
+            stat_add(b, acc[0].pc, acc[0].store, (unsigned long long)size / 4, (unsigned long long)w);
+    }
+    free(ins);
+}
+
 void cml_cpu_banks_flush(void)
 {
     bank_state *b = bk;
-    if (b == NULL)
+    if (b == NULL || b->n_acc == 0)
         return;
-    /* Consecutive instructions usually share a pc: remember the last stat. */
-    for (size_t k = 0; k < b->ins_live; ++k) {
-        instruction *in = &b->ins[b->live[k]];
-        uint32_t first = in->addr[__builtin_ctz(in->mask)];
-        for (unsigned lane = 0; lane < 32; ++lane)
-            if (!(in->mask >> lane & 1u))
-                in->addr[lane] = first;
-        int w = model != NULL ? model(in->addr, in->size) : -1;
-        if (w < 0)
-            continue; /* no model, or one that refuses the access (misaligned) */
-        stat_add(b, in->pc, in->store, (unsigned long long)in->size / 4, (unsigned long long)w);
+    qsort(b->acc, b->n_acc, sizeof *b->acc, by_warp_pc_lane);
+    for (size_t i = 0; i < b->n_acc;) {
+        size_t j = i;
+        while (j < b->n_acc && b->acc[j].pc == b->acc[i].pc && b->acc[j].linear / 32 == b->acc[i].linear / 32)
+            ++j;
+        cost_group(b, &b->acc[i], j - i);
+        i = j;
     }
-    ++b->epoch;
-    b->occ_live = b->ins_live = 0;
+    b->n_acc = 0;
 }
 
 static char *squeeze(const char *s) /* the kernel's name without spaces */

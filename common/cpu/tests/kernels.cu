@@ -277,3 +277,27 @@ extern "C" cudaError_t k_stride(float *out, int stride, int active, int wide, un
     stride_kernel<<<2, threads>>>(out, stride, active, wide);
     return cudaDeviceSynchronize();
 }
+
+// Lanes 0-3 skip the first of two passes over one load (a branch inside a
+// loop, as at a matrix's edge). Pass 0 reads word `lane`, pass 1 word
+// 32 + (lane + 4) % 32: conflict-free both. Paired by count instead of by
+// pass, lane 0's pass-1 word (bank 4) would meet lane 4's pass-0 word.
+__global__ void skip_pass_kernel(float *out)
+{
+    __shared__ float s[64];
+    unsigned t = threadIdx.x, lane = t % 32;
+    s[t % 64] = (float)t;
+    __syncthreads();
+    float r = 0.0f;
+    int first = lane < 4 ? 1 : 0;
+#pragma unroll 1
+    for (int k = first; k < 2; ++k)
+        r += s[32 * k + (lane + 4 * k) % 32];  // mark:bank-skip
+    out[t] = r;
+}
+
+extern "C" cudaError_t k_skip_pass(float *out, unsigned threads)
+{
+    skip_pass_kernel<<<1, threads>>>(out);
+    return cudaDeviceSynchronize();
+}

@@ -22,6 +22,7 @@ cudaError_t k_neighbour(const int *in, int *out, int with_barrier, unsigned bloc
 cudaError_t k_warp_sum(const int *in, int *out, int with_syncwarp);
 cudaError_t k_global_race(int *out, unsigned blocks);
 cudaError_t k_stride(float *out, int stride, int active, int wide, unsigned threads);
+cudaError_t k_skip_pass(float *out, unsigned threads);
 
 #ifdef __cplusplus
 }

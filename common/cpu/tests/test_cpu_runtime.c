@@ -403,3 +403,23 @@ Test(banks, lines_per_kernel_and_source_line)
     cr_assert_eq(cml_cpu_bank_totals("no_such_kernel", &ld, &st), -1, "a kernel that never ran has no totals");
     free(text);
 }
+
+Test(banks, lanes_that_skip_a_pass_add_nothing)
+{
+    cml_cpu_check_set_mode(CML_CPU_CHECK_BANKS);
+    float *dout = device_poisoned(64 * sizeof(float));
+    CHECK(k_skip_pass(dout, 64));
+    unsigned long long ld = 99, st = 99;
+    cr_assert_eq(cml_cpu_bank_totals("skip_pass_kernel", &ld, &st), 0, "the kernel ran: its totals exist");
+    cr_assert_eq(ld, 0, "both passes are conflict-free; lanes 0-3 skip the first: got %llu conflicts", ld);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cml_cpu_banks_report(f);
+    fclose(f);
+    char a[64], want[200];
+    snprintf(want, sizeof want, "%s ld requests=4 wavefronts=4 conflicts=0\n", line_of("bank-skip", a, sizeof a));
+    cr_expect(strstr(text, want) != NULL, "\"%s\" in:\n%s", want, text);
+    free(text);
+    cudaFree(dout);
+}
