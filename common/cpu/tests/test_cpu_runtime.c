@@ -350,6 +350,18 @@ Test(race, global_word_within_a_block, .init = cr_redirect_stderr)
 
 // ------------------------------------------------------------ bank counts
 
+/* The bank counts' report so far (free it). */
+static char *banks_report_text(void)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    cml_cpu_banks_report(f);
+    fclose(f);
+    return text;
+}
+
 /* Conflicts of stride_kernel's loads (2 blocks of `threads`): ld, st. */
 static void bank_conflicts(int stride, int active, int wide, unsigned threads, unsigned long long *ld,
                            unsigned long long *st)
@@ -388,11 +400,7 @@ Test(banks, lines_per_kernel_and_source_line)
 {
     unsigned long long ld, st;
     bank_conflicts(32, 32, 0, 64, &ld, &st);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    cml_cpu_banks_report(f);
-    fclose(f);
+    char *text = banks_report_text();
     char a[64], want[200];
     line_of("bank-read", a, sizeof a);
     cr_assert(strstr(text, a) != NULL, "a line for %s; the report reads:\n%s", a, text);
@@ -412,11 +420,7 @@ Test(banks, lanes_that_skip_a_pass_add_nothing)
     unsigned long long ld = 99, st = 99;
     cr_assert_eq(cml_cpu_bank_totals("skip_pass_kernel", &ld, &st), 0, "the kernel ran: its totals exist");
     cr_assert_eq(ld, 0, "both passes are conflict-free; lanes 0-3 skip the first: got %llu conflicts", ld);
-    char *text = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&text, &len);
-    cml_cpu_banks_report(f);
-    fclose(f);
+    char *text = banks_report_text();
     char a[64], want[200];
     snprintf(want, sizeof want, "%s ld requests=4 wavefronts=4 conflicts=0\n", line_of("bank-skip", a, sizeof a));
     cr_expect(strstr(text, want) != NULL, "\"%s\" in:\n%s", want, text);
