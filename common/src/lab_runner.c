@@ -550,8 +550,8 @@ int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
             lab->after_table(r);
         if (EMULATED && !r->args.check_only)
             printf("Left out on the CPU path: the copy-ceiling rows and the lab's comparisons with them (an "
-                   "emulated time says\nnothing about a GPU's). Run on a GPU for those; --counters gives the "
-                   "emulated bank conflicts here.\n");
+                   "emulated time says\nnothing about a GPU's). Run on a GPU for those.%s\n",
+                   lab->counters ? " --counters gives the emulated bank conflicts here." : "");
     }
     fflush(stdout);
     if (cml_runner_write_markdown(&r->args, &r->rep) != CML_EXIT_OK)

@@ -225,11 +225,13 @@ static char *run_and_read(const char *cmd, int *status, cml_ncu_counts *out, con
 #ifdef CML_CPU_BACKEND
 /* The CPU path: the program runs itself again with CML_CPU_CHECK=banks and
  * the runtime's bank accounting (lab 01's bank model) stands in for ncu.
- * Launches come from the lines "cml-cpu banks: launch <kernel> ld
- * conflicts=<C> st conflicts=<C>" where the runtime prints one per launch,
- * else from the per-kernel totals "cml-cpu banks: <kernel> total ld
- * conflicts=<C> st conflicts=<C>" (one entry per kernel). The two shared
- * bank-conflict metrics are known; any other metric has no value (-1). */
+ * Where the runtime prints one line per launch, "cml-cpu banks: launch
+ * <kernel> ld conflicts=<C> st conflicts=<C>", those are the launches, in
+ * order. Otherwise it prints per-kernel totals only, "cml-cpu banks:
+ * <kernel> total ld conflicts=<C> st conflicts=<C>": then each step of the
+ * "--step" list runs alone and its matching kernels' totals, summed, are
+ * one launch (right for a step that launches its kernel once). The two
+ * shared bank-conflict metrics are known; any other has no value (-1). */
 static int kernel_wanted(const char *kernel, const char *filter, const regex_t *re)
 {
     if (filter == NULL)
@@ -239,34 +241,65 @@ static int kernel_wanted(const char *kernel, const char *filter, const regex_t *
     return strcmp(kernel, filter) == 0;
 }
 
-static int parse_bank_lines(const char *text, const char *const *metrics, int nmetrics, const char *filter,
-                            cml_ncu_counts *out)
+static double metric_of(const char *metric, long long ld, long long st)
+{
+    return strcmp(metric, CML_NCU_SHARED_LD_CONFLICTS) == 0   ? (double)ld
+           : strcmp(metric, CML_NCU_SHARED_ST_CONFLICTS) == 0 ? (double)st
+                                                               : -1.0;
+}
+
+/* Adds the matching lines of text to *out: one launch per line (per_launch)
+ * or, for the totals, one launch for all of them together. */
+static void parse_bank_lines(const char *text, int per_launch, const char *const *metrics, int nmetrics,
+                             const char *filter, cml_ncu_counts *out)
 {
     regex_t re;
-    int have_re = filter && strncmp(filter, "regex:", 6) == 0 && regcomp(&re, filter + 6, REG_EXTENDED | REG_NOSUB) == 0;
-    for (int pass = 0; pass < 2 && out->nkernels == 0; ++pass) {
-        const char *form = pass == 0 ? "cml-cpu banks: launch %63s ld conflicts=%lld st conflicts=%lld"
-                                     : "cml-cpu banks: %63s total ld conflicts=%lld st conflicts=%lld";
-        for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
-            char kernel[64];
-            long long ld, st;
-            if (sscanf(p, form, kernel, &ld, &st) != 3 || !kernel_wanted(kernel, filter, have_re ? &re : NULL))
-                continue;
-            if (out->nkernels == CML_NCU_MAX_KERNELS)
-                break;
-            int k = out->nkernels++;
-            snprintf(out->kernel[k], sizeof out->kernel[k], "%s", kernel);
-            for (int m = 0; m < CML_NCU_MAX_METRICS; ++m)
-                out->value[k][m] = m >= nmetrics                                        ? -1.0
-                                   : strcmp(metrics[m], CML_NCU_SHARED_LD_CONFLICTS) == 0 ? (double)ld
-                                   : strcmp(metrics[m], CML_NCU_SHARED_ST_CONFLICTS) == 0 ? (double)st
-                                                                                          : -1.0;
+    int have_re =
+        filter && strncmp(filter, "regex:", 6) == 0 && regcomp(&re, filter + 6, REG_EXTENDED | REG_NOSUB) == 0;
+    const char *form = per_launch ? "cml-cpu banks: launch %63s ld conflicts=%lld st conflicts=%lld"
+                                  : "cml-cpu banks: %63s total ld conflicts=%lld st conflicts=%lld";
+    long long sum_ld = 0, sum_st = 0;
+    char first[64] = "";
+    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
+        char kernel[64];
+        long long ld, st;
+        if (sscanf(p, form, kernel, &ld, &st) != 3 || !kernel_wanted(kernel, filter, have_re ? &re : NULL))
+            continue;
+        if (!per_launch) {
+            if (first[0] == '\0')
+                snprintf(first, sizeof first, "%s", kernel);
+            sum_ld += ld, sum_st += st;
+            continue;
         }
+        if (out->nkernels == CML_NCU_MAX_KERNELS)
+            break;
+        int k = out->nkernels++;
+        snprintf(out->kernel[k], sizeof out->kernel[k], "%s", kernel);
+        for (int m = 0; m < CML_NCU_MAX_METRICS; ++m)
+            out->value[k][m] = m < nmetrics ? metric_of(metrics[m], ld, st) : -1.0;
+    }
+    if (!per_launch && first[0] && out->nkernels < CML_NCU_MAX_KERNELS) {
+        int k = out->nkernels++;
+        snprintf(out->kernel[k], sizeof out->kernel[k], "%s", first);
+        for (int m = 0; m < CML_NCU_MAX_METRICS; ++m)
+            out->value[k][m] = m < nmetrics ? metric_of(metrics[m], sum_ld, sum_st) : -1.0;
     }
     if (have_re)
         regfree(&re);
     out->nmetrics = nmetrics;
-    return out->nkernels;
+}
+
+/* The bank lines of one run of exe with args (stderr; stdout dropped). */
+static char *bank_run(const char *exe, const char *const *args, cml_ncu_counts *out)
+{
+    char cmd[8192] = "CML_CPU_CHECK=banks";
+    if (!append_program(cmd, sizeof cmd, exe, args)) {
+        snprintf(out->reason, sizeof out->reason, "the command line is too long");
+        return NULL;
+    }
+    strncat(cmd, " 2>&1 >/dev/null", sizeof cmd - strlen(cmd) - 1);
+    int status = 0;
+    return run_and_read(cmd, &status, out, "the CPU path's bank accounting");
 }
 
 int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
@@ -274,24 +307,42 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
 {
     if (!start_counts(out, nmetrics))
         return 0;
-    char cmd[8192] = "CML_CPU_CHECK=banks";
-    if (!append_program(cmd, sizeof cmd, exe, args)) {
-        snprintf(out->reason, sizeof out->reason, "the command line is too long");
-        return 0;
-    }
-    strncat(cmd, " 2>&1 >/dev/null", sizeof cmd - strlen(cmd) - 1);
-    int status = 0;
-    char *text = run_and_read(cmd, &status, out, "the CPU path's bank accounting");
+    char *text = bank_run(exe, args, out);
     if (text == NULL)
         return 0;
-    if (parse_bank_lines(text, metrics, nmetrics, filter, out) > 0)
-        out->available = 1;
-    else
-        snprintf(out->reason, sizeof out->reason,
-                 "the CPU path's bank accounting (CML_CPU_CHECK=banks) reported no launch of the lab's kernels "
-                 "(exit status %d)",
-                 status);
+    if (strstr(text, "cml-cpu banks: launch ") != NULL) {
+        parse_bank_lines(text, 1, metrics, nmetrics, filter, out);
+    } else {
+        /* Totals only: each step of the "--step" list alone. */
+        const char *one[32];
+        int n = 0, at = -1;
+        for (int k = 0; args && args[k] && n < 31; ++k) {
+            if (at < 0 && strcmp(args[k], "--step") == 0 && args[k + 1])
+                at = n + 1;
+            one[n++] = args[k];
+        }
+        one[n] = NULL;
+        char list[128] = "";
+        if (at >= 0 && strchr(one[at], ',') != NULL)
+            snprintf(list, sizeof list, "%s", one[at]);
+        else  /* one step (or all of them as one): this run is it */
+            at = -1, parse_bank_lines(text, 0, metrics, nmetrics, filter, out);
+        for (char *save = NULL, *step = at >= 0 ? strtok_r(list, ",", &save) : NULL; step;
+             step = strtok_r(NULL, ",", &save)) {
+            one[at] = step;
+            char *part = bank_run(exe, one, out);
+            if (part == NULL)
+                break;
+            parse_bank_lines(part, 0, metrics, nmetrics, filter, out);
+            free(part);
+        }
+    }
     free(text);
+    if (out->nkernels > 0)
+        out->available = 1;
+    else if (out->reason[0] == '\0')
+        snprintf(out->reason, sizeof out->reason,
+                 "the CPU path's bank accounting (CML_CPU_CHECK=banks) reported no launch of the lab's kernels");
     return out->available;
 }
 #else

@@ -64,7 +64,8 @@ static void print_emulated_table(const cml_report *r, FILE *out)
     char dev[400];
     cml_device_describe(&r->device, dev, sizeof dev);
     fprintf(out, "\n%s: %s\n", r->lab, r->title);
-    fprintf(out, "EMULATED on %s\n%s, seed %llu, %s\n", dev, r->params, (unsigned long long)r->seed, r->date);
+    fprintf(out, "Device: %s -- EMULATED\n%s, seed %llu, %s\n", dev, r->params, (unsigned long long)r->seed,
+            r->date);
     fprintf(out, "The kernels ran on the CPU path (common/cpu): the checks are real, the times are the CPU's\n"
                  "(emulated), not a GPU's, and are compared with no ceiling.\n\n");
     fprintf(out, "step  %-" NAME_WIDTH "s %-7s %12s %10s\n", "kernel", "check", "emulated ms", r->unit);
