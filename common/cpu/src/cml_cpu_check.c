@@ -537,6 +537,8 @@ void __tsan_atomic_signal_fence(int mo)
 
 // ------------------------------------------------------------ start-up
 
+void cml_cpu_bank_counts_on(void) { cml_cpu_check_set_mode(cml_cpu_check_mode | CML_CPU_CHECK_BANKS); }
+
 void cml_cpu_check_set_mode(int mode)
 {
     if (tls_block_bytes == 0)

@@ -366,7 +366,7 @@ static char *banks_report_text(void)
 static void bank_conflicts(int stride, int active, int wide, unsigned threads, unsigned long long *ld,
                            unsigned long long *st)
 {
-    cml_cpu_check_set_mode(CML_CPU_CHECK_BANKS);
+    cml_cpu_bank_counts_on(); /* the runners' way (a program's: CML_CPU_CHECK=banks) */
     float *dout = device_poisoned(threads * sizeof(float));
     CHECK(k_stride(dout, stride, active, wide, threads));
     cr_assert_eq(cml_cpu_bank_totals("stride_kernel", ld, st), 0, "the kernel ran: its totals exist");
