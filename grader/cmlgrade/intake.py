@@ -12,6 +12,7 @@ import io
 import os
 import stat
 import tarfile
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -19,6 +20,8 @@ from pathlib import Path, PurePosixPath
 MAX_FILE_BYTES = 1 << 20      # one source file
 MAX_TOTAL_BYTES = 32 << 20    # everything read from one submission
 MAX_MEMBERS = 5000
+MAX_EXPANDED_BYTES = 256 << 20  # everything an archive expands to, read or skipped: more is a bomb
+MAX_NESTING = 2                 # an archive inside the archive is looked into, this deep
 SOURCE_SUFFIXES = (".cu", ".c", ".h", ".cuh", ".cpp", ".cc", ".hpp")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
 IGNORED_PARTS = ("__MACOSX", ".git", ".DS_Store", "build")
@@ -72,18 +75,55 @@ def _unsafe_reason(name: str) -> str | None:
 class _Reader:
     """Collects members under the size limits, with messages."""
 
-    def __init__(self):
+    def __init__(self, depth: int = 0, prefix: str = ""):
         self.members: list[_Member] = []
         self.problems: list[str] = []
         self.total = 0
         self.count = 0
         self.over_total = False
+        self.expanded = 0      # what the archive expands to, skipped members too (bomb accounting)
+        self.depth, self.prefix = depth, prefix
+
+    def expand(self, size: int) -> bool:
+        """Accounts a member's declared size before it is decompressed or
+        skipped; False once the archive expands past MAX_EXPANDED_BYTES."""
+        self.expanded += max(0, size)
+        if self.expanded > MAX_EXPANDED_BYTES:
+            self.problems.append(f"the archive expands to more than {MAX_EXPANDED_BYTES >> 20} MiB "
+                                 f"(a decompression bomb?): the rest was not read")
+            return False
+        return True
+
+    def nested(self, name: str, data: bytes, wanted_names: set[str]) -> None:
+        """An archive inside the archive: looked into (MAX_NESTING deep),
+        its members named inner.zip/<path>."""
+        if self.depth >= MAX_NESTING:
+            self.problems.append(f"{name}: an archive nested deeper than {MAX_NESTING}: not looked into")
+            return
+        import tempfile
+        with tempfile.TemporaryDirectory(prefix="cmlgrade-nested-") as d:
+            inner = Path(d) / PurePosixPath(name).name
+            inner.write_bytes(data)
+            try:
+                sub = (_read_zip if name.lower().endswith(".zip") else _read_tar)(inner, wanted_names, self.depth + 1,
+                                                                                  name + "/")
+            except IntakeError as e:
+                self.problems.append(f"{name}: {e}")
+                return
+        self.problems += sub.problems
+        if not self.expand(sub.expanded):
+            return
+        for m in sub.members:
+            self.total += len(m.data)
+            self.members.append(m)
 
     def wanted(self, name: str, wanted_names: set[str]) -> bool:
         base = PurePosixPath(name).name
-        return base in wanted_names or base.lower().endswith(SOURCE_SUFFIXES)
+        return (base in wanted_names or base.lower().endswith(SOURCE_SUFFIXES)
+                or base.lower().endswith(ARCHIVE_SUFFIXES))
 
-    def add(self, name: str, size: int, read) -> None:
+    def add(self, name: str, size: int, read, wanted_names: set[str] = frozenset()) -> None:
+        name = self.prefix + name
         self.count += 1
         if self.count > MAX_MEMBERS:
             if self.count == MAX_MEMBERS + 1:
@@ -101,21 +141,26 @@ class _Reader:
         if len(data) > MAX_FILE_BYTES:  # the header lied about the size
             self.problems.append(f"{name}: over the {MAX_FILE_BYTES >> 10} KiB limit for a file: not read")
             return
+        if name.lower().endswith(ARCHIVE_SUFFIXES):
+            self.nested(name, data, wanted_names)
+            return
         self.total += len(data)
         self.members.append(_Member(name, data))
 
 
-def _read_zip(path: Path, wanted_names: set[str]) -> _Reader:
-    r = _Reader()
+def _read_zip(path: Path, wanted_names: set[str], depth: int = 0, prefix: str = "") -> _Reader:
+    r = _Reader(depth, prefix)
     try:
         zf = zipfile.ZipFile(path)
     except (zipfile.BadZipFile, OSError) as e:
         raise IntakeError(f"{path.name} is not a readable zip archive ({e})") from e
     with zf:
         for info in zf.infolist():
-            name = info.filename
-            if info.is_dir():
+            name = info.filename.replace("\\", "/")   # Windows separators
+            if info.is_dir() or name.endswith("/"):
                 continue
+            if not r.expand(info.file_size if r.wanted(name, wanted_names) else 0):
+                break
             why = _unsafe_reason(name)
             mode = info.external_attr >> 16
             if why:
@@ -128,18 +173,18 @@ def _read_zip(path: Path, wanted_names: set[str]) -> _Reader:
                 r.problems.append(f"{name}: refused, not a regular file")
                 continue
             if not r.wanted(name, wanted_names):
-                r.members.append(_Member(name, b""))  # listed as extra, never read
+                r.members.append(_Member(prefix + name, b""))  # listed as extra, never read
                 continue
             try:
                 with zf.open(info) as f:
-                    r.add(name, info.file_size, f.read)
+                    r.add(name, info.file_size, f.read, wanted_names)
             except (zipfile.BadZipFile, RuntimeError, OSError, NotImplementedError) as e:
                 r.problems.append(f"{name}: cannot be read from the zip ({e})")
     return r
 
 
-def _read_tar(path: Path, wanted_names: set[str]) -> _Reader:
-    r = _Reader()
+def _read_tar(path: Path, wanted_names: set[str], depth: int = 0, prefix: str = "") -> _Reader:
+    r = _Reader(depth, prefix)
     try:
         tf = tarfile.open(path, "r:*")
     except (tarfile.TarError, OSError) as e:
@@ -147,7 +192,9 @@ def _read_tar(path: Path, wanted_names: set[str]) -> _Reader:
     with tf:
         try:
             for info in tf:
-                name = info.name
+                name = info.name.replace("\\", "/")
+                if not r.expand(info.size if info.isfile() else 0):  # skipping a member decompresses it too
+                    break
                 if info.isdir():
                     continue
                 why = _unsafe_reason(name)
@@ -161,12 +208,12 @@ def _read_tar(path: Path, wanted_names: set[str]) -> _Reader:
                     r.problems.append(f"{name}: refused, not a regular file (device, fifo or other)")
                     continue
                 if not r.wanted(name, wanted_names):
-                    r.members.append(_Member(name, b""))
+                    r.members.append(_Member(prefix + name, b""))
                     continue
                 f = tf.extractfile(info)
                 if f is None:
                     continue
-                r.add(name, info.size, f.read)
+                r.add(name, info.size, f.read, wanted_names)
         except (tarfile.TarError, OSError, EOFError) as e:
             r.problems.append(f"the archive is damaged after {r.count} files ({e})")
     return r
@@ -203,7 +250,7 @@ def _read_dir(root: Path, wanted_names: set[str]) -> _Reader:
                 continue
             try:
                 with p.open("rb") as f:
-                    r.add(rel, st.st_size, f.read)
+                    r.add(rel, st.st_size, f.read, wanted_names)
             except OSError as e:
                 r.problems.append(f"{rel}: cannot be read ({e.strerror})")
     return r
@@ -225,9 +272,27 @@ def _binary_reason(data: bytes) -> str | None:
 
 
 def _score_path(path: str, lab: str) -> tuple[int, int]:
-    """Lower is better: a copy under <lab>/ first, then the shallowest."""
+    """Lower is better: a copy under labs/<lab>/ first, then under <lab>/,
+    then the shallowest."""
     parts = PurePosixPath(path).parts
-    return (0 if lab in parts else 1 if "solutions" not in parts else 2, len(parts))
+    in_labs = any(a == "labs" and b == lab for a, b in zip(parts, parts[1:]))
+    return (0 if in_labs else 1 if lab in parts else 2, len(parts))
+
+
+def _not_the_students(path: str) -> bool:
+    """A copy of the kit's solutions/ in a submission (the whole kit zipped)
+    is never graded in place of the student's own file."""
+    return "solutions" in PurePosixPath(path).parts
+
+
+_ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
+
+
+def _fold(name: str) -> str:
+    """A file name as a person would read it: no case, no accents, no
+    zero-width characters, compatibility forms folded (NFKC)."""
+    s = unicodedata.normalize("NFKD", name.translate(_ZERO_WIDTH))
+    return unicodedata.normalize("NFKC", "".join(c for c in s if not unicodedata.combining(c))).casefold()
 
 
 def read_submission(path: Path, lab_files: dict[str, list[str]], student: str | None = None,
@@ -259,7 +324,11 @@ def read_submission(path: Path, lab_files: dict[str, list[str]], student: str | 
         parts = PurePosixPath(m.path).parts
         if any(p in IGNORED_PARTS or p.startswith("._") for p in parts):
             continue
-        if base in wanted:
+        if base in wanted and _not_the_students(m.path):
+            sub.problems.append(f"{m.path}: a copy of the kit's solutions/, never graded (only your labs/ or "
+                                f"flat copies are)")
+            extras.append(m.path)
+        elif base in wanted:
             candidates.setdefault(base, []).append(m)
         else:
             extras.append(m.path)
@@ -276,13 +345,17 @@ def read_submission(path: Path, lab_files: dict[str, list[str]], student: str | 
             continue
         sub.files.setdefault(lab, {})[base] = chosen.data
     all_names = sorted(wanted)
+    folded = {_fold(n): n for n in all_names}
     for x in sorted(extras):
         base = PurePosixPath(x).name
-        if base in kit_names:  # the kit's own files (handouts, headers, tests) in a kit-layout copy
+        if base in kit_names or _not_the_students(x):  # the kit's own files in a kit-layout copy
             continue
-        close = difflib.get_close_matches(base, all_names, n=1, cutoff=0.75)
-        if close and close[0] not in candidates:
-            sub.problems.append(f"{x}: not a lab file name; did you mean {close[0]}? (not graded)")
+        close = [folded[_fold(base)]] if _fold(base) in folded else \
+            [folded[c] for c in difflib.get_close_matches(_fold(base), list(folded), n=1, cutoff=0.75)]
+        if close:
+            also = " (a file of that name was graded)" if close[0] in candidates else " (not graded)"
+            shown = x if x.isprintable() and x.translate(_ZERO_WIDTH) == x else ascii(x)  # show invisible characters
+            sub.problems.append(f"{shown}: not a lab file name; did you mean {close[0]}?{also}")
         sub.ignored.append(x)
     # A lab with some files but not all: say which are missing (the kit's
     # skeleton stands in for them).

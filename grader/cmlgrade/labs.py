@@ -70,6 +70,8 @@ class Lab:
     solution_dir: str                        # solutions/<lab>, or "" in a kit without solutions
     mistakes: tuple[Mistake, ...] = field(default_factory=tuple)
     harness: str = ""   # the kit-only checker's harness target (checker.py), set by the pipeline
+    extra_targets: tuple[str, ...] = ()   # built for the object checks only (the CUDA kernels on the CPU path)
+    cpu: bool = False   # graded on the CPU path (no GPU here): the *_cpu test programs and runner
 
     @property
     def kernel_file(self) -> str:
@@ -77,7 +79,7 @@ class Lab:
 
     @property
     def runner(self) -> str:
-        return self.targets.runner
+        return self.targets.runner + ("_cpu" if self.cpu else "")
 
     def step(self, num: int) -> Step | None:
         for s in self.steps:
@@ -96,16 +98,24 @@ class Lab:
         return list(self.sanitize[:n] if n else self.sanitize)
 
     def test_binaries(self) -> tuple[str, ...]:
-        return tuple(t for t in (self.targets.model_tests, self.targets.tests) if t)
+        tests = self.targets.tests + ("_cpu" if self.cpu and self.targets.tests else "")
+        return tuple(t for t in (self.targets.model_tests, tests) if t)
 
     def student_targets(self) -> list[str]:
         """Build targets, in build order: each is built on its own so that one
         file's compile error costs only what depends on it."""
-        return list(self.test_binaries()) + [self.runner] + ([self.harness] if self.harness else [])
+        return (list(self.test_binaries()) + [self.runner] + ([self.harness] if self.harness else [])
+                + list(self.extra_targets))
+
+    def ref_name(self, target: str) -> str:
+        """The reference's build of a student target (the CPU path's suffix last)."""
+        if self.cpu and target.endswith("_cpu"):
+            return target.removesuffix("_cpu") + self.targets.ref_suffix + "_cpu"
+        return target + self.targets.ref_suffix
 
     def ref_targets(self) -> list[str]:
         """The reference's test programs and runner (last)."""
-        return [t + self.targets.ref_suffix for t in list(self.test_binaries()) + [self.runner]]
+        return [self.ref_name(t) for t in list(self.test_binaries()) + [self.runner]]
 
     def max_points(self, hidden: bool) -> float:
         """Everything the rubric can give (before exclusions). A step's test

@@ -56,6 +56,10 @@ KIT_PREFIX = re.compile(r"^(cml_|criterion_|cr_|__wrap_|__real_)")
 CTOR_SECTIONS = (".ctors", ".dtors", ".fini_array", ".preinit_array")
 LIBRARY_NAMESPACE = re.compile(r"^_ZN\d*(3cub|6thrust)|CUB_\d+_|THRUST_\d+_")
 NEW_DELETE = re.compile(r"^_Z(nw|na|dl|da)")
+# Headers of the libraries a lab's student code must not use (CUB, Thrust, cuBLAS ...), as compiled.
+LIBRARY_HEADER = re.compile(r"/(cub|thrust|cublas\w*|cusparse\w*|cufft\w*|cutlass|cute)(/|\.h)")
+# An instruction that enters the kernel without the C library (inline assembly).
+SYSCALL = re.compile(r"^(syscall|sysenter|int\s+\$0x80)\b")
 
 
 @dataclass
@@ -223,11 +227,17 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
     for sec in sections:
         if sec.startswith(CTOR_SECTIONS):
             why.append(f"has a {sec} section (code that runs before or after main)")
-    for t in init_targets(tools["readelf"], obj, sections, syms):
-        if not REGISTRATION.search(t) and not (cpu_path and t.startswith("_GLOBAL__sub_I_")):
-            why.append(f"runs {dem.get(t, t)} at program start (a constructor)")
+    inits = init_targets(tools["readelf"], obj, sections, syms)
     undefined = sorted({s.name for s in syms if s.ndx == "UND" and s.name})
-    refs, code = disassemble(tools["objdump"], obj) if {"atexit", "__cxa_atexit", "exit"} & set(undefined) else ({}, {})
+    refs, code = disassemble(tools["objdump"], obj)
+    for f, ins in code.items():
+        if any(SYSCALL.match(i) for i in ins):
+            why.append(f"makes system calls directly in {dem.get(f, f)[:60]} (inline assembly)")
+    for t in inits:
+        # the CPU path's race-check instrumentation adds a constructor that only calls __tsan_init
+        tsan_init = cpu_path and t.startswith("_sub_I_") and refs.get(t, set()) <= {"__tsan_init"}
+        if not REGISTRATION.search(t) and not tsan_init:
+            why.append(f"runs {dem.get(t, t)} at program start (a constructor)")
     for u in undefined:
         if u == "exit":  # only the compiler's stub of a __device__ function, exit(1)
             users = sorted(f for f, rs in refs.items() if u in rs and not _device_stub(code.get(f, [])))
@@ -243,8 +253,8 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
             continue
         if u.startswith("cuda") and not REFUSED_CUDA.match(u):
             continue
-        if cpu_path and u.startswith("cml_cpu_") and u != "cml_cpu_bank_totals":
-            continue
+        if cpu_path and (u.startswith("__tsan_") or u.startswith("cml_cpu_") and u != "cml_cpu_bank_totals"):
+            continue  # the CPU path's runtime: launches, barriers, warp operations, the race check's hooks
         d = dem.get(u, u)
         what = ("the kit's own code" if u.startswith("cml_") else
                 "a library" if re.match(r"^(cublas|cusparse|cufft|curand|cub|thrust|_ZN\d*(3cub|6thrust))", u) else
@@ -262,13 +272,16 @@ def check_includes(depfile: Path, allowed_roots: list[Path]) -> list[str]:
     text = depfile.read_text(encoding="utf-8", errors="replace").replace("\\\n", " ")
     _, _, deps = text.partition(": ")
     roots = [str(r.resolve()).rstrip("/") + "/" for r in allowed_roots]
-    bad = []
+    bad, lib = [], []
     for dep in deps.split():
         p = str(Path(dep).resolve()) if dep.startswith("/") else dep
         if not dep.startswith("/") or not any(p.startswith(r) for r in roots):
             bad.append(dep)
-    return [f"{depfile.name.removesuffix('.o.d')}: includes {b}, outside the lab and the kit's public headers"
-            for b in bad[:3]]
+        if LIBRARY_HEADER.search(p):
+            lib.append(dep)
+    name = depfile.name.removesuffix(".o.d")
+    return ([f"{name}: includes {b}, outside the lab and the kit's public headers" for b in bad[:3]]
+            + [f"{name}: includes a library's header ({b}): write the technique yourself" for b in lib[:1]])
 
 
 def read_sass(cuobjdump: str, obj: Path) -> dict[str, str]:
@@ -287,7 +300,8 @@ def read_sass(cuobjdump: str, obj: Path) -> dict[str, str]:
 
 
 def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str], allowed_roots: list[Path],
-                  cpu_path: bool = False) -> ObjectReport:
+                  cpu_objects: set[Path] = frozenset()) -> ObjectReport:
+    """cpu_objects: those of `objects` built on the CPU path (no device code)."""
     rep = ObjectReport()
     tools = find_binutils()
     if tools is None:
@@ -298,20 +312,21 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
         return rep
     try:
         for obj in objects:
-            rep.refused += check_host_object(obj, interface, tools, cpu_path)
+            rep.refused += check_host_object(obj, interface, tools, obj in cpu_objects)
         for d in depfiles:
             rep.refused += check_includes(d, allowed_roots)
     except ObjectToolError as e:
         rep.refused.append(f"the object could not be read ({e})")
     rep.checked = True
-    if cpu_path:
+    device = [o for o in objects if o not in cpu_objects]
+    if not device:
         rep.sass_note = "not checked (no CUDA build: the CPU path)"
         return rep
     cu = find_cuobjdump()
     if cu is None:
         rep.sass_note = "not checked (no cuobjdump: install the CUDA toolkit's cuobjdump and nvdisasm)"
         return rep
-    for obj in objects:
+    for obj in device:
         try:
             rep.sass.update(read_sass(cu, obj))
         except ObjectToolError as e:

@@ -35,6 +35,8 @@ from .skeleton import Skeletons, make_skeletons, not_started
 from .static import run_sass_checks, run_static
 from .trust import check_lab, harness_target, run_kit_checks, student_seed
 
+CPU_PATH = ("the CPU path (no GPU here): tests and the kit-only checks ran on the CPU; compute-sanitizer, "
+            "Nsight Compute counters and timings need a GPU")
 PUBLIC_SEED = 20261122  # the kit's default (common/include/cml/cml_rng.h)
 # A kit without solutions/ (tools/release's student edition): what needs the
 # reference solution is not measured, and the run says so once.
@@ -58,6 +60,7 @@ class Options:
     jobs: int = 0
     sandbox: bool = True            # False: --unsafe-no-sandbox (named in every report)
     require_isolation: bool = True  # refuse to run student code without it (a student's own check may)
+    cpu_path: bool | None = None    # grade on the CPU path (common/cpu); None: when no GPU is listed
     arch: str = ""
     hide: list[Path] = field(default_factory=list)   # also hidden from student code (inputs, override, outputs)
     progress: bool = False
@@ -197,6 +200,12 @@ class Pipeline:
             self._tmp = tempfile.mkdtemp(prefix="cmlgrade-")
             self.work = Path(self._tmp)
         self.jobs = self.opts.jobs or os.cpu_count() or 2
+        self.cpu_path = self.opts.cpu_path
+        if self.cpu_path is None:   # auto: no GPU listed here and a kit that has the CPU path
+            self.cpu_path = not R.list_gpus() and "KIT_CPU" in (self.opts.kit / "CMakeLists.txt").read_text(
+                encoding="utf-8", errors="replace")
+        for lab in self.labs:   # no GPU here: the labs run on the CPU path (common/cpu)
+            lab.cpu = self.cpu_path
         self._build_reference()
         with_ref = [lab for lab in self.labs if lab.solution_dir]   # a student edition's labs/ is its only copy
         if with_ref:
@@ -212,7 +221,9 @@ class Pipeline:
         ref_runner = self.probe_runner
         gpus = R.list_gpus()
         self.gpus = gpus or [None]
-        if ref_runner is not None:
+        if self.cpu_path:   # the GPU checks (sanitizers, counters, timing) are not measured on the CPU path
+            self.gpu_ok, self.no_gpu_reason = False, CPU_PATH
+        elif ref_runner is not None:
             ok, why = R.probe_gpu(ref_runner, self.gpus[0])
             self.gpu_ok, self.no_gpu_reason = ok, ("" if ok else why)
         hide = [self.opts.kit.resolve(), self.work] + [h.resolve() for h in self.opts.hide]
@@ -221,6 +232,8 @@ class Pipeline:
         probe = [str(ref_runner), "--probe"] if self.gpu_ok and ref_runner else None
         for lab in self.labs:  # the kit-only checker's harness: the CPU path's where there is no GPU
             lab.harness = harness_target(lab, not self.gpu_ok and self._kit_cpu()) or ""
+            if self.cpu_path and self._kit_cuda():   # nvcc is here: the CUDA kernels too, for their SASS
+                lab.extra_targets = (f"{lab.stem}_kernels_student",)
         self.sandbox = detect_sandbox(hide, self.opts.sandbox, probe)
         become_subreaper()   # detached leftovers of student processes come back to the grader, which kills them
         if not self.sandbox.active and self.opts.sandbox:
@@ -376,6 +389,11 @@ class Pipeline:
             _note_build(run, tb)
         return self._checked([_Job(sub, lab, runs[lab.name], build_dir, tree) for lab in labs])
 
+    def _kit_cuda(self) -> bool:
+        cache = self.ref_build / "CMakeCache.txt"
+        text = cache.read_text(encoding="utf-8", errors="replace") if cache.is_file() else ""
+        return re.search(r"^CMAKE_CUDA_COMPILER:\w+=\S", text, re.M) is not None
+
     def _kit_cpu(self) -> bool:
         cache = self.ref_build / "CMakeCache.txt"
         return cache.is_file() and "KIT_CPU:BOOL=ON" in cache.read_text(encoding="utf-8", errors="replace")
@@ -393,6 +411,7 @@ class Pipeline:
             elif not rep.checked:
                 j.run.refused = [f"the grader could not check the compiled code ({rep.note})"]
         return jobs
+
     def _build_in_slot(self, sub: Submission, labs: list[Lab], files, runs, tree: Path,
                        progress: Progress) -> list[_Job]:
         """The same targets built in a slot of the prebuilt kit; the binaries
@@ -435,7 +454,7 @@ class Pipeline:
         for kind, seed in self._seeds():
             ref.tests[kind] = {}
             for b in lab.test_binaries():
-                br = R.run_tests(self.trusted, self.ref_build / f"{b}{lab.targets.ref_suffix}", out, kind,
+                br = R.run_tests(self.trusted, self.ref_build / lab.ref_name(b), out, kind,
                                  seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
                 ref.tests[kind][b] = br
         if self.gpu_ok and lab.counter_checks:
@@ -522,6 +541,11 @@ class Pipeline:
                     R.check_against(br, set(rb.outcomes) if rb else set())
                 run.tests[kind][b] = br
         if harness:
+            progress.say(job.sub.student, lab.name, "kit-only checks")
+            run_kit_checks(self.student_exe, lab, run, ref, bdir / harness, self._seeds(), PUBLIC_SEED, out,
+                           lab.rubric.tests.step_time_limit_s, deadline, env, readable,
+                           harness.endswith("_cpu"))
+        if harness and (self.gpu_ok or lab.cpu):   # only where there is a device to run it on
             progress.say(job.sub.student, lab.name, "kit-only checks")
             run_kit_checks(self.student_exe, lab, run, ref, bdir / harness, self._seeds(), PUBLIC_SEED, out,
                            lab.rubric.tests.step_time_limit_s, deadline, env, readable,

@@ -161,14 +161,18 @@ def gradescope_json(res: StudentResult) -> str:
 
 def prairielearn_json(res: StudentResult) -> str:
     """PrairieLearn's external-grader results.json: gradable, score in 0..1,
-    message, tests[] with name, points, max_points, message, output."""
+    message, tests[] with name, points, max_points, message, output. Only
+    visible items are listed (PrairieLearn has no "after the due date"):
+    the others are counted in one line; the score is the whole grade."""
     tests = []
+    held = 0
     for ls in res.labs:
         if ls.build_errors:
             tests.append({"name": f"{ls.lab}: compile", "points": 0.0, "max_points": 0.0,
                           "message": "does not compile", "output": _compile_text(ls), "description": "FAIL"})
         for it in ls.items:
-            if it.visibility == "hidden":
+            if it.visibility != "visible":  # PrairieLearn shows everything at once: no after-due-date items
+                held += 1
                 continue
             pts, mx = (it.points, it.max_points) if it.counted else (0.0, 0.0)
             tests.append({"name": f"{ls.lab}: {it.name}", "points": float(pts), "max_points": float(mx),
@@ -178,7 +182,9 @@ def prairielearn_json(res: StudentResult) -> str:
     msg = ("nothing was submitted" if res.missing else "; ".join(res.problems[:5])
            or f"{fmt(res.points)} / {fmt(res.max_points)}")
     output = "\n\n".join([f"{ls.lab}: {_compile_text(ls)}" for ls in res.labs if ls.build_errors]
-                          + ([_machine(res)] if _machine(res) and not res.missing else []))
+                          + ([_machine(res)] if _machine(res) and not res.missing else [])
+                          + ([f"{held} more checks (hidden data, or shown after the due date) are in the score but "
+                              f"not listed here"] if held else []))
     out = {"gradable": res.gradable, "score": round(min(1.0, max(0.0, score)), 4),
            "message": msg, "output": output, "tests": tests}
     return json.dumps(out, indent=2, sort_keys=True, ensure_ascii=False) + "\n"

@@ -325,6 +325,10 @@ def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
                               [f"not measured: {run.gpu_note or 'not run'}"]))
             continue
         correct = res.correct and passing is not False
+        if not res.correct and res.note.startswith("timed out"):  # a hang is not a wrong answer
+            items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
+                              [f"step {s}'s timing run timed out (limit {pr.timeout_s:.0f} s): no performance credit"]))
+            continue
         if not correct:
             items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
                               [f"step {s} gives a wrong answer: no performance credit"], [res.note] if res.note else []))

@@ -14,22 +14,25 @@ SYSTEM_INCLUDE_ROOTS = [Path("/usr/include"), Path("/usr/lib/gcc"), Path("/usr/l
                         Path("/usr/local/cuda"), Path("/usr/lib/cuda"), Path("/opt/cuda")]
 
 
-def lab_objects(lab: Lab, build_dir: Path) -> tuple[list[Path], list[Path], bool]:
+def lab_objects(lab: Lab, build_dir: Path) -> tuple[list[Path], list[Path], set[Path]]:
     """The student's compiled objects of a lab in a build folder (the CUDA
     build's and the CPU path's object libraries, the model file's object),
-    their dependency files, and whether they are the CPU path's."""
+    their dependency files, and which objects are the CPU path's."""
     cm = build_dir / "CMakeFiles"
     objs: list[Path] = []
-    cpu = False
+    cpu: set[Path] = set()
     for d in sorted(cm.glob(f"{lab.stem}_kernels_student*.dir")):
         found = sorted(d.rglob("*.o"))
         objs += found
-        cpu = cpu or d.name.endswith("_cpu.dir")
+        if d.name.endswith("_cpu.dir"):
+            cpu |= set(found)
     if lab.model_file:
         for d in sorted(cm.glob(f"test_{lab.stem}_model*.dir")):
             if "_ref" in d.name:
                 continue
-            objs += sorted(p for p in d.rglob(f"{lab.model_file}.o"))
+            found = sorted(d.rglob(f"{lab.model_file}.o"))
+            objs += found
+            cpu |= set(found)  # host C: no device code
     deps = [Path(str(o) + ".d") for o in objs if Path(str(o) + ".d").is_file()]
     deps += [o.with_suffix(".d") for o in objs if o.with_suffix(".d").is_file()]
     return objs, deps, cpu

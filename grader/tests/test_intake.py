@@ -112,6 +112,50 @@ class ArchiveTests(unittest.TestCase):
         self.assertTrue(any("did you mean reduction.cu" in p for p in s.problems))
         self.assertEqual(s.files, {})
 
+    def test_the_kits_solutions_copy_is_never_graded(self):
+        mine = b"// my own work\n" + GOOD
+        z = make_zip(self.d / "kit.zip", [("kit/solutions/04_reduction/reduction.cu", b"// THE REFERENCE\n" + GOOD),
+                                          ("kit/labs/04_reduction/reduction.cu", mine)])
+        sub = read_submission(z, LAB_FILES)
+        self.assertEqual(sub.files["04_reduction"]["reduction.cu"], mine)
+        self.assertTrue(any("solutions/" in p and "never graded" in p for p in sub.problems), sub.problems)
+        only = make_zip(self.d / "only.zip", [("kit/solutions/04_reduction/reduction.cu", GOOD)])
+        self.assertNotIn("04_reduction", read_submission(only, LAB_FILES).files)
+
+    def test_a_bomb_is_refused_by_its_size_before_it_is_expanded(self):
+        import bz2
+        import time
+        member = tarfile.TarInfo("zeros.bin")
+        member.size = 2 << 30   # 2 GiB of zeros: a few KiB compressed
+        raw = io.BytesIO()
+        comp = bz2.BZ2Compressor(9)
+        raw.write(comp.compress(member.tobuf()))
+        for _ in range(16):   # the start of its data (the rest would take minutes to expand)
+            raw.write(comp.compress(bytes(1 << 20)))
+        raw.write(comp.flush())
+        bomb = self.d / "bomb.tar.gz"   # bzip2 under a .tar.gz name
+        bomb.write_bytes(raw.getvalue())
+        t0 = time.monotonic()
+        sub = read_submission(bomb, LAB_FILES)
+        self.assertLess(time.monotonic() - t0, 2.0, "the bomb was expanded")
+        self.assertTrue(any("decompression bomb" in p for p in sub.problems), sub.problems)
+
+    def test_nested_archives_and_backslash_paths_are_looked_into(self):
+        inner = io.BytesIO()
+        with zipfile.ZipFile(inner, "w") as zf:
+            zf.writestr("labs\\06_transpose\\transpose.cu", GOOD)
+        z = make_zip(self.d / "outer.zip", [("submission/inner.zip", inner.getvalue())])
+        sub = read_submission(z, LAB_FILES)
+        self.assertEqual(sub.files.get("06_transpose", {}).get("transpose.cu"), GOOD, sub.problems)
+
+    def test_look_alike_names_always_get_did_you_mean(self):
+        z = make_zip(self.d / "look.zip", [("Reduction.cu", GOOD), ("tran\u200bspose.cu", GOOD),
+                                           ("b\u00e4nks.cu", GOOD), ("BANK_MODEL.C", GOOD)])
+        sub = read_submission(z, LAB_FILES)
+        for want in ("reduction.cu", "transpose.cu", "banks.cu", "bank_model.c"):
+            self.assertTrue(any(f"did you mean {want}?" in p for p in sub.problems), (want, sub.problems))
+        self.assertTrue(any("\\u200b" in p for p in sub.problems), "the invisible character is shown")
+
     def test_partial_lab_says_which_file_is_missing(self):
         z = make_zip(self.d / "d.zip", [("bank_model.c", b"int bank_of(unsigned a) { return 0; }\n")])
         s = read_submission(z, LAB_FILES)

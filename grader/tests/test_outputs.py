@@ -63,6 +63,22 @@ class FormatTests(unittest.TestCase):
                 self.assertIsInstance(t["points"], float)
         self.assertFalse(json.loads(prairielearn_json(sample_results()[1]))["gradable"])
 
+    def test_prairielearn_lists_no_after_due_date_items(self):
+        lab = LABS["04_reduction"]
+        ref = lab_run(lab, all_tests(lab))
+        ref.tests["hidden"] = ref.tests["public"]
+        run = lab_run(lab, all_tests(lab))
+        run.tests["hidden"] = run.tests["public"]
+        ls = score_lab(lab, run, ref)
+        held = [i for i in ls.items if i.visibility != "visible"]
+        self.assertTrue(held, "the hidden-data items are after_due_date in the rubric")
+        res = StudentResult("alice", "a.zip", [ls], [], [], ls.points, ls.max_points, "test", "secret")
+        d = json.loads(prairielearn_json(res))
+        names = {t["name"] for t in d["tests"]}
+        self.assertFalse([i.name for i in held if f"04_reduction: {i.name}" in names])
+        self.assertIn(f"{len(held)} more checks", d["output"])
+        self.assertAlmostEqual(d["score"], round(ls.points / ls.max_points, 4))
+
     def test_junit_parses(self):
         root = ET.fromstring(junit_xml(sample_results()))
         self.assertEqual(root.tag, "testsuites")
@@ -176,7 +192,7 @@ class ProgressTests(unittest.TestCase):
         lab = LABS["04_reduction"]
         with mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": ""}), \
                 mock.patch("sys.stderr", new=io.StringIO()) as err:
-            p = Pipeline(Options(kit=KIT, work=tmpdir(self) / "work", sandbox=False, jobs=2, progress=True), [lab],
+            p = Pipeline(Options(kit=KIT, work=tmpdir(self) / "work", sandbox=False, jobs=2, progress=True, cpu_path=False), [lab],
                          runner=fake)
             p.prepare()
         text = err.getvalue()
@@ -230,7 +246,7 @@ class FakeBuildTests(unittest.TestCase):
         sub = Submission("kim", "kim.zip", {lab.name: {"bank_model.c": b"int bank_of(unsigned a) { return 0 }\n",
                                                         "banks.cu": b"__global__ void k() { __shared__ int s; }\n"}})
         with mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": ""}):
-            p = Pipeline(Options(kit=KIT, work=d / "work", sandbox=False, jobs=2), [lab], runner=fake)
+            p = Pipeline(Options(kit=KIT, work=d / "work", sandbox=False, jobs=2, cpu_path=False), [lab], runner=fake)
             p.prepare()
             results, errors = p.grade([sub])
         self.assertEqual(errors, [])

@@ -104,7 +104,7 @@ def grade(test, fake, gpu: bool):
     for p in patches:
         p.start()
         test.addCleanup(p.stop)
-    p = Pipeline(Options(kit=KIT, work=tmpdir(test) / "work", sandbox=False, jobs=2), [lab], runner=fake)
+    p = Pipeline(Options(kit=KIT, work=tmpdir(test) / "work", sandbox=False, jobs=2, cpu_path=False), [lab], runner=fake)
     p.prepare()
     results, errors = p.grade([Submission("kim", "labs/", files)])
     p.cleanup()

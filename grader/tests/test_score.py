@@ -218,6 +218,16 @@ class ScoreTests(unittest.TestCase):
         self.assertEqual(ls.points, sum(i.points for i in ls.items if i.category == "static"))
         self.assertTrue(any("does not compile" in n for n in ls.notes))
 
+    def test_a_timed_out_timing_run_is_not_a_wrong_answer(self):
+        run = self.clean(lab_run(self.lab, all_tests(self.lab)))
+        s = self.lab.rubric.performance.steps[0]
+        run.perf[s] = PerfResult(s, None, None, False, note="timed out")
+        ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+        it = next(i for i in ls.items if i.category == "performance" and i.name.startswith(f"performance step {s} "))
+        self.assertEqual(it.points, 0)
+        self.assertIn("timed out", it.feedback[0])
+        self.assertNotIn("wrong answer", " ".join(it.feedback))
+
     def test_refused_object_scores_zero_and_says_why(self):
         run = self.clean(lab_run(self.lab, all_tests(self.lab)))
         run.refused = ["reduction.cu.o: defines main", "reduction.cu.o: calls dlopen (loads other code)"]

@@ -1,0 +1,309 @@
+"""The adversarial suite (issue 12): each forgery an adversarial review
+found, as a fixture, and what the grader does with it. Every fixture must
+score no more than the honest untouched skeleton and carry the refusal
+reason in its feedback.
+
+Layers (each runs without a GPU):
+- objects: each forgery's code compiled by the host compiler (what the CPU
+  path builds, and the host half of the CUDA build) and read by the object
+  checks (objcheck.py), then scored;
+- processes: what a student process can do to the grader while it runs
+  (detached children, floods of output, rewriting the gradebook later);
+- checker: forged harness outputs against the kit-only checker;
+- intake: archives (test_intake.py has the archive forgeries; repeated here
+  by name so the suite lists them all);
+- sandbox: the seed in an ancestor's command line, other checkouts
+  (test_sandbox.py, with bubblewrap).
+The end-to-end grading of the references and mistakes on the CPU path is
+the kit's own CTest (label cpu) and test_real_build.py."""
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import unittest
+from pathlib import Path
+
+import helpers  # noqa: F401  (import path)
+from helpers import labs, tmpdir
+
+from cmlgrade import checker, objcheck, trust
+from cmlgrade.results import LabRun, StudentResult
+from cmlgrade.sandbox import Executor, Sandbox, become_subreaper, run_process
+from cmlgrade.score import score_lab
+from cmlgrade.static import run_static
+
+LABS = labs()
+LAB = LABS["04_reduction"]
+become_subreaper()   # as the grader does: detached leftovers of the processes below come back to be killed
+
+# What every fixture starts from: the interface, as a skeleton defines it.
+HONEST = """
+#include <stddef.h>
+typedef int cudaError_t;
+extern "C" cudaError_t reduce_sum_int(int step, const int *in, size_t n, int *out, int *scratch)
+{ (void)step; (void)in; (void)n; (void)out; (void)scratch; return (cudaError_t)0; }
+extern "C" cudaError_t reduce_sum_float(int step, const float *in, size_t n, float *out, float *scratch)
+{ (void)step; (void)in; (void)n; (void)out; (void)scratch; return (cudaError_t)0; }
+"""
+
+# name -> (code added to the honest file, a word the refusal must hold)
+FORGERIES = {
+    "reporter_override": ("""
+        extern "C" void criterion_send_assert(void *a) { (void)a; }
+        extern "C" int cr_assert_impl(void *a) { (void)a; return 1; }""", "Criterion"),
+    "destructor_rewrites_json": ("""
+        #include <stdio.h>
+        __attribute__((destructor)) static void rewrite(void) {
+            FILE *f = fopen("report.json", "r+"); if (f) { fputs("PASSED", f); fclose(f); } }""", ".fini_array"),
+    "weak_main": ("""
+        #include <stdio.h>
+        extern "C" __attribute__((weak)) int main(void) { puts("{\\"passed\\": 32}"); return 0; }""", "main"),
+    "constructor_prints_counters": ("""
+        #include <stdio.h>
+        __attribute__((constructor)) static void fake(void) {
+            printf("step 3 transpose_kernel_tile l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum 0\\n"); }""",
+                                    "constructor"),
+    "destructor_prints_timing_json": ("""
+        #include <stdio.h>
+        static struct Fake { ~Fake() { puts("{\\"steps\\": [{\\"step\\": 8, \\"median_ms\\": 0.0001}]}"); } } fake;""",
+                                      "program start"),
+    "proc_cmdline_seed_read": ("""
+        #include <stdio.h>
+        static int seed_from_parent(void) { FILE *f = fopen("/proc/1/cmdline", "r"); int c = f ? fgetc(f) : 0;
+            if (f) fclose(f); return c; }
+        extern "C" int reduce_helper_seed(void) { return seed_from_parent(); }""", "fopen"),
+    "detached_process_rewrites_gradebook": ("""
+        #include <unistd.h>
+        extern "C" int reduce_helper_detach(void) { if (fork() == 0) { setsid(); sleep(5); } return 0; }""", "fork"),
+    "dlopen_cublas": ("""
+        #include <dlfcn.h>
+        static char name[] = {'l','i','b','c','u','b','l','a','s','.','s','o',0};
+        extern "C" void *reduce_helper_lib(void) { return dlsym(dlopen(name, 2), "cublasSasum_v2"); }""", "dl"),
+    "kit_cub_wrapper": ("""
+        extern "C" cudaError_t red_cub_sum_int(void *, size_t *, const int *, size_t, int *);
+        extern "C" cudaError_t reduce_helper_cub(const int *in, size_t n, int *out) {
+            size_t b = 0; return red_cub_sum_int(0, &b, in, n, out); }""", "red_cub_sum_int"),
+    "interposes_cuda_runtime": ("""
+        extern "C" int cudaGetLastError(void) { return 0; }""", "cudaGetLastError"),
+    "exit_handler": ("""
+        #include <stdlib.h>
+        static void later(void) {}
+        extern "C" int reduce_helper_atexit(void) { return atexit(later); }""", "exit handler"),
+    "exit_zero_in_a_launcher": ("""
+        #include <stdlib.h>
+        extern "C" void reduce_helper_quit(void) { exit(0); }""", "exit"),
+    "raw_syscall": ("""
+        extern "C" long reduce_helper_sys(void) { long r; __asm__ volatile("syscall" : "=a"(r) : "a"(39L)); return r; }""",
+                    "system calls"),
+}
+
+
+def compile_object(testcase, code: str, extra_flags=(), name="reduction.cu") -> tuple[Path, Path]:
+    """The fixture compiled as the CPU path compiles a student file (C++,
+    -O2), in a tree laid out like the kit's, with its dependency file."""
+    cxx = shutil.which("g++") or shutil.which("c++")
+    if not cxx or not shutil.which("readelf") or not shutil.which("objdump"):
+        testcase.skipTest("no C++ compiler or binutils here")
+    root = tmpdir(testcase)
+    src = root / "src" / "labs" / LAB.name / name
+    src.parent.mkdir(parents=True)
+    src.write_text(textwrap.dedent(code))
+    obj = root / "build" / "CMakeFiles" / f"{LAB.stem}_kernels_student_cpu.dir" / (name + ".o")
+    obj.parent.mkdir(parents=True)
+    r = subprocess.run([cxx, "-x", "c++", "-std=c++17", "-O2", "-c", str(src), "-o", str(obj), "-MD", "-MF",
+                        str(obj) + ".d", *extra_flags], capture_output=True, text=True)
+    testcase.assertEqual(r.returncode, 0, r.stderr)
+    return obj, Path(str(obj) + ".d")
+
+
+def object_report(testcase, code: str, extra_flags=()) -> objcheck.ObjectReport:
+    obj, dep = compile_object(testcase, code, extra_flags)
+    iface = objcheck.interface_names([helpers.KIT / LAB.dir / f"{LAB.stem}.h"])
+    return objcheck.check_objects([obj], [dep], iface, trust.include_roots(LAB, dep), {obj})
+
+
+def graded(run: LabRun) -> float:
+    """The lab's score of a run whose tests all pass (the best a forgery
+    could hope for) against the reference's."""
+    ref = LabRun(LAB.name, build_ok={t: True for t in LAB.student_targets()})
+    return score_lab(LAB, run, ref).points
+
+
+def skeleton_points() -> float:
+    from test_score import all_tests, lab_run
+    return score_lab(LAB, lab_run(LAB, all_tests(LAB, "FAILED")), lab_run(LAB, all_tests(LAB))).points
+
+
+class ObjectForgeries(unittest.TestCase):
+    """Forgeries in the code: refused on the compiled object, before any of
+    it runs; the lab scores 0 (the skeleton's score or less) and says why."""
+
+    def test_every_forgery_is_refused_with_its_reason(self):
+        from test_score import all_tests, lab_run
+        floor = skeleton_points()
+        for name, (code, word) in FORGERIES.items():
+            with self.subTest(forgery=name):
+                rep = object_report(self, HONEST + code)
+                self.assertTrue(rep.refused, f"{name} was not refused")
+                self.assertIn(word.lower(), rep.summary().lower(), rep.refused)
+                run = lab_run(LAB, all_tests(LAB))   # even a report of every test passed
+                run.refused = rep.refused
+                ls = score_lab(LAB, run, lab_run(LAB, all_tests(LAB)))
+                self.assertLessEqual(ls.points, floor)
+                self.assertTrue(any("refused" in n and word.lower() in n.lower() for n in ls.notes), ls.notes)
+                self.assertTrue(all("refused" in i.feedback[0] for i in ls.items if i.counted))
+
+    def test_the_honest_file_and_solutions_in_a_comment_are_not_refused(self):
+        rep = object_report(self, HONEST + "\n// see solutions/04_reduction for nothing: \"solutions\" in a string\n"
+                                           "static const char *where = \"/dev/null solutions\";\n"
+                                           "const char *reduce_where(int k) { return where + k; }\n")
+        self.assertEqual(rep.refused, [])
+        text = {"reduction.cu": "// solutions/ ../../solutions/04_reduction/reduction.cu\n__shared__ int s;\n"}
+        self.assertTrue(all(r.ok for r in run_static(LAB.rubric.static, text)), "a comment decided a check")
+
+    def test_includes_of_the_reference_are_refused(self):
+        root = tmpdir(self)
+        secret = root / "elsewhere" / "solutions" / "04_reduction" / "reduction.cu"
+        secret.parent.mkdir(parents=True)
+        secret.write_text("extern \"C\" int the_reference(void) { return 42; }\n")
+        for name, code in {
+            "absolute_path_include": f'#include "{secret}"\n',
+            "macro_built_include": f'#define STR2(x) #x\n#define STR(x) STR2(x)\n#define WHERE {secret}\n'
+                                   f'#include STR(WHERE)\n',
+        }.items():
+            with self.subTest(forgery=name):
+                rep = object_report(self, HONEST + code)
+                self.assertTrue(any("includes" in r and "solutions" in r for r in rep.refused), rep.refused)
+
+    def test_cub_through_a_macro_include_is_refused(self):
+        cpu_inc = helpers.KIT / "common" / "cpu" / "include"
+        if not (cpu_inc / "cub" / "device" / "device_reduce.cuh").is_file():
+            self.skipTest("the CPU path's CUB stand-in is not in this kit")
+        code = HONEST.replace("typedef int cudaError_t;", "#include <cuda_runtime.h>") + """
+            #define LIBRARY <cub/device/device_reduce.cuh>
+            #include LIBRARY
+            using namespace cub;
+            extern "C" int reduce_helper(void *t, size_t *b, const int *in, int *out, size_t n) {
+                return DeviceReduce::Sum(t, *b, in, out, n); }"""
+        tree_inc = tmpdir(self) / "src" / "common" / "cpu" / "include"   # where a student tree has it
+        shutil.copytree(cpu_inc, tree_inc)
+        rep = object_report(self, code, ["-I", str(tree_inc)])
+        self.assertTrue(any("library's header" in r or "CUB" in r for r in rep.refused), rep.refused)
+
+    @unittest.skipUnless(shutil.which("nvcc") and objcheck.find_cuobjdump(), "needs nvcc and cuobjdump")
+    def test_an_unused_shared_declaration_does_not_pass_the_shared_memory_check(self):
+        from cmlgrade.static import run_sass_checks
+        d = tmpdir(self)
+        src = d / "k.cu"
+        src.write_text("template <int N> __global__ void reduce_kernel3(const int *in, int *out) {\n"
+                       "  __shared__ int unused[256];\n  (void)unused;\n  atomicAdd(out, in[threadIdx.x]); }\n"
+                       "template __global__ void reduce_kernel3<1>(const int *, int *);\n")
+        obj = d / "k.o"
+        r = subprocess.run(["nvcc", "-c", "-arch=sm_90", str(src), "-o", str(obj)], capture_output=True, text=True)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        sass = objcheck.read_sass(objcheck.find_cuobjdump(), obj)
+        res = {x.name: x for x in run_sass_checks(LAB.rubric.static, sass, "")}
+        self.assertFalse(res["tree_steps_reduce_in_shared_memory"].ok, res)
+
+
+class ProcessForgeries(unittest.TestCase):
+    """What a running student process can do to the grader itself."""
+
+    @classmethod
+    def setUpClass(cls):
+        become_subreaper()
+
+    def test_a_detached_child_holding_stdout_does_not_stall_the_grader(self):
+        t0 = time.monotonic()
+        r = run_process(["bash", "-c", "echo started; (setsid sleep 61.5 &); exit 0"], timeout=5)
+        self.assertLess(time.monotonic() - t0, 2.5, "the grader waited for the detached child")
+        self.assertEqual(r.rc, 0)
+        self.assertIn("started", r.stdout)
+        t0 = time.monotonic()
+        r = run_process(["bash", "-c", "(setsid sleep 61.5 &); sleep 61.5"], timeout=1)
+        self.assertTrue(r.timed_out)
+        self.assertLess(time.monotonic() - t0, 3.0, "a time limit of 1 s took longer than 3 s")
+        left = subprocess.run(["pgrep", "-f", "sleep 61.5"], capture_output=True, text=True).stdout.split()
+        self.assertEqual(left, [], "a detached child outlived its run")
+
+    def test_huge_output_is_read_into_a_bounded_buffer(self):
+        t0 = time.monotonic()
+        r = run_process(["bash", "-c", "head -c 400000000 /dev/zero | tr '\\0' x"], timeout=30, max_output=1 << 16)
+        self.assertEqual(len(r.stdout), 1 << 16)
+        self.assertLess(time.monotonic() - t0, 20)
+
+    def test_a_detached_process_cannot_rewrite_the_gradebook_later(self):
+        from cmlgrade.report import write_all
+        out = tmpdir(self)
+        victim = out / "gradebook.csv"
+        script = f"(setsid bash -c 'sleep 1; echo alice,32 > {victim}' &); exit 0"
+        run_process(["bash", "-c", script], timeout=5)
+        res = StudentResult("alice", "a.zip", [], [], [], 0.0, 0.0, "test", "public")
+        write_all(out, [res], [])
+        before = victim.read_text()
+        time.sleep(1.5)
+        self.assertEqual(victim.read_text(), before, "a leftover process rewrote the gradebook")
+        self.assertNotIn("32", before)
+
+    def test_the_secret_seed_never_reaches_a_student_process(self):
+        secret = 918273645
+        for files in ({"reduction.cu": b"a"}, {"reduction.cu": b"b"}):
+            s = trust.student_seed(secret, secret, "alice", LAB.name, files)
+            self.assertNotEqual(s, secret)
+            self.assertNotIn(str(secret), str(s))
+        self.assertNotEqual(trust.student_seed(secret, secret, "alice", LAB.name, {"reduction.cu": b"a"}),
+                            trust.student_seed(secret, secret, "bob", LAB.name, {"reduction.cu": b"a"}),
+                            "one student's printed seed would serve another")
+        self.assertIsNone(trust.student_seed(secret, None, "alice", LAB.name, {}), "the public run: public seed")
+
+
+class CheckerForgeries(unittest.TestCase):
+    """A harness that does not do the work cannot make the kit-only checker
+    pass, whatever it prints, exits with or writes."""
+
+    def fake(self, body: str) -> Path:
+        d = tmpdir(self)
+        p = d / "harness"
+        p.write_text("#!/usr/bin/env python3\nimport sys, struct, os\ninp, outp = sys.argv[1], sys.argv[2]\n"
+                     + textwrap.dedent(body))
+        p.chmod(0o755)
+        return p
+
+    def verdict(self, harness: Path, lab="04_reduction", timeout=20):
+        return checker.check_step(Executor(Sandbox(None, "")), harness, lab, 3, 12345, tmpdir(self), timeout, {},
+                                  [], True, "hidden")
+
+    def test_forged_harnesses_fail(self):
+        echo_input = """
+            data = open(inp, 'rb').read()
+            n = struct.unpack('<I', data[8:12])[0]
+            out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 1, n)); p = 12
+            for _ in range(n):
+                step, kind, a, b, count = struct.unpack('<IIQQQ', data[p:p+32]); p += 32
+                payload = data[p:p+4*count]; p += 4*count
+                out.write(struct.pack('<iQ', 0, 4) + payload[:4].ljust(4, b'\\0') + struct.pack('<Q', 4*count) + payload)
+            """
+        cases = {
+            "prints_passed": "print('PASSED 32/32'); sys.exit(0)\n",
+            "says_no_device": "sys.exit(77)\n",
+            "writes_zeros": "open(outp, 'wb').write(b'CMLO' + struct.pack('<II', 1, 20) + bytes(1 << 20))\n",
+            "echoes_the_first_element": echo_input,
+            "floods_its_output_file": "f = open(outp, 'wb'); f.write(b'CMLO' + struct.pack('<II', 1, 20))\n"
+                                      "f.write(struct.pack('<iQ', 0, 1 << 40)); f.write(os.urandom(1 << 24))\n",
+            "detaches_and_hangs": "import subprocess; subprocess.Popen(['setsid', 'sleep', '60']); import time; "
+                                  "time.sleep(60)\n",
+        }
+        for name, body in cases.items():
+            with self.subTest(forgery=name):
+                t0 = time.monotonic()
+                v = self.verdict(self.fake(body), timeout=3)
+                self.assertIs(v.ok, False, (name, v))
+                self.assertLess(time.monotonic() - t0, 15)
+                self.assertTrue(v.messages or v.note)
+                self.assertFalse(any("12345" in m for m in v.messages), "a verdict message shows the seed")
+
+
+if __name__ == "__main__":
+    unittest.main()
