@@ -427,3 +427,14 @@ Test(banks, lanes_that_skip_a_pass_add_nothing)
     free(text);
     cudaFree(dout);
 }
+
+Test(reports, copy_to_a_host_pointer_as_device_memory, .init = cr_redirect_stderr)
+{
+    int a[4] = {1, 2, 3, 4}, b[4];
+    cudaError_t err = cudaMemcpy(b, a, sizeof a, cudaMemcpyHostToDevice);
+    cr_assert_eq(err, cudaErrorInvalidValue, "got %s", cudaGetErrorName(err));
+    expect_in(captured_stderr(), "cml-cpu: cudaMemcpy of 16 bytes: the destination");
+    expect_in(captured_stderr(), "is not inside one cudaMalloc allocation");
+    cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue, "recorded for cudaGetLastError");
+    cr_assert_eq(cudaGetLastError(), cudaSuccess, "not sticky: a GPU goes on too");
+}
