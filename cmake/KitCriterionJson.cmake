@@ -74,12 +74,16 @@ endfunction()
 # and is printed unless KIT_QUIET_SKIP is set); stops with an error when the
 # binary wrote no report, or skipped while the script runs with -DCPU=ON (a
 # CPU-path binary never skips). <rc_var> gets the exit status.
-# KIT_CRITERION_ARGS, when set, are more arguments for the binary (--filter).
+# KIT_CRITERION_ARGS, when set, are more arguments for the binary (--filter);
+# KIT_CRITERION_SYNTHESIS gets Criterion's closing "[====] Synthesis:" line.
 function(kit_run_criterion tests report out_var rc_var)
   file(REMOVE "${report}")
   execute_process(COMMAND "${tests}" "--json=${report}" ${KIT_CRITERION_ARGS}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 850)
   set(${rc_var} "${rc}" PARENT_SCOPE)
+  # Criterion's closing line, for the caller to show in the log.
+  string(REGEX MATCH "\\[====\\] Synthesis:[^\n]*" synthesis "${out}${err}")
+  set(KIT_CRITERION_SYNTHESIS "${synthesis}" PARENT_SCOPE)
   if(rc EQUAL 77 AND CPU)
     # -DCPU=ON: a binary of the CPU path, which needs no GPU and never skips.
     message(FATAL_ERROR "${tests} (CPU path) skipped every test (exit 77); it must run them:\n${out}${err}")
