@@ -60,7 +60,7 @@ Test(step1, bank_of_counts_4_byte_words_round_32_banks)
 Test(step1, every_byte_of_a_word_is_in_the_same_bank)
 {
     cml_rng rng;
-    cml_rng_init(&rng, 20261122, 11);
+    cml_rng_init(&rng, cml_test_seed(), 11);  /* the grader's hidden run: other words */
     int reports = 0;
     for (int k = 0; k < 1000 && reports < 5; ++k) {
         uint32_t word = (uint32_t)cml_rng_int(&rng, 0, 1 << 20);
@@ -139,7 +139,7 @@ Test(step2, counts_the_busiest_bank_of_an_irregular_pattern)
 Test(step2, agrees_with_a_brute_force_count_on_random_warps)
 {
     cml_rng rng;
-    cml_rng_init(&rng, 20261122, 12);
+    cml_rng_init(&rng, cml_test_seed(), 12);  /* the grader's hidden run: other words */
     uint32_t addr[BANKS_WARP];
     for (int trial = 0; trial < 300; ++trial) {
         int span = trial % 3 == 0 ? 64 : 4096;  /* few words: many broadcasts */

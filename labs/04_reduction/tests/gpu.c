@@ -116,6 +116,60 @@ static void real_floats_within_bound(int step)
         failures += !check_floats(step, sizes[k], RED_REALS, seed, 300 * (uint64_t)step + k);
 }
 
+/* Non-negative ints: the partial sums grow past 2^24, where a float can no
+ * longer hold every integer, so a sum accumulated in float (or a float
+ * shuffle of int partials) loses units; the symmetric data above never gets
+ * there. Sums stay below 2^31. */
+static void ints_past_2_pow_24(int step)
+{
+    CML_REQUIRE_GPU();
+    static const size_t sizes[] = {65537, (1u << 18) + 3};
+    uint64_t seed = cml_test_seed();
+    int failures = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && failures < MAX_REPORTS; ++k) {
+        size_t n = sizes[k];
+        int *h = malloc(n * sizeof *h);
+        cr_assert(h != NULL, "out of host memory for n = %zu", n);
+        cml_fill_int(h, n, 0, 1000, seed, 500 * (uint64_t)step + k);
+        red_reference ref;
+        red_reference_of(h, RED_INT, RED_REALS, n, &ref);
+        cr_assert(ref.isum > (1 << 24), "the data must pass 2^24 (sum %lld)", (long long)ref.isum);
+        red_result res;
+        run_checked(RED_INT, "int", h, n, step, &ref, &res);
+        cr_expect(res.value_ok, "step %d, n = %zu non-negative ints (partial sums past 2^24): expected %lld, got %d. "
+                  "Likely cause: %s", step, n, (long long)ref.isum, res.got.i, red_diagnose_int(res.got.i, ref.isum));
+        failures += !res.ok;
+    }
+}
+
+/* Reals in [1, 2): one element dropped, or one block, moves the sum by at
+ * least 1, and the bound here (2 * ceil(log2 n) * u * sum|a|, the error of
+ * a summation tree of that depth) stays below 1 up to n = 2^17. The bound of
+ * the test above (8 * sqrt(n) * u * sum|a|) is far looser at large n. */
+static void positive_reals_where_one_dropped_element_shows(int step)
+{
+    CML_REQUIRE_GPU();
+    static const size_t sizes[] = {4097, 65537, 131071};
+    uint64_t seed = cml_test_seed();
+    int failures = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0] && failures < MAX_REPORTS; ++k) {
+        size_t n = sizes[k];
+        float *h = malloc(n * sizeof *h);
+        cr_assert(h != NULL, "out of host memory for n = %zu", n);
+        cml_fill_float(h, n, 1.0f, 2.0f, seed, 600 * (uint64_t)step + k);
+        red_reference ref;
+        red_reference_of(h, RED_FLOAT, RED_REALS, n, &ref);
+        ref.tol = 2.0 * ceil(log2((double)n)) * 5.9604644775390625e-08 * ref.fsum;  /* all positive: sum|a| = sum */
+        cr_assert(ref.tol < 1.0, "the bound must be below one element (%g)", ref.tol);
+        red_result res;
+        run_checked(RED_FLOAT, "float", h, n, step, &ref, &res);
+        cr_expect(res.value_ok, "step %d, n = %zu reals in [1, 2): expected %.9g, got %.9g, allowed error %.3g "
+                  "(one element is at least 1). Likely cause: %s", step, n, ref.fsum, (double)res.got.f, ref.tol,
+                  red_diagnose_float(res.got.f, ref.fsum, ref.tol));
+        failures += !res.ok;
+    }
+}
+
 /* 2^28 + 1 on a GPU: 1 GiB, far past the caches and one wave of blocks.
  * On the CPU path (common/cpu), where one CPU second sums a few million
  * elements in the early steps, 2^22 + 1: still thousands of blocks and a
@@ -140,6 +194,10 @@ static void large_ints(int step)
          .timeout = 120) { small_int_floats_at_awkward_sizes(num); }                        \
     Test(CML_CAT(step, num), sums_random_floats_within_the_rounding_bound, .timeout = 120) \
     { real_floats_within_bound(num); }                                                      \
+    Test(CML_CAT(step, num), sums_ints_whose_partial_sums_pass_2_pow_24, .timeout = 120)   \
+    { ints_past_2_pow_24(num); }                                                            \
+    Test(CML_CAT(step, num), sums_positive_reals_within_a_bound_one_dropped_element_breaks, \
+         .timeout = 120) { positive_reals_where_one_dropped_element_shows(num); }          \
     Test(CML_CAT(step, num), CML_CAT(CML_CAT(sums_2_pow_, LARGE_LOG2), _plus_1_ints_exactly), .timeout = 300) \
     { large_ints(num); }
 REDUCTION_STEPS(STEP_TESTS)
