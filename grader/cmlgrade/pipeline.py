@@ -233,7 +233,7 @@ class Pipeline:
         for lab in self.labs:  # the kit-only checker's harness: the CPU path's where there is no GPU
             lab.harness = harness_target(lab, not self.gpu_ok and self._kit_cpu()) or ""
             if self.cpu_path and self._kit_cuda():   # nvcc is here: the CUDA kernels too, for their SASS
-                lab.extra_targets = (f"{lab.stem}_kernels_student",)
+                lab.extra_targets = (f"{lab.stem}_harness",) if lab.harness else (f"{lab.stem}_run",)
         self.sandbox = detect_sandbox(hide, self.opts.sandbox, probe)
         become_subreaper()   # detached leftovers of student processes come back to the grader, which kills them
         if not self.sandbox.active and self.opts.sandbox:

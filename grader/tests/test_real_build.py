@@ -40,8 +40,11 @@ class RealBuildTests(unittest.TestCase):
         sol = {f: (KIT / "solutions" / lab.name / f).read_bytes() for f in lab.files}
         skel = {f: (KIT / "labs" / lab.name / f).read_bytes() for f in lab.files}
         broken = dict(sol, **{"bank_model.c": sol["bank_model.c"] + b"\nint oops_a_typo = ;\n"})
+        # a forgery (issue 12): the finished model plus a destructor that would rewrite the test report
+        forged = dict(sol, **{"bank_model.c": sol["bank_model.c"] + b"\n#include <stdio.h>\n"
+                              b"__attribute__((destructor)) static void rewrite(void) { puts(\"PASSED\"); }\n"})
         subs = [Submission("ref", "", {lab.name: sol}), Submission("skeleton", "", {lab.name: skel}),
-                Submission("typo", "", {lab.name: broken})]
+                Submission("typo", "", {lab.name: broken}), Submission("forger", "", {lab.name: forged})]
         work = Path(os.environ.get("CMLGRADE_TEST_BUILD_DIR") or tmpdir(self) / "work")
         if work.exists():
             shutil.rmtree(work / "students", ignore_errors=True)
@@ -88,6 +91,20 @@ class RealBuildTests(unittest.TestCase):
         self.assertTrue(any("does not compile" in n for n in typo.notes))
         self.assertTrue(any("bank_model.c" in e and "error" in e for e in typo.build_errors), typo.build_errors)
         self.assertEqual(sum(items(typo)[n].points for n in model_steps), 0)
+        # determinism: the whole grading stage again (builds, runs, checks, scores) gives the same files
+        with mock.patch.dict(os.environ, env):
+            again, errors2 = p.grade(subs)
+        self.assertEqual(errors2, [])
+        first, second = tmpdir(self), tmpdir(self)
+        write_all(first, results, [lab.name])
+        write_all(second, again, [lab.name])
+        files = sorted(q.relative_to(first) for q in first.rglob("*") if q.is_file())
+        self.assertEqual(files, sorted(q.relative_to(second) for q in second.rglob("*") if q.is_file()))
+        for q in files:
+            self.assertEqual((first / q).read_bytes(), (second / q).read_bytes(), f"{q} differs between two runs")
+        forger = by["forger"]
+        self.assertLessEqual(forger.points, by["skeleton"].points, "a forgery scored more than the skeleton")
+        self.assertTrue(any("refused" in n and ".fini_array" in n for n in forger.notes), forger.notes)
         out = tmpdir(self)
         write_all(out, results, [lab.name])
         self.assertIn("oops_a_typo", (out / "students" / "typo" / "feedback.md").read_text())
