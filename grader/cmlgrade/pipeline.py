@@ -33,7 +33,7 @@ from .sandbox import Executor, Sandbox, become_subreaper, detect_sandbox, run_pr
 from .score import r2, score_lab
 from .skeleton import Skeletons, make_skeletons, not_started
 from .static import run_sass_checks, run_static
-from .trust import check_lab, harness_target, run_kit_checks, student_seed
+from .trust import check_lab, harness_target, run_kit_checks, scrub_outcomes, student_seed
 
 CPU_PATH = ("the CPU path (no GPU here): tests and the kit-only checks ran on the CPU; compute-sanitizer, "
             "Nsight Compute counters and timings need a GPU")
@@ -539,6 +539,8 @@ class Pipeline:
                     if "timed out" in br.problem:
                         run.timed_out.append(f"{b} ({kind} data)")
                     R.check_against(br, set(rb.outcomes) if rb else set())
+                if kind == "hidden":   # no seed in what a student reads, the stand-in included
+                    scrub_outcomes(br, [self.opts.secret_seed, seed])
                 run.tests[kind][b] = br
         if harness:
             progress.say(job.sub.student, lab.name, "kit-only checks")

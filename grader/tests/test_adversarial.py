@@ -257,6 +257,16 @@ class ProcessForgeries(unittest.TestCase):
                             trust.student_seed(secret, secret, "bob", LAB.name, {"reduction.cu": b"a"}),
                             "one student's printed seed would serve another")
         self.assertIsNone(trust.student_seed(secret, None, "alice", LAB.name, {}), "the public run: public seed")
+        from cmlgrade.parsers import TestOutcome
+        from cmlgrade.results import BinaryRun
+        derived = trust.student_seed(secret, secret, "alice", LAB.name, {"reduction.cu": b"a"})
+        br = BinaryRun("test_banks", True, {"step2::t": TestOutcome("step2", "t", "FAILED", [
+            f"n = 33 (seed {secret}): got 1", f"seed {derived:#x} and {derived}"])})
+        trust.scrub_outcomes(br, [secret, derived])
+        text = " ".join(br.outcomes["step2::t"].messages)
+        self.assertNotIn(str(secret), text)
+        self.assertNotIn(str(derived), text)
+        self.assertNotIn(f"{derived:x}", text)
 
 
 class CheckerForgeries(unittest.TestCase):
