@@ -390,8 +390,8 @@ static inline __attribute__((always_inline)) void access_hook(const volatile voi
         return;
     uintptr_t a = (uintptr_t)p;
     char here;
-    if (a - (uintptr_t)&here < 64 * 1024) /* the CUDA thread's own stack: locals */
-        return;
+    if (((a ^ (uintptr_t)&here) & ~(uintptr_t)(CML_CPU_STACK_BYTES - 1)) == 0)
+        return; /* the CUDA thread's own stack (aligned to its size): locals */
     int shared = (a - c->dyn_lo < c->dyn_len || a - c->tls_lo < c->tls_len) &&
                  a - c->coord_lo >= sizeof(cml_cpu_coords);
     cml_cpu_uint3 t = cml_cpu_coord.thread_idx, bd = cml_cpu_coord.block_dim;

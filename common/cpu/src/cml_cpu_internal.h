@@ -9,6 +9,11 @@
 #include <stdint.h>
 #include <stdio.h>
 
+/* Every CUDA thread's stack: this size, aligned to it (a power of two), so
+ * that an address is the running thread's local when it lies in the same
+ * aligned block as the running code's own stack. */
+#define CML_CPU_STACK_BYTES ((size_t)64 * 1024)
+
 /* CML_CPU_CHECK, read once at start-up: 0 (no check: every hook below is
  * skipped and the access callbacks return after one test), or these bits. */
 enum { CML_CPU_CHECK_RACE = 1, CML_CPU_CHECK_BANKS = 2 };

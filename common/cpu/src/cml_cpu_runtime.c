@@ -520,7 +520,9 @@ static __thread worker *self;
 static __thread fiber *current;
 __thread cml_cpu_coords cml_cpu_coord;
 
-static const size_t stack_bytes = 64 * 1024;
+/* A fiber's stack: CML_CPU_STACK_BYTES (cml_cpu_internal.h), aligned to its
+ * size, so that the checks tell a thread's locals by one mask. */
+static const size_t stack_bytes = CML_CPU_STACK_BYTES;
 static worker *workers;
 static int n_workers;
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
@@ -704,12 +706,18 @@ static int ensure_fibers(worker *w, unsigned n)
             return 0;
     }
     while (w->n_fibers < n) {
-        char *m = mmap(NULL, stack_bytes + page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                       -1, 0);
+        /* Map twice the size, keep one aligned stack and the guard page below it. */
+        size_t len = 2 * stack_bytes + page;
+        char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (m == MAP_FAILED)
             return 0;
-        mprotect(m, page, PROT_NONE); /* a stack overflow hits this page */
-        w->fibers[w->n_fibers++].stack = m + page;
+        char *stack = (char *)(((uintptr_t)m + page + stack_bytes - 1) & ~(uintptr_t)(stack_bytes - 1));
+        if (stack - page > m)
+            munmap(m, (size_t)(stack - page - m));
+        if (stack + stack_bytes < m + len)
+            munmap(stack + stack_bytes, (size_t)(m + len - (stack + stack_bytes)));
+        mprotect(stack - page, page, PROT_NONE); /* a stack overflow hits this page */
+        w->fibers[w->n_fibers++].stack = stack;
     }
     return 1;
 }
