@@ -532,8 +532,9 @@ static const cml_lab lab = {
              "       | --list | --probe | --help",
     .about = "Checks each step against the CPU (the walk's sums exactly, the convolution\n"
              "against a double-precision reference), then times it (median of N runs after\n"
-             "a warm-up). Steps 2-4 are then timed at each d = 1, 2, 4, ..., 32 alone: the\n"
-             "cost of d distinct addresses per warp as a multiple of d = 1. The\n"
+             "a warm-up). Step 1's code is also timed reading the table through __ldg\n"
+             "(the lib row). Steps 2-4 are then timed at each d = 1, 2, 4, ..., 32 alone:\n"
+             "the cost of d distinct addresses per warp as a multiple of d = 1. The\n"
              "convolution's GB/s is set against the kit's copy kernel and cudaMemcpy,\n"
              "measured in the same run; the targets are checked under the table.",
     .step_help = "steps to run: all (default), 2, 1,3,5 or 6-8",
