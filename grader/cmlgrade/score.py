@@ -410,7 +410,7 @@ def _refuse(items: list[Item], run: LabRun) -> None:
     """The object checks refused the code: nothing of it ran; every item
     scores 0 and says why."""
     for it in items:
-        if it.status != "excluded":
+        if it.counted:   # what could not be measured here stays out of the maximum, as for everyone
             it.points, it.status = 0.0, "failed"
             it.feedback = ["refused: " + "; ".join(run.refused[:3])]
             it.details = []
