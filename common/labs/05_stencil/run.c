@@ -292,8 +292,8 @@ static void finish(cml_lab_run *r)
              "Notes: GB/s counts one read and one write of every point (2 x 4 bytes per point), whatever the "
              "caches do with the neighbours; each step as a fraction of the copy kernel (16 bytes per thread) "
              "and of cudaMemcpy device to device, both measured in this run on %.0f MB per array. A grid whose "
-             "in and out fit in the %.0f MB L2 is marked L2-RESIDENT: its speed is the cache's, not DRAM's.\n",
-             (double)r->ceiling.bytes / 1e6, (double)r->dev.l2_bytes / 1e6);
+             "in and out fit in the %.0f MiB L2 is marked L2-RESIDENT: its speed is the cache's, not DRAM's.\n",
+             (double)r->ceiling.bytes / 1e6, (double)r->dev.l2_bytes / (1 << 20));
     r->rep.extra_markdown = extra_md;
 }
 
