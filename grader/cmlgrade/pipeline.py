@@ -560,6 +560,20 @@ class Pipeline:
             run.gpu_note = "the runner did not build"
         elif not self.gpu_ok:
             run.gpu_note = self.no_gpu_reason or "no CUDA device"
+            if lab.cpu:   # the CPU path's bounds reports and race check stand in for memcheck and racecheck
+                steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
+                for tool in [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS]:
+                    if not steps:
+                        run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
+                        continue
+                    if deadline.expired():
+                        run.timed_out.append(f"CPU path check for {tool}")
+                        continue
+                    progress.say(job.sub.student, lab.name, f"CPU path check for {tool}")
+                    rep, cfg = R.run_cpu_check(self.student_exe, tool, runner, lab.sanitizer_args(), deadline,
+                                               lab.rubric.sanitizers.timeout_s, out, env, readable,
+                                               ",".join(map(str, steps)))
+                    run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
         else:
             progress.say(job.sub.student, lab.name, "sanitizers")
             # only the steps that pass their tests: a wrong or hanging step

@@ -11,8 +11,8 @@ import statistics
 import time
 from pathlib import Path
 
-from .parsers import (CounterReport, ReportError, SanitizerReport, TestOutcome, parse_counters, parse_criterion_json,
-                      parse_runner_json, parse_sanitizer)
+from .parsers import (CounterReport, ReportError, SanitizerFinding, SanitizerReport, TestOutcome, parse_counters,
+                      parse_criterion_json, parse_runner_json, parse_sanitizer)
 from .results import BinaryRun, PerfResult
 from .sandbox import Executor, run_process, scrubbed_env
 
@@ -287,3 +287,48 @@ def first_lines(text: str, n: int = 5) -> str:
 
 def is_no_gpu(text: str) -> bool:
     return re.search(r"no CUDA device", text) is not None
+
+
+# ------------------------------------------------------------ the CPU path's checks (no GPU)
+
+_CPU_RACE = re.compile(r"^cml-cpu racecheck: (Race reported between[^\n]*)", re.M)
+_CPU_FAULT = re.compile(r"^cml-cpu: ([^\n]*)\n\s+in kernel (\S+)[^\n]*\n(?:[^\n]*\n)?\s+at ([^\n]*)", re.M)
+CPU_TOOLS = {"memcheck": "", "racecheck": "race"}   # rubric tool -> CML_CPU_CHECK value ("" : the bounds reports)
+
+
+def run_cpu_check(exe: Executor, tool: str, runner: Path, configs: list[str], deadline: Deadline, own_timeout: float,
+                  cwd: Path, env: dict[str, str], readable: list[Path], steps: str) -> tuple[SanitizerReport, str]:
+    """The CPU path's stand-in for a compute-sanitizer tool: memcheck is the
+    runtime's out-of-bounds, fault and deadlock reports (always on), racecheck
+    CML_CPU_CHECK=race; on `runner --step STEPS ARGS --check-only` for each
+    config. What a student process prints can only add findings here: a
+    clean result is the absence of the runtime's reports and exit 0."""
+    cfg_env = dict(env)
+    if CPU_TOOLS[tool]:
+        cfg_env["CML_CPU_CHECK"] = CPU_TOOLS[tool]
+    rep = SanitizerReport("clean", "the CPU path's checks: no finding", 0, None)
+    for cfg in configs:
+        if deadline.expired():
+            return SanitizerReport("incomplete", "the lab's time limit ran out", 0, None), cfg
+        argv = [str(runner), "--step", steps, *shlex.split(cfg), "--check-only"]
+        r = exe.run(argv, cwd=cwd, timeout=deadline.limit(own_timeout), writable=[cwd], readable=readable, env=cfg_env)
+        where = f"--step {steps} {cfg}"
+        if r.timed_out:
+            return SanitizerReport("incomplete", "timed out (a kernel that never ends?)", 0, None, r.output), where
+        races = _CPU_RACE.findall(r.stderr)
+        faults = list(_CPU_FAULT.finditer(r.stderr))
+        if tool == "racecheck" and (races or r.rc == 86):
+            first = SanitizerFinding(races[0] if races else "race reported", "", _loc(races[0] if races else ""))
+            return SanitizerReport("errors", f"CPU race check: {len(races)} hazards", len(races) or 1, first,
+                                   r.stderr[-20000:]), where
+        if tool == "memcheck" and (faults or (r.rc not in (0, 1) and "cml-cpu:" in r.stderr)):
+            f = faults[0] if faults else None
+            first = SanitizerFinding(f.group(1), f.group(2), _loc(f.group(3))) if f else None
+            return SanitizerReport("errors", f"CPU path: {len(faults) or 1} memory errors (exit {r.rc})",
+                                   len(faults) or 1, first, r.stderr[-20000:]), where
+    return rep, ""
+
+
+def _loc(text: str) -> str:
+    m = re.search(r"([\w.+-]+\.(?:cu|cuh|c|h|cpp)):(\d+)", text)
+    return f"{m.group(1)}:{m.group(2)}" if m else ""

@@ -185,10 +185,10 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
             rep = diag
             cfg = (f"--step {','.join(map(str, diag_steps))} {lab.sanitize[0] if lab.sanitize else ''}".rstrip()
                    + " (steps that fail their tests, run to explain them)")
-        if run.machine_note:
+        if run.machine_note and (rep is None or rep.state == "unavailable"):
             items.append(Item(name, "sanitizer", pts, 0.0, "not_measured", sr.visibility,
                               [NO_GPU]))
-            continue
+            continue   # (the CPU path checks memcheck and racecheck: those are scored below)
         if not run.submitted or not runner_built:
             items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility,
                               [f"not run: {run.build_problem or 'the runner did not build'}"]))

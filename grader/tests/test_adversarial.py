@@ -269,6 +269,39 @@ class ProcessForgeries(unittest.TestCase):
         self.assertNotIn(f"{derived:x}", text)
 
 
+class CpuPathChecks(unittest.TestCase):
+    """The CPU path's stand-ins for memcheck and racecheck read the
+    runtime's reports; a clean result is their absence and exit 0."""
+
+    def fake_runner(self, stderr: str, rc: int) -> Path:
+        p = tmpdir(self) / "runner"
+        p.write_text(f"#!/bin/sh\ncat >&2 <<'END'\n{stderr}END\nexit {rc}\n")
+        p.chmod(0o755)
+        return p
+
+    def check(self, tool, runner):
+        from cmlgrade import run as R
+        return R.run_cpu_check(Executor(Sandbox(None, "")), tool, runner, ["--n 33"], R.Deadline(60), 30,
+                               tmpdir(self), {}, [], "3")[0]
+
+    def test_reports_are_findings_and_silence_is_clean(self):
+        race = ("cml-cpu racecheck: Race reported between write at reduction.cu:131 (thread 5) and read at "
+                "reduction.cu:133 (thread 37)\ncml-cpu racecheck: 1 hazards\n")
+        rep = self.check("racecheck", self.fake_runner(race, 86))
+        self.assertEqual((rep.state, rep.errors), ("errors", 1))
+        self.assertEqual(rep.first.location, "reduction.cu:131")
+        fault = ("cml-cpu: out-of-bounds read of 4 bytes, 4 bytes past the allocation\n"
+                 "  in kernel reduce_kernel3 (launched at reduction.cu:300), block 0 thread 12\n"
+                 "  at reduction.cu:140\n")
+        rep = self.check("memcheck", self.fake_runner(fault, 1))
+        self.assertEqual(rep.state, "errors")
+        self.assertEqual((rep.first.kernel, rep.first.location), ("reduce_kernel3", "reduction.cu:140"))
+        self.assertEqual(self.check("racecheck", self.fake_runner("", 0)).state, "clean")
+        # printing "clean" lines does not hide a report, and a report printed by the student only adds findings
+        self.assertEqual(self.check("racecheck", self.fake_runner("ERROR SUMMARY: 0 errors\n" + race, 0)).state,
+                         "errors")
+
+
 class CheckerForgeries(unittest.TestCase):
     """A harness that does not do the work cannot make the kit-only checker
     pass, whatever it prints, exits with or writes."""
