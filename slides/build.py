@@ -160,6 +160,7 @@ def lab_results(lab, m):
                 r["fraction"] = charts.fraction(r, data)
             slide_svgs = charts.charts_for([(charts.short_gpu(data.get("gpu")), data)], "", slide=True)
             out.append({"gpu_dir": gpu, "what": entry.get("what", ""), "slide_charts": slide_svgs,
+                        "chart_titles": {k: charts.CHART_ALT[k] for k in slide_svgs},
                         "page": "/" + os.path.relpath(md, ROOT),
                         "charts": {os.path.basename(s)[len(base) + 1:-4]: "/" + os.path.relpath(s, ROOT)
                                    for s in svgs},

@@ -21,6 +21,7 @@ Standard library only; output is byte-for-byte reproducible.
 """
 import argparse
 import json
+import math
 import os
 import re
 import sys
@@ -50,21 +51,30 @@ def _num(text):
 
 
 def read_markdown(path):
-    """A runner's Markdown page in the shape of its JSON (rows, ceiling)."""
+    """A runner's Markdown page in the shape of its JSON (rows, ceiling, unit).
+
+    The runner library writes every page alike (common/src/report.c): a
+    'Measured on ...' sentence ending '100% is <ceiling> at <rate> <unit>,
+    measured in the same run.', then the table (step, kernel, check, median
+    ms, <unit>, of max[, note]); a lab may add its own tables below (lab 02:
+    the cost at d distinct addresses, read into extra.cost_table).
+    """
     with open(path, encoding="utf-8") as f:
         text = f.read()
     head = re.match(r"# (\S+) on (.+)\n", text)
     if not head:
         raise ValueError(f"{path}: not a runner's page (no '# <lab> on <GPU>')")
-    data = {"lab": head.group(1), "gpu": head.group(2).strip(), "unit": "GB/s",
+    data = {"lab": head.group(1), "gpu": head.group(2).strip(),
             "source": os.path.basename(path) + " (its table: this page has no JSON)"}
     m = re.search(r"Measured on [^,(]+(?:\([^)]*\))?, (\d{4}-\d\d-\d\d)\. (.*?), seed (\d+)\.", text)
     if m:
         data["date"], data["params"], data["seed"] = m.group(1), m.group(2), int(m.group(3))
-    m = re.search(r"100% is (.+?) at ([\d.,]+) GB/s", text)
+    m = re.search(r"100% is (.+?) at ([\d.,]+) (\S+?), measured in the same run", text)
     if not m:
-        raise ValueError(f"{path}: no '100% is ... at N GB/s' sentence")
+        raise ValueError(f"{path}: no '100% is <ceiling> at <rate> <unit>, measured in the same run' sentence")
     data["ceiling"] = {"name": m.group(1), "rate": _num(m.group(2))}
+    data["unit"] = m.group(3)
+    data["emulated"] = "EMULATED" in text
     rows = []
     for line in text.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -81,11 +91,56 @@ def read_markdown(path):
             ms, rate = None, None
         rows.append({"kind": kind, "step": int(cells[0]) if kind == "step" else 0,
                      "name": cells[1], "status": cells[2], "correct": cells[2] == "ok",
-                     "median_ms": ms, "rate": rate})
+                     "median_ms": ms, "rate": rate, "note": cells[6] if len(cells) > 6 else ""})
     if not rows:
         raise ValueError(f"{path}: no results table")
     data["rows"] = rows
+    table = _cost_table(text)
+    if table:
+        data["extra"] = {"cost_table": table}
     return data
+
+
+def _cost_table(text):
+    """Lab 02's table '| d | step 2 distinct | ...' as {"d": [...], "curves": [{step, name, cost}]}."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or cells[0] != "d" or len(cells) < 2:
+            continue
+        heads = [re.match(r"step (\d+) (\S+)", c) for c in cells[1:]]
+        if not all(heads):
+            continue
+        ds, cols = [], [[] for _ in heads]
+        for row in lines[i + 2:]:
+            vals = [c.strip() for c in row.strip().strip("|").split("|")]
+            if not row.startswith("|") or not vals[0].isdigit():
+                break
+            ds.append(int(vals[0]))
+            for k, v in enumerate(vals[1:len(heads) + 1]):
+                cols[k].append(_num(v))
+        return {"d": ds, "curves": [{"step": int(h.group(1)), "name": h.group(2), "cost": c}
+                                    for h, c in zip(heads, cols)]}
+    return None
+
+
+def d_curves(data):
+    """Lab 02: (d values, [(step, name, cost at each d as a multiple of d = 1)]), or None.
+
+    From the JSON's extra.curve (ms per walk at d = 1, 2, 4, ..., the runner's
+    cm_d(k) = 2^k) or from the page's table when the page has no JSON.
+    """
+    extra = data.get("extra") or {}
+    if extra.get("cost_table"):
+        t = extra["cost_table"]
+        return t["d"], [(c["step"], c["name"], c["cost"]) for c in t["curves"]]
+    if extra.get("curve"):
+        names = {r["step"]: r["name"] for r in data["rows"] if r["kind"] == "step"}
+        curves = [(c["step"], names.get(c["step"], ""), [ms / c["ms"][0] for ms in c["ms"]])
+                  for c in extra["curve"] if c.get("ms") and c["ms"][0] > 0]
+        if curves:
+            return [1 << k for k in range(len(curves[0][2]))], curves
+    return None
 
 
 def load_page(md_path):
@@ -134,7 +189,8 @@ class Svg:
 
 def _caption(data):
     when = data.get("date", "undated")
-    return f"{short_gpu(data.get('gpu'))}, {when}; data: {data['source']}"
+    emu = " (EMULATED on the CPU: not a GPU's speed)" if data.get("emulated") else ""
+    return f"{short_gpu(data.get('gpu'))}{emu}, {when}; data: {data['source']}"
 
 
 def rate_chart(series, title, slide=False):
@@ -161,24 +217,42 @@ def rate_chart(series, title, slide=False):
     plot_w = width - left - right
     row_h = n * bar + gap
     height = top + len(keys) * row_h + (30 if slide else 48)
+    fmax = max((fraction(r, d) or 0) for _, d in series for r in d["rows"])
+    # a run whose rows pass 3x the ceiling (lab 02's cached table reads) gets a log scale
+    log = fmax > 3
     svg = Svg(width, height, title, fs)
     if not slide:
         svg.text(12, 24, title, size=16, weight="bold")
-        svg.text(12, 44, "bar: GB/s as a share of the ceiling measured in the same run" +
-                 (f" ({escape_unit(base)})" if n == 1 else ", for each run"), size=12, fill="#555555")
+        svg.text(12, 44, f"bar: {unit_of(base)} as a share of the ceiling measured in the same run" +
+                 (f" (100% = {escape_unit(base)})" if n == 1 else ", for each run"),
+                 size=12, fill="#555555")
     for i, (label, data) in enumerate(series):
         if n > 1:
             svg.rect(12, head + 16 * fs * i, 12, 10, SERIES[i % len(SERIES)])
-            svg.text(30, head + 9 + 16 * fs * i, f"{label}: 100% = {data['ceiling']['name']}, "
-                     f"{data['ceiling']['rate']:.0f} GB/s", size=11)
-    xmax = max(1.1, max((fraction(r, d) or 0) for _, d in series for r in d["rows"]) + 0.05)
-    sx = plot_w / xmax
+            svg.text(30, head + 9 + 16 * fs * i, f"{label}: 100% = {escape_unit(data)}", size=11)
+    if log:
+        lo = 10 ** math.floor(math.log10(min(f for _, d in series for r in d["rows"]
+                                               if (f := fraction(r, d)))))
+        hi = 10 ** math.ceil(math.log10(fmax))
+        lo = min(lo, 0.1)
+
+        def xof(f):
+            return left + (math.log10(max(f, lo)) - math.log10(lo)) / (math.log10(hi) - math.log10(lo)) * plot_w
+        ticks = [10 ** e for e in range(round(math.log10(lo)), round(math.log10(hi)) + 1)]
+    else:
+        xmax = max(1.1, fmax + 0.05)
+
+        def xof(f):
+            return left + f / xmax * plot_w
+        ticks = [p / 100 for p in range(0, int(xmax * 100) + 1, 25)]
     y0, y1 = top - 6, top + len(keys) * row_h
-    for pct in range(0, int(xmax * 100) + 1, 25):
-        x = left + pct / 100 * sx
-        svg.line(x, y0, x, y1, stroke="#555555" if pct == 100 else "#dddddd",
-                 dash=None if pct == 100 else "3,3")
-        svg.text(x, y1 + 16, f"{pct}%", size=11, anchor="middle", fill="#555555")
+    for t in ticks:
+        x = xof(t)
+        svg.line(x, y0, x, y1, stroke="#555555" if t == 1 else "#dddddd", dash=None if t == 1 else "3,3")
+        svg.text(x, y1 + 16, f"{t * 100:g}%", size=11, anchor="middle", fill="#555555")
+    if log:
+        svg.text(xof(ticks[0]) - 22 * fs, y1 + 16, "log scale", size=11, anchor="end", fill="#555555",
+                 weight="bold")
     for j, key in enumerate(keys):
         y = top + j * row_h
         kind, step, name = key
@@ -198,16 +272,21 @@ def rate_chart(series, title, slide=False):
                 svg.text(left + 4, yy + 13, f"{row.get('status', '?')}: not timed", size=11,
                          fill="#c0392b")
                 continue
-            svg.rect(left, yy + 2, f * sx, bar - 4, colour)
-            svg.text(left + f * sx + 6, yy + bar / 2 + 4, f"{row['rate']:.0f} GB/s  {f * 100:.0f}%", size=11)
+            svg.rect(left, yy + 2, xof(f) - left, bar - 4, colour)
+            svg.text(xof(f) + 6, yy + bar / 2 + 4, f"{row['rate']:.0f} {unit_of(data)}  {f * 100:.0f}%",
+                     size=11)
     if not slide:
         svg.text(12, height - 12, "; ".join(_caption(d) for _, d in series), size=11, fill="#555555")
     return svg.done()
 
 
+def unit_of(data):
+    """The rate's unit as the runner wrote it: GB/s, or GFLOP/s for lab 03."""
+    return data.get("unit") or "GB/s"
+
+
 def escape_unit(data):
-    return f"100% = {data['ceiling']['name']}, {data['ceiling']['rate']:.0f} GB/s" \
-        if "ceiling" in data else "GB/s"
+    return f"{data['ceiling']['name']}, {data['ceiling']['rate']:.0f} {unit_of(data)}"
 
 
 def clip(s, n):
@@ -275,6 +354,187 @@ def probe_chart(series, title, slide=False):
     return svg.done()
 
 
+def _nice_step(top, n=5):
+    """A tick step of 1, 2 or 5 times a power of ten, about n ticks up to top."""
+    raw = max(top, 1e-9) / n
+    e = 10 ** math.floor(math.log10(raw))
+    return next(m * e for m in (1, 2, 5, 10) if m * e >= raw)
+
+
+def _captions(svg, series, height):
+    """Each run's caption on a line of its own, the last one at the bottom."""
+    for i, (_, data) in enumerate(series):
+        svg.text(12, height - 12 - 15 * (len(series) - 1 - i), _caption(data), size=11, fill="#555555")
+
+
+def _legend_runs(svg, series, x, y, dashes):
+    """For two or more runs: one short line per run in its dash pattern, with its label."""
+    for i, (label, _) in enumerate(series):
+        svg.line(x, y - 4, x + 28, y - 4, stroke="#333333", width=2, dash=dashes[i % len(dashes)])
+        svg.text(x + 34, y, label, size=12, fill="#555555")
+        x += 34 + 7 * svg.fs * len(label) + 24
+
+
+def addresses_chart(series, title, slide=False):
+    """Lab 02: a walk's cost at d distinct addresses per warp and read, as a multiple of
+    its cost at d = 1, for steps 2-4, against the ideal d x of one address at a time."""
+    fs = 1.35 if slide else 1.0
+    width, plot_h = (1000, 330) if slide else (720, 300)
+    left, right = int(64 * fs), int(225 * fs)
+    top = (14 if slide else 60) + (20 * fs if len(series) > 1 else 0) + 22 * fs
+    bottom = 46 * fs + (0 if slide else 7 + 15 * len(series))
+    height = int(top + plot_h + bottom)
+    svg = Svg(width, height, title, fs)
+    if not slide:
+        svg.text(12, 24, title, size=16, weight="bold")
+    y = 18 if slide else 44
+    svg.text(12, y, "cost of one walk at d distinct table entries per warp and read, as a multiple of "
+             "its cost at d = 1 (log scales)", size=12, fill="#555555")
+    dashes = [None, "7,4", "2,3", "10,3,2,3"]
+    if len(series) > 1:
+        _legend_runs(svg, series, 12, y + 20 * fs, dashes)
+    got = [(label, d_curves(data)) for label, data in series]
+    ds = next((c[0] for _, c in got if c), [1, 2, 4, 8, 16, 32])
+    costs = [v for _, c in got if c for _, _, vals in c[1] for v in vals if v > 0]
+    hi = max([ds[-1]] + costs) * 1.15
+    lo = min([1.0] + costs) / 1.15
+    plot_w = width - left - right
+
+    def xof(d):
+        return left + 10 + (math.log2(d) - math.log2(ds[0])) / max(math.log2(ds[-1] / ds[0]), 1) * (plot_w - 20)
+
+    def yof(v):
+        return top + plot_h - (math.log2(v) - math.log2(lo)) / (math.log2(hi) - math.log2(lo)) * plot_h
+
+    for v in (1, 2, 4, 8, 16, 32, 64, 128):
+        if lo <= v <= hi:
+            svg.line(left, yof(v), left + plot_w, yof(v), stroke="#dddddd", dash="3,3")
+            svg.text(left - 6, yof(v) + 4, f"{v}x", size=11, anchor="end", fill="#555555")
+    for d in ds:
+        svg.line(xof(d), top, xof(d), top + plot_h, stroke="#eeeeee")
+        svg.text(xof(d), top + plot_h + 16 * fs, str(d), size=11, anchor="middle", fill="#555555")
+    svg.text(left + plot_w / 2, top + plot_h + 34 * fs, "d: distinct addresses per warp-wide read",
+             size=12, anchor="middle", fill="#555555")
+    svg.line(left, top + plot_h, left + plot_w, top + plot_h, stroke="#555555")
+    # the ideal: one address at a time, d times the cost of one
+    svg.line(xof(ds[0]), yof(ds[0]), xof(ds[-1]), yof(ds[-1]), stroke="#8c8c8c", width=2, dash="5,4")
+    labels = [(yof(ds[-1]), "d x: one address at a time", "#8c8c8c")]
+    for i, (_, c) in enumerate(got):
+        if not c:
+            continue
+        for j, (step, name, vals) in enumerate(c[1]):
+            colour = SERIES[j % len(SERIES)]
+            pts = " ".join(f"{xof(d):.1f},{yof(v):.1f}" for d, v in zip(ds, vals) if v > 0)
+            dash = dashes[i % len(dashes)]
+            extra = f' stroke-dasharray="{dash}"' if dash else ""
+            svg.out.append(f'<polyline points="{pts}" fill="none" stroke="{colour}" stroke-width="2.5"{extra}/>')
+            for d, v in zip(ds, vals):
+                if v > 0:
+                    svg.out.append(f'<circle cx="{xof(d):.1f}" cy="{yof(v):.1f}" r="{3.5 * fs:.1f}" '
+                                   f'fill="{colour}"/>')
+            if i == 0:
+                labels.append((yof(vals[-1]), f"step {step} {name}: {vals[-1]:.2f}x", colour))
+    # the labels at the right end, pushed apart so that none overlaps another
+    labels.sort()
+    gap = 16 * fs
+    placed = []
+    for yy, text, colour in labels:
+        yy = max(yy, placed[-1] + gap) if placed else yy
+        placed.append(yy)
+        svg.text(left + plot_w + 8, yy + 4, text, size=12, fill=colour, weight="bold")
+    if not slide:
+        _captions(svg, series, height)
+    return svg.done()
+
+
+def gflops_chart(series, title, slide=False):
+    """Lab 03: each step's GFLOP/s as a bar, the library (cuBLAS) measured in the same run as a line."""
+    fs = 1.35 if slide else 1.0
+    width, plot_h = (1000, 330) if slide else (720, 300)
+    n = len(series)
+    steps = sorted({r["step"] for _, d in series for r in d["rows"] if r["kind"] == "step"})
+    names = {}
+    for _, d in series:
+        for r in d["rows"]:
+            if r["kind"] == "step":
+                names.setdefault(r["step"], r["name"])
+    left, right = int(70 * fs), int(24 * fs)
+    top = (14 if slide else 60) + 22 * fs + (20 * fs if n > 1 else 0)
+    bottom = 74 * fs + (0 if slide else 7 + 15 * n)
+    height = int(top + plot_h + bottom)
+    svg = Svg(width, height, title, fs)
+    if not slide:
+        svg.text(12, 24, title, size=16, weight="bold")
+    y = 18 if slide else 44
+
+    def lib(data):
+        return next((r for r in data["rows"] if r["kind"] == "anchor" and r.get("rate")),
+                    next((r for r in data["rows"] if r["kind"] == "ceiling" and r.get("rate")), None))
+    unit = unit_of(series[0][1])
+    svg.text(12, y, f"bars: each step's {unit}; line: {(lib(series[0][1]) or {}).get('name', 'the library')}"
+             f", timed in the same run on the same data", size=12, fill="#555555")
+    if n > 1:
+        x = 12
+        for i, (label, data) in enumerate(series):
+            ref = lib(data)
+            text = f"{label}" + (f": {ref['rate']:,.0f} {unit}" if ref else "")
+            svg.rect(x, y + 20 * fs - 9, 12, 10, SERIES[i % len(SERIES)])
+            svg.text(x + 16, y + 20 * fs, text, size=12, fill="#555555")
+            x += 16 + 6.6 * fs * len(text) + 20
+    top_rate = max([r.get("rate") or 0 for _, d in series for r in d["rows"] if r["kind"] in ("step", "anchor")])
+    tick = _nice_step(top_rate * 1.1)
+    ymax = tick * math.ceil(top_rate * 1.12 / tick)
+    plot_w = width - left - right
+    group = plot_w / max(len(steps), 1)
+    bar = (group - 14 * fs) / n
+
+    def yof(v):
+        return top + plot_h - v / ymax * plot_h
+
+    v = 0.0
+    while v <= ymax + 1e-9:
+        svg.line(left, yof(v), left + plot_w, yof(v), stroke="#dddddd", dash="3,3")
+        svg.text(left - 6, yof(v) + 4, f"{v:,.0f}", size=11, anchor="end", fill="#555555")
+        v += tick
+    for i, (label, data) in enumerate(series):
+        colour = SERIES[i % len(SERIES)]
+        for j, step in enumerate(steps):
+            x = left + j * group + 7 * fs + i * bar
+            row = next((r for r in data["rows"] if r["kind"] == "step" and r["step"] == step), None)
+            if row is None or row.get("rate") is None or row.get("status", "ok") != "ok":
+                svg.text(x + bar / 2, yof(0) - 4, "–", size=10, anchor="middle", fill="#888888")
+                continue
+            svg.rect(x, yof(row["rate"]), bar - 2, yof(0) - yof(row["rate"]), colour)
+            svg.text(x + bar / 2, yof(row["rate"]) - 4, f"{row['rate']:,.0f}", size=10 if n == 1 else 9,
+                     anchor="middle")
+        ref = lib(data)
+        if ref:
+            svg.line(left, yof(ref["rate"]), left + plot_w, yof(ref["rate"]),
+                     stroke=COLOURS["anchor"] if n == 1 else colour, width=2, dash="6,4")
+            if n == 1:
+                svg.text(left + 6, yof(ref["rate"]) - 6, f"{ref['name']}: {ref['rate']:,.0f} {unit}",
+                         size=12, weight="bold", fill=COLOURS["anchor"])
+    svg.line(left, yof(0), left + plot_w, yof(0), stroke="#555555")
+    for j, step in enumerate(steps):
+        cx, cy = left + j * group + group / 2, yof(0) + 16 * fs
+        svg.text(cx, cy, f"step {step}", size=12, anchor="middle", weight="bold")
+        svg.text(cx, cy + 15 * fs, clip(names[step], 14), size=10, anchor="middle", fill="#555555")
+        shares = [f"{r['rate'] / lib(d)['rate'] * 100:.0f}%" for _, d in series
+                  for r in d["rows"] if r["kind"] == "step" and r["step"] == step and r.get("rate")
+                  and lib(d) and r.get("status", "ok") == "ok"]
+        svg.text(cx, cy + 30 * fs, " / ".join(shares), size=11, anchor="middle", fill=COLOURS["anchor"])
+    if not slide:
+        _captions(svg, series, height)
+    return svg.done()
+
+
+# what each chart shows: the link's alt text on the page, the slide's title
+CHART_ALT = {"rate": "each step's rate against the ceiling",
+             "probe": "conflict degree against cost",
+             "addresses": "d distinct addresses per warp against cost",
+             "gflops": "GFLOP/s of each step against cuBLAS"}
+
+
 def charts_for(series, stem_title, slide=False):
     """{suffix: svg text} for one page's data (and any compared runs).
 
@@ -284,6 +544,10 @@ def charts_for(series, stem_title, slide=False):
     out = {"rate": rate_chart(series, f"{data['lab']}{stem_title}: each step against the ceiling", slide)}
     if data["lab"].startswith("01_") and "patterns" in data.get("extra", {}):
         out["probe"] = probe_chart(series, f"{data['lab']}: conflict degree against cost", slide)
+    if data["lab"].startswith("02_") and d_curves(data):
+        out["addresses"] = addresses_chart(series, f"{data['lab']}{stem_title}: d addresses against cost", slide)
+    if data["lab"].startswith("03_"):
+        out["gflops"] = gflops_chart(series, f"{data['lab']}{stem_title}: {unit_of(data)} against cuBLAS", slide)
     return out
 
 
@@ -309,8 +573,7 @@ def page_outputs(md_path):
     for suffix, svg in charts.items():
         name = f"{base}.{suffix}.svg"
         out[os.path.join(os.path.dirname(md_path), name)] = svg
-        alt = {"rate": "each step's rate against the ceiling",
-               "probe": "conflict degree against cost"}[suffix]
+        alt = CHART_ALT[suffix]
         links.append(f"![{base}: {alt}]({name})")
     with open(md_path, encoding="utf-8") as f:
         page = f.read()
@@ -372,6 +635,9 @@ def main(argv=None):
         refs = a.vs or _published_for(data)
         for ref in refs:
             r = load_page(ref) if ref.endswith(".md") else read_json(ref)
+            if r["lab"] != data["lab"]:
+                print(f"charts: {ref} is lab {r['lab']}, {mine} is {data['lab']}: not drawn beside it")
+                continue
             series.append((f"published ({short_gpu(r.get('gpu'))})", r))
         base = os.path.splitext(os.path.basename(mine))[0]
         for suffix, svg in charts_for(series, "").items():

@@ -112,6 +112,19 @@ def ink(data, top=0.0, bottom=0.88):
 
 # ---------------------------------------------------------------- the tests
 
+def plain(content):
+    """The text of a slide title as typst's query gives it (a string or content as a dict)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, dict):
+        if content.get("func") == "space":
+            return " "
+        if "text" in content and isinstance(content["text"], str):
+            return content["text"]
+        return "".join(plain(c) for c in content.get("children", []) + [content.get("body", "")])
+    return ""
+
+
 def t_builds(typst, name):
     deck = deck_path(name)
     pdf = build.compile_deck(typst, deck)
@@ -121,6 +134,13 @@ def t_builds(typst, name):
     over = build.query(typst, deck, "<overflow>")
     if over:
         fail(f"{name}: does not fit its slide: " + "; ".join(str(o.get("overflow")) for o in over))
+    ends = build.query(typst, deck, "<slide-end>")
+    runs = [e for e in ends if e["last"] != e["first"]]
+    if runs:
+        fail(f"{name}: " + "; ".join(
+            f"the slide on page {e['first']} ('{plain(e['title'])}') "
+            f"runs on to page {e['last']}" for e in runs) +
+             " (render with `python3 slides/build.py --png DIR` and look)")
     pages = pages_of(typst, deck, ppi=10)
     if len(pages) != len(slides):
         fail(f"{name}: {len(pages)} pages for {len(slides)} slides: a slide's content overflows "
