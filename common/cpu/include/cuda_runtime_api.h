@@ -139,6 +139,11 @@ cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem);
  * all kernels), loads in *ld and stores in *st (either may be NULL).
  * Returns 0 when such a kernel ran under the bank counts, -1 otherwise. */
 int cml_cpu_bank_totals(const char *kernel, unsigned long long *ld, unsigned long long *st);
+/* The same kernels' requests and wavefronts (the model's answer summed over
+ * their warp instructions) of loads (store 0) or stores (store 1): lab 01's
+ * probe shows predicted against emulated wavefronts with it. Returns as
+ * cml_cpu_bank_totals. */
+int cml_cpu_bank_counts(const char *kernel, int store, unsigned long long *requests, unsigned long long *wavefronts);
 /* Switches the bank counts on from here on (as CML_CPU_CHECK=banks does
  * from the start, without its lines at exit): for a runner's --counters. */
 void cml_cpu_bank_counts_on(void);

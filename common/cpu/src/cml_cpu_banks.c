@@ -333,26 +333,42 @@ static int kernel_matches(const char *name, const char *kernel)
     return same;
 }
 
-int cml_cpu_bank_totals(const char *kernel, unsigned long long *ld, unsigned long long *st)
+int cml_cpu_bank_counts(const char *kernel, int store, unsigned long long *requests, unsigned long long *wavefronts)
 {
-    unsigned long long l = 0, s = 0;
+    unsigned long long r = 0, w = 0;
     int found = 0;
     pthread_mutex_lock(&banks_lock);
-    for (size_t r = 0; r < n_results; ++r)
-        if (kernel_matches(results[r].kernel, kernel)) {
+    for (size_t i = 0; i < n_results; ++i)
+        if (kernel_matches(results[i].kernel, kernel)) {
             found = 1;
-            unsigned long long c = results[r].wavefronts - results[r].requests;
-            if (results[r].store)
-                s += c;
-            else
-                l += c;
+            if (results[i].pc != NULL && results[i].store == (store != 0)) {
+                r += results[i].requests;
+                w += results[i].wavefronts;
+            }
         }
     pthread_mutex_unlock(&banks_lock);
-    if (ld != NULL)
-        *ld = l;
-    if (st != NULL)
-        *st = s;
+    if (requests != NULL)
+        *requests = r;
+    if (wavefronts != NULL)
+        *wavefronts = w;
     return found ? 0 : -1;
+}
+
+int cml_cpu_bank_totals(const char *kernel, unsigned long long *ld, unsigned long long *st)
+{
+    unsigned long long r[2], w[2];
+    if (cml_cpu_bank_counts(kernel, 0, &r[0], &w[0]) != 0 || cml_cpu_bank_counts(kernel, 1, &r[1], &w[1]) != 0) {
+        if (ld != NULL)
+            *ld = 0;
+        if (st != NULL)
+            *st = 0;
+        return -1;
+    }
+    if (ld != NULL)
+        *ld = w[0] - r[0];
+    if (st != NULL)
+        *st = w[1] - r[1];
+    return 0;
 }
 
 typedef struct line_total {

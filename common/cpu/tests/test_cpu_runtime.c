@@ -409,6 +409,9 @@ Test(banks, lines_per_kernel_and_source_line)
     cr_expect(strstr(text, "cml-cpu banks: stride_kernel total ld conflicts=124 st conflicts=0\n") != NULL,
               "the kernel's total in:\n%s", text);
     cr_assert_eq(cml_cpu_bank_totals("no_such_kernel", &ld, &st), -1, "a kernel that never ran has no totals");
+    unsigned long long r = 0, w = 0;
+    cr_assert_eq(cml_cpu_bank_counts("stride_kernel", 0, &r, &w), 0);
+    cr_expect(r == 4 && w == 128, "loads: 4 requests, 128 wavefronts; got %llu, %llu", r, w);
     free(text);
 }
 
