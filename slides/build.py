@@ -142,6 +142,19 @@ def _dedent(lines):
     return "\n".join(s.lstrip() if s.lstrip().startswith("#") else s[ind:] for s in lines)
 
 
+def lab_mistakes(m):
+    """The lab's catalogue of typical mistakes (solutions/<lab>/mistakes.toml): step,
+    summary, what catches it; [] in a student edition, which has no solutions/."""
+    path = os.path.join(ROOT, "solutions", m["name"], "mistakes.toml")
+    if not os.path.exists(path):
+        return []
+    import tomllib
+    with open(path, "rb") as f:
+        entries = tomllib.load(f).get("mistake", [])
+    return [{"name": e["name"], "step": e.get("step", 0), "summary": e.get("summary", ""),
+             "caught_by": e.get("caught_by", "tests")} for e in entries]
+
+
 def lab_results(lab, m):
     """The lab's results pages, every GPU folder, in the order its manifest names them."""
     out = []
@@ -171,10 +184,11 @@ def lab_results(lab, m):
 def deck_inputs(deck):
     ms = manifests()
     name = os.path.basename(deck)[:-4]
-    kit = {"deck": name, "labs": ms, "lab": None, "code": {}, "results": [],
+    kit = {"deck": name, "labs": ms, "lab": None, "code": {}, "results": [], "mistakes": [],
            "all_results": {lab: lab_results(lab, m) for lab, m in ms.items()}}
     if name in ms:
         kit["lab"] = ms[name]
+        kit["mistakes"] = lab_mistakes(ms[name])
         kit["code"] = lab_code(ms[name])
         kit["results"] = kit["all_results"][name]
     elif not name.startswith("00_"):
