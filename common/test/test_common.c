@@ -328,6 +328,7 @@ Test(ncu, finds_nothing_in_text_without_the_metric)
     cr_expect_eq(cml_ncu_parse_csv("==ERROR== ERR_NVGPUCTRPERM - no permission\n", metrics, 1, &c), 0);
 }
 
+#ifndef CML_CPU_BACKEND
 Test(ncu, says_why_when_ncu_is_missing)
 {
     const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS};
@@ -339,6 +340,53 @@ Test(ncu, says_why_when_ncu_is_missing)
     cr_expect(strstr(c.reason, "was not found") != NULL, "reason: %s", c.reason);
     unsetenv("CML_NCU");
 }
+#else
+/* On the CPU path the counts come from the runtime's bank lines on stderr
+ * (here printed by a shell standing in for the runner). */
+Test(ncu, reads_the_cpu_paths_bank_lines_per_launch_with_the_filter)
+{
+    const char *metrics[] = {CML_NCU_SHARED_ST_CONFLICTS, CML_NCU_SHARED_LD_CONFLICTS, "sm__cycles_elapsed.avg"};
+    const char *args[] = {"-c",
+                          "echo 'cml-cpu banks: launch abt_naive_kernel ld conflicts=31744 st conflicts=7' >&2; "
+                          "echo 'cml-cpu banks: launch cml_fill32_kernel ld conflicts=5 st conflicts=5' >&2; "
+                          "echo 'cml-cpu banks: launch abt_padded_kernel ld conflicts=0 st conflicts=3' >&2; "
+                          "echo 'cml-cpu banks: abt_naive_kernel total ld conflicts=31744 st conflicts=7' >&2",
+                          NULL};
+    cml_ncu_counts c;
+    cr_assert_eq(cml_ncu_collect("/bin/sh", args, metrics, 3, "regex:^abt_", &c), 1, "reason: %s", c.reason);
+    cr_assert_eq(c.nkernels, 2, "two launches match ^abt_, got %d", c.nkernels);
+    cr_expect_str_eq(c.kernel[0], "abt_naive_kernel");
+    cr_expect_str_eq(c.kernel[1], "abt_padded_kernel");
+    cr_expect(c.value[0][0] == 7.0 && c.value[0][1] == 31744.0, "launch 1: st %g ld %g", c.value[0][0],
+              c.value[0][1]);
+    cr_expect(c.value[1][0] == 3.0 && c.value[1][1] == 0.0, "launch 2: st %g ld %g", c.value[1][0], c.value[1][1]);
+    cr_expect(c.value[0][2] == -1.0, "a metric the CPU path does not count is -1, never 0: got %g", c.value[0][2]);
+}
+
+Test(ncu, sums_a_steps_kernel_totals_when_there_are_no_launch_lines)
+{
+    const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS};
+    const char *args[] = {"-c",
+                          "echo 'cml-cpu banks: tile_kernel<plain> total ld conflicts=100 st conflicts=0' >&2; "
+                          "echo 'cml-cpu banks: tile_kernel<padded> total ld conflicts=20 st conflicts=0' >&2; "
+                          "echo 'cml-cpu banks: cml_fill32_kernel total ld conflicts=9 st conflicts=0' >&2",
+                          NULL};
+    cml_ncu_counts c;
+    cr_assert_eq(cml_ncu_collect("/bin/sh", args, metrics, 1, "regex:^tile_kernel", &c), 1, "reason: %s", c.reason);
+    cr_assert_eq(c.nkernels, 1, "one run is one launch, got %d", c.nkernels);
+    cr_expect(c.value[0][0] == 120.0, "the matching kernels' totals summed: got %g", c.value[0][0]);
+}
+
+Test(ncu, says_why_when_the_cpu_path_reports_no_launch)
+{
+    const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS};
+    const char *args[] = {"--check-only", NULL};
+    cml_ncu_counts c;
+    cr_expect_eq(cml_ncu_collect("/bin/true", args, metrics, 1, NULL, &c), 0);
+    cr_expect_eq(c.available, 0);
+    cr_expect(strstr(c.reason, "reported no launch") != NULL, "reason: %s", c.reason);
+}
+#endif
 
 Test(report, markdown_has_a_note_column_and_the_extra_text_json_the_extra_value)
 {
