@@ -228,6 +228,9 @@ def cmd_task(a) -> int:
     return rc
 
 
+PENDING = ("PENDING", "CONFIGURING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD", "SUSPENDED")
+
+
 def _queue(job_ids: list[str]) -> dict[int, str] | None:
     """Array task -> Slurm state (PENDING, RUNNING ...) of the jobs still
     queued; None when squeue cannot be asked."""
@@ -260,18 +263,14 @@ def shard_states(state: Path) -> list[dict]:
             shown = "done"
         elif s == "failed":
             shown, why = "failed", f"exit {st.get('rc')}"
-        elif q in ("PENDING", "CONFIGURING", "REQUEUED"):
-            shown = "pending"
-        elif s == "running" and (queued is None or q is not None):
-            shown = "running"
+        elif q is not None:   # in the queue: its own state (a rerun's task may not have written its status yet)
+            shown = "pending" if q in PENDING else "running"
+        elif queued is None:   # squeue cannot be asked: the status file alone
+            shown = "running" if s == "running" else "pending"
         elif s == "running":
             shown, why = "failed", "the task ended without finishing (cancelled, time limit or node failure)"
-        elif s == "resubmitted" and queued is None:
-            shown = "pending"
-        elif queued is None and not s:
-            shown = "pending"
         else:
-            shown, why = "failed", "never ran (not in the queue)" if not s else "not in the queue"
+            shown, why = "failed", "never ran (not in the queue)"
         rows.append({"shard": i, "state": shown, "why": why, "job": st.get("job", ""), "host": st.get("host", ""),
                      "log": str(state / "shards" / str(i))})
     return rows

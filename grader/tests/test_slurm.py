@@ -254,8 +254,10 @@ class SlurmArrayTest(unittest.TestCase):
         r = slurm("rerun", state)
         self.assertIn("resubmitted shard(s) 1", r.stdout)
         one = base / "one"
+        # as on a node with one GPU (a task's view; without one listed the grader would take the CPU path)
         single = subprocess.Popen([sys.executable, str(GRADER / "grade.py"), str(subs), "--batch", "--out", str(one),
-                                   "--no-cache", "--reference-build", str(state / "reference"), *grade_args], env=env,
+                                   "--no-cache", "--reference-build", str(state / "reference"), *grade_args],
+                                  env=dict(env, CUDA_VISIBLE_DEVICES="0"),
                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         self.addCleanup(lambda: single.poll() is None and single.kill())
         wait(lambda p: p[1]["state"] in ("done", "failed"), "the rerun of shard 1")
