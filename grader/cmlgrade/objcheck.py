@@ -56,6 +56,10 @@ KIT_PREFIX = re.compile(r"^(cml_|criterion_|cr_|__wrap_|__real_)")
 CTOR_SECTIONS = (".ctors", ".dtors", ".fini_array", ".preinit_array")
 LIBRARY_NAMESPACE = re.compile(r"^_ZN\d*(3cub|6thrust)|CUB_\d+_|THRUST_\d+_")
 NEW_DELETE = re.compile(r"^_Z(nw|na|dl|da)")
+# Data a student's global variable (a __device__ or __constant__ array on the
+# CPU path: C++ gives variables plain names) must not replace.
+LIBC_DATA = frozenset("""stdin stdout stderr environ optarg optind opterr optopt errno program_invocation_name
+program_invocation_short_name timezone daylight tzname signgam""".split())
 # Headers of the libraries a lab's student code must not use (CUB, Thrust, cuBLAS ...), as compiled.
 LIBRARY_HEADER = re.compile(r"/(cub|thrust|cublas\w*|cusparse\w*|cufft\w*|cutlass|cute)(/|\.h)")
 # An instruction that enters the kernel without the C library (inline assembly).
@@ -221,6 +225,9 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
             why.append(f"defines {dem.get(n, n)} (replaces the program's allocator)")
         elif LIBRARY_NAMESPACE.search(n):
             why.append(f"defines {dem.get(n, n)[:80]} (CUB/Thrust code: write the technique yourself)")
+        elif (s.kind in ("OBJECT", "TLS") and not n.startswith("_") and n not in LIBC_DATA
+              and s.bind != "WEAK"):
+            continue   # the student's own global variable (plain name in C++), not one of the C library's
         elif not n.startswith("_Z") and n not in interface and not n.startswith(("__cuda", "__nv_", "__fatbin", "DW.ref.")):
             why.append(f"defines {n}, which the lab's interface does not declare (a C library or kit name "
                        f"would replace the real one)")

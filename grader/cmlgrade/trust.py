@@ -50,6 +50,9 @@ def include_roots(lab: Lab, depfile: Path) -> list[Path]:
         roots.append(cuda.resolve())
     if deps:
         src = Path(deps[0]).resolve()
+        if src.suffix == ".cpp" and src.is_file():   # the CPU path's translation: its #line names the source
+            m = re.search(r'^#line \d+ "([^"]+)"', src.read_text(encoding="utf-8", errors="replace")[:4096], re.M)
+            src = Path(m.group(1)).resolve() if m else src
         # <root>/labs/<lab>/<file> or, on the CPU path, a translated copy in the build
         root = src.parents[2] if src.parent.name == lab.name and src.parent.parent.name == "labs" else None
         if root is not None:
