@@ -49,6 +49,12 @@ sin sinf cos cosf tan tanf atan atanf atan2 atan2f hypot hypotf nextafter nextaf
 """.split())
 # CUDA runtime functions that hand out other code (driver entry points).
 REFUSED_CUDA = re.compile(r"^cuda(GetDriverEntryPoint\w*|GetExportTable|GetProcAddress)$")
+# A launcher works on device data and leaves it there: a copy to or from the
+# host, or memory the host can read, is how a sum or a transpose would be done
+# on the CPU instead (no reference uses them; lab 02 fills __constant__ with
+# cudaMemcpyToSymbol, which stays allowed).
+HOST_DATA = re.compile(r"^cuda(Memcpy|MemcpyAsync|Memcpy2D\w*|Memcpy3D\w*|MemcpyFromSymbol\w*|MemcpyPeer\w*|"
+                       r"MallocManaged|MallocHost|HostAlloc|HostRegister|HostGetDevicePointer)$")
 # Only the CUDA compiler's registration function may run at load time and
 # register an exit handler.
 REGISTRATION = re.compile(r"__sti____cudaRegisterAll|__nv_cudaEntityRegisterCallback|__cudaUnregisterBinaryUtil")
@@ -257,6 +263,9 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
                 why.append(f"registers an exit handler ({u}) in {', '.join(users[:2]) or 'its data'}")
             continue
         if u in ALLOWED_UNDEFINED or u.startswith("__cuda"):
+            continue
+        if HOST_DATA.match(u):
+            why.append(f"calls {u} (moves data to or from the host: a launcher's work stays on the device)")
             continue
         if u.startswith("cuda") and not REFUSED_CUDA.match(u):
             continue

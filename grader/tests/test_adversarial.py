@@ -94,6 +94,11 @@ FORGERIES = {
     "exit_zero_in_a_launcher": ("""
         #include <stdlib.h>
         extern "C" void reduce_helper_quit(void) { exit(0); }""", "exit"),
+    "sum_on_the_host": ("""
+        extern "C" cudaError_t cudaMemcpy(void *, const void *, size_t, int);
+        extern "C" cudaError_t reduce_helper_host(const int *in, size_t n, int *out) {
+            static int h[1024]; cudaMemcpy(h, in, (n < 1024 ? n : 1024) * 4, 2); int s = 0;
+            for (size_t i = 0; i < n && i < 1024; ++i) s += h[i]; return cudaMemcpy(out, &s, 4, 1); }""", "host"),
     "raw_syscall": ("""
         extern "C" long reduce_helper_sys(void) { long r; __asm__ volatile("syscall" : "=a"(r) : "a"(39L)); return r; }""",
                     "system calls"),
