@@ -212,7 +212,8 @@ def _device_stub(code: list[str]) -> bool:
     return 2 <= len(code) <= 5 and any("$0x1," in c for c in code) and code[-1].startswith("call")
 
 
-def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu_path: bool = False) -> list[str]:
+def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu_path: bool = False,
+                      host_data: bool = True) -> list[str]:
     """The reasons to refuse one host object (empty: none)."""
     name = obj.name
     syms = read_symbols(tools["readelf"], obj)
@@ -264,7 +265,7 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
             continue
         if u in ALLOWED_UNDEFINED or u.startswith("__cuda"):
             continue
-        if HOST_DATA.match(u):
+        if not host_data and HOST_DATA.match(u):
             why.append(f"calls {u} (moves data to or from the host: a launcher's work stays on the device)")
             continue
         if u.startswith("cuda") and not REFUSED_CUDA.match(u):
@@ -316,8 +317,10 @@ def read_sass(cuobjdump: str, obj: Path) -> dict[str, str]:
 
 
 def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str], allowed_roots: list[Path],
-                  cpu_objects: set[Path] = frozenset()) -> ObjectReport:
-    """cpu_objects: those of `objects` built on the CPU path (no device code)."""
+                  cpu_objects: set[Path] = frozenset(), host_data: bool = True) -> ObjectReport:
+    """cpu_objects: those of `objects` built on the CPU path (no device code);
+    host_data False: copies to or from the host are refused (a lab whose
+    kit-only checker would otherwise accept work done on the CPU)."""
     rep = ObjectReport()
     tools = find_binutils()
     if tools is None:
@@ -328,7 +331,7 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
         return rep
     try:
         for obj in objects:
-            rep.refused += check_host_object(obj, interface, tools, obj in cpu_objects)
+            rep.refused += check_host_object(obj, interface, tools, obj in cpu_objects, host_data)
         for d in depfiles:
             rep.refused += check_includes(d, allowed_roots)
     except ObjectToolError as e:

@@ -126,7 +126,7 @@ def compile_object(testcase, code: str, extra_flags=(), name="reduction.cu") -> 
 def object_report(testcase, code: str, extra_flags=()) -> objcheck.ObjectReport:
     obj, dep = compile_object(testcase, code, extra_flags)
     iface = objcheck.interface_names([helpers.KIT / LAB.dir / f"{LAB.stem}.h"])
-    return objcheck.check_objects([obj], [dep], iface, trust.include_roots(LAB, dep), {obj})
+    return objcheck.check_objects([obj], [dep], iface, trust.include_roots(LAB, dep), {obj}, host_data=False)
 
 
 def graded(run: LabRun) -> float:
