@@ -95,6 +95,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--cuda-arch", default=os.environ.get("CUDAARCHS", ""), help="as grade.py's --cuda-arch")
     p.add_argument("--kit", type=Path, default=Path(__file__).resolve().parent.parent.parent)
     p.add_argument("--progress", action="store_true", help="the grader's progress lines on stderr")
+    p.add_argument("--path", choices=("auto", "cuda", "cpu"), default="auto",
+                   help="build and run on the CUDA build or the CPU path (common/cpu); auto: the grader's choice "
+                        "(the CPU path when no GPU is listed)")
     p.add_argument("--sandbox", action="store_true", help="grade inside bubblewrap as grade.py does (default off "
                    "with --clock cpu: the sandbox's PID namespace hides its processes' CPU time from the count)")
     p.add_argument("--clock", choices=("cpu", "wall"), default="",
@@ -205,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(work / d, ignore_errors=True)
             opts = Options(kit=kit, work=work / "grade", keep_work=True, jobs=args.jobs, arch=args.cuda_arch,
                            sandbox=args.sandbox or clock_kind == "wall",
+                           cpu_path={"auto": None, "cuda": False, "cpu": True}[args.path],
                            fresh_trees=(mode == "fresh"), retime_reference=(mode == "fresh"), progress=args.progress)
             pipe = Pipeline(opts, labs)
             t0 = clock()
