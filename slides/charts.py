@@ -378,7 +378,7 @@ def _legend_runs(svg, series, x, y, dashes):
 def addresses_chart(series, title, slide=False):
     """Lab 02: a walk's cost at d distinct addresses per warp and read, as a multiple of
     its cost at d = 1, for steps 2-4, against the ideal d x of one address at a time."""
-    fs = 1.35 if slide else 1.0
+    fs = 1.6 if slide else 1.0
     width, plot_h = (1000, 330) if slide else (720, 300)
     left, right = int(64 * fs), int(225 * fs)
     top = (14 if slide else 60) + (20 * fs if len(series) > 1 else 0) + 22 * fs
@@ -449,7 +449,7 @@ def addresses_chart(series, title, slide=False):
 
 def gflops_chart(series, title, slide=False):
     """Lab 03: each step's GFLOP/s as a bar, the library (cuBLAS) measured in the same run as a line."""
-    fs = 1.35 if slide else 1.0
+    fs = 1.6 if slide else 1.0
     width, plot_h = (1000, 330) if slide else (720, 300)
     n = len(series)
     steps = sorted({r["step"] for _, d in series for r in d["rows"] if r["kind"] == "step"})
