@@ -631,6 +631,10 @@ def main(argv=None):
     os.makedirs(a.out, exist_ok=True)
     for mine in a.json:
         data = read_json(mine)
+        if data.get("emulated"):
+            print(f"charts: {mine} is a CPU-path run (emulated): its times say nothing about a GPU's, "
+                  "so no chart is drawn; run the same command on a GPU")
+            continue
         series = [(f"yours ({short_gpu(data.get('gpu'))})", data)]
         refs = a.vs or _published_for(data)
         for ref in refs:
