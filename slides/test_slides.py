@@ -228,6 +228,12 @@ def t_charts():
         base = os.path.basename(md)[:-3]
         if f"]({base}.rate.svg)" not in text:
             fail(f"{md}: no link to its rate chart")
+        data = charts.load_page(md)
+        want = {"02_": "addresses", "03_": "gflops"}.get(data["lab"][:3])
+        if want and f"]({base}.{want}.svg)" not in text:
+            fail(f"{md}: no link to its {want} chart (lab {data['lab']})")
+        if want == "addresses" and not charts.d_curves(data):
+            fail(f"{md}: lab 02's page without the d-addresses curve (JSON extra.curve or the page's d table)")
     # a chart follows its JSON: change one rate in a copy, the chart changes with it
     with tempfile.TemporaryDirectory() as tmp:
         gpu = os.path.join(tmp, "gpu")
