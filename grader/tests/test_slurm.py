@@ -13,9 +13,11 @@ named by File= in gres.conf) in that folder, not in /dev. Every daemon it
 started is stopped at the end.
 
 Run by CTest as `grader.slurm` (label host; CMLGRADE_SLURM_TEST=1): there,
-without the packages it FAILS with the command that installs them (CI
-installs them in .ci/run). In a plain `unittest discover` it is skipped,
-saying how to run it. Needs root (mknod, daemons)."""
+without the packages or without root it is reported Skipped with the reason
+and the install command, and with CMLGRADE_REQUIRE_SLURM=1 (CI: .ci/run
+installs the packages and sets it) it FAILS instead. In a plain
+`unittest discover` it is skipped, saying how to run it. Needs root
+(mknod, daemons)."""
 import json
 import os
 import shutil
@@ -168,12 +170,21 @@ def missing() -> list[str]:
                      + INSTALL + ")")
 class SlurmArrayTest(unittest.TestCase):
     def test_job_array_end_to_end(self):
+        # CI sets CMLGRADE_REQUIRE_SLURM=1 (.ci/run installs Slurm and runs as
+        # root): there a missing piece fails. Elsewhere (a student's or an
+        # instructor's machine) the test says why it cannot run and CTest
+        # reports it Skipped, never Passed.
+        why = ""
         gone = missing()
         if gone:
-            self.fail(f"Slurm is not installed ({', '.join(gone)} missing): {INSTALL}")
-        if os.geteuid() != 0:
-            self.fail("the Slurm test starts slurmctld, slurmd and munged and makes device nodes: run it as root "
-                      "(as CI does)")
+            why = f"Slurm is not installed ({', '.join(gone)} missing): {INSTALL}"
+        elif os.geteuid() != 0:
+            why = ("the Slurm test starts slurmctld, slurmd and munged and makes device nodes: run it as root "
+                   "(as CI does)")
+        if why and os.environ.get("CMLGRADE_REQUIRE_SLURM") == "1":
+            self.fail(why)
+        if why:
+            self.skipTest(why)
         kit = Path(os.environ.get("CMLGRADE_TEST_KIT") or KIT).resolve()
         base = Path(os.environ.get("CMLGRADE_TEST_BUILD_DIR") or tempfile.mkdtemp(prefix="cmlgrade-slurm-"))
         base = base.resolve() / "slurm"
