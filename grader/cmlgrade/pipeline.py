@@ -497,6 +497,11 @@ class Pipeline:
     def _run_lab(self, job: _Job, gpu: str | None, progress: Progress) -> None:
         lab, run = job.lab, job.run
         if run.refused:  # the object checks refused it: nothing of it runs
+            # what would have run here fails (not "not measured"), so its maximum is everyone's
+            measurable = (list(lab.rubric.sanitizers.points) if self.gpu_ok else
+                          [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS] if lab.cpu else [])
+            for tool in measurable:
+                run.sanitizers[tool] = R.SanitizerReport("not_run", "refused by the object checks", 0, None)
             progress.say(job.sub.student, lab.name, "refused by the object checks", finished=True)
             return
         t0 = clock()
