@@ -3,7 +3,8 @@
 # description (<build>/kit/labs.json, made from the manifests): for each,
 # <stem>_run_ref <args> --markdown OUT/docs/results/GPU_DIR/<lab><page>.md,
 # the handout's table (handout: true) into OUT/labs/<lab>/README.md, and
-# --json beside the page (json: true). Fails when a runner does.
+# --json beside the page (json: true), all from one run of the runner.
+# Fails when a runner does.
 file(READ "${BUILD_DIR}/kit/labs.json" kit)
 string(JSON nlabs LENGTH "${kit}" labs)
 math(EXPR last_lab "${nlabs} - 1")
@@ -33,17 +34,18 @@ foreach(i RANGE ${last_lab})
     if(handout)
       list(APPEND cmd --markdown "${OUT}/labs/${lab}/README.md")
     endif()
+    # One run writes the page, the handout's table and the JSON, so that all
+    # three hold the same measurements.
+    if(want_json)
+      list(APPEND cmd --json)
+      set(json_out OUTPUT_FILE "${OUT}/docs/results/${GPU_DIR}/${lab}${page}.json")
+    else()
+      set(json_out "")
+    endif()
     message("==> ${lab}${page}: ${cmd}")
-    execute_process(COMMAND ${cmd} RESULT_VARIABLE rc)
+    execute_process(COMMAND ${cmd} ${json_out} RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0)
       list(APPEND failed "${lab}${page} (exit ${rc})")
-    endif()
-    if(want_json)
-      execute_process(COMMAND "${runner}" ${arg_list} --json
-                      OUTPUT_FILE "${OUT}/docs/results/${GPU_DIR}/${lab}${page}.json" RESULT_VARIABLE rc)
-      if(NOT rc EQUAL 0)
-        list(APPEND failed "${lab}${page} --json (exit ${rc})")
-      endif()
     endif()
   endforeach()
 endforeach()
