@@ -48,10 +48,20 @@ ctest --test-dir "$copy/build" -R '^99_throwaway\.' -LE student -j 2 --output-on
 rc=$?
 grep -E '^ *[0-9]+/[0-9]+ Test|tests passed|Skipped' "$tmp/ctest.log" | sed 's/^/  /'
 [ $rc -eq 0 ] || { cat "$tmp/ctest.log"; fail "the new lab's tests failed"; }
-for t in 99_throwaway.skeleton_matches_solution 99_throwaway.reference 99_throwaway.mistake.no_bounds_check \
-         99_throwaway.skeleton_comment_lists_the_steps.throwaway.cu; do
+for t in 99_throwaway.skeleton_matches_solution 99_throwaway.skeleton_comment_lists_the_steps.throwaway.cu; do
   grep -q " $t " "$tmp/ctest.log" || fail "test $t was not registered"
 done
+# The GPU build's tests (with nvcc) and the CPU path's (always): at least one
+# of each pair, and on the CPU path they really run (no GPU needed).
+for t in reference skeleton_fails_cleanly mistake.no_bounds_check; do
+  grep -qE " 99_throwaway\.(cpu\.)?$t " "$tmp/ctest.log" || fail "no test 99_throwaway[.cpu].$t was registered"
+done
+if grep -q " 99_throwaway.cpu.reference " "$tmp/ctest.log"; then
+  # The CPU path runs anywhere: its reference and mistake checks must have run, not skipped.
+  for t in cpu.reference cpu.mistake.no_bounds_check; do
+    grep -E " 99_throwaway\.$t +\.* +Passed" "$tmp/ctest.log" >/dev/null || fail "99_throwaway.$t did not pass on the CPU path"
+  done
+fi
 listed=$(ctest --test-dir "$copy/build" -N -R '^99_throwaway\.student$')
 [[ $listed == *99_throwaway.student* ]] || fail "no progress test 99_throwaway.student"
 
