@@ -279,9 +279,19 @@ static char *squeeze(const char *s) /* the kernel's name without spaces */
     return r;
 }
 
+/* Under CML_CPU_CHECK=banks (the environment: a whole program's run), one
+ * line per launch as well, in launch order: "cml-cpu banks: launch <kernel>
+ * ld conflicts=<C> st conflicts=<C>", so that a program that launches one
+ * kernel several times (lab 01's probe, once per pattern) can be read per
+ * launch, as Nsight Compute reads a GPU's (common/src/ncu.c). */
+static int print_launches;
+void cml_cpu_banks_print_launches(void);
+void cml_cpu_banks_print_launches(void) { print_launches = 1; }
+
 void cml_cpu_banks_grid_end(const char *kernel)
 {
     char *name = squeeze(kernel);
+    unsigned long long launch_conflicts[2] = {0, 0}; /* ld, st */
     pthread_mutex_lock(&banks_lock);
     /* A marker (pc NULL) says the kernel ran, shared memory or not. */
     size_t m = 0;
@@ -307,9 +317,13 @@ void cml_cpu_banks_grid_end(const char *kernel)
             }
             results[r].requests += st->requests;
             results[r].wavefronts += st->wavefronts;
+            launch_conflicts[st->store ? 1 : 0] += st->wavefronts - st->requests;
         }
         b->n_stats = 0;
     }
+    if (print_launches)
+        fprintf(stderr, "cml-cpu banks: launch %s ld conflicts=%llu st conflicts=%llu\n", name, launch_conflicts[0],
+                launch_conflicts[1]);
     pthread_mutex_unlock(&banks_lock);
     free(name);
 }

@@ -547,6 +547,7 @@ void cml_cpu_check_set_mode(int mode)
 }
 
 void cml_cpu_banks_at_exit(void);
+void cml_cpu_banks_print_launches(void);
 
 __attribute__((constructor)) static void check_init(void)
 {
@@ -566,7 +567,9 @@ __attribute__((constructor)) static void check_init(void)
     }
     if (mode & CML_CPU_CHECK_RACE)
         on_exit(race_at_exit, NULL);
-    if (mode & CML_CPU_CHECK_BANKS)
+    if (mode & CML_CPU_CHECK_BANKS) {
         atexit(cml_cpu_banks_at_exit);
+        cml_cpu_banks_print_launches();
+    }
     cml_cpu_check_set_mode(mode);
 }
