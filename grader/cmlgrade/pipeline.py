@@ -392,7 +392,9 @@ class Pipeline:
     def _kit_cuda(self) -> bool:
         cache = self.ref_build / "CMakeCache.txt"
         text = cache.read_text(encoding="utf-8", errors="replace") if cache.is_file() else ""
-        return re.search(r"^CMAKE_CUDA_COMPILER:\w+=\S", text, re.M) is not None
+        # check_language(CUDA) leaves CMAKE_CUDA_COMPILER=NOTFOUND in the cache where no nvcc is found
+        m = re.search(r"^CMAKE_CUDA_COMPILER:\w+=(\S+)", text, re.M)
+        return m is not None and not m.group(1).endswith("NOTFOUND")
 
     def _kit_cpu(self) -> bool:
         cache = self.ref_build / "CMakeCache.txt"
