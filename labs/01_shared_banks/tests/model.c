@@ -116,6 +116,26 @@ Test(step2, lanes_on_the_same_word_share_one_read)
     expect_degree(addr, 4, 2, "half the warp on word 0, half on word 32", "two distinct words in bank 0");
 }
 
+/* Words far apart in one bank are distinct words, however far: a model
+ * that looks only at the low bits of an address (a window of the
+ * address, a 16-bit index) would call them one word, a broadcast. Shared
+ * memory on an H100 reaches 227 KiB, so 16 KiB and 32 KiB apart are real. */
+Test(step2, words_16_kib_apart_in_one_bank_are_different_words)
+{
+    uint32_t addr[BANKS_WARP];
+    for (int i = 0; i < BANKS_WARP; ++i)
+        addr[i] = i < 16 ? 0u : 16384u;  /* words 0 and 4096: both in bank 0 */
+    expect_degree(addr, 4, 2, "half the warp on byte 0, half on byte 16384 (16 KiB)",
+                  "two different words of bank 0, 16 KiB apart: not a broadcast");
+    for (int i = 0; i < BANKS_WARP; ++i)
+        addr[i] = 16384u * (uint32_t)(i % 3) + 4u * (uint32_t)(i / 3 % 2);  /* banks 0 and 1, 3 words each */
+    expect_degree(addr, 4, 3, "bytes 0, 16384 and 32768 (and +4)",
+                  "three different words in bank 0 (and three in bank 1), 16 KiB apart");
+    for (int i = 0; i < BANKS_WARP; ++i)
+        addr[i] = 16384u * (uint32_t)i + 4u * (uint32_t)i;  /* word 4097i: bank i */
+    expect_degree(addr, 4, 1, "lane i at byte 16388i (up to 497 KiB)", "32 lanes, 32 different banks");
+}
+
 Test(step2, counts_the_busiest_bank_of_an_irregular_pattern)
 {
     uint32_t addr[BANKS_WARP];
