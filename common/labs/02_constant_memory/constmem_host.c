@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cml/cml_append.h>
 #include <cml/cml_rng.h>
 
 cm_kind cm_step_kind(int step)
@@ -187,14 +188,8 @@ const char *cm_lookup_cause_text(cm_lookup_cause cause)
     }
 }
 
-/* Appends printf-style text at buf + *used, never past len. */
-#define APPEND(...)                                                         \
-    do {                                                                    \
-        if (*used < len) {                                                  \
-            int k_ = snprintf(buf + *used, len - *used, __VA_ARGS__);       \
-            *used += k_ < 0 ? 0 : (size_t)k_;                               \
-        }                                                                   \
-    } while (0)
+/* APPEND: cml_append.h, on this function's buf, len and used. */
+#define APPEND(...) CML_APPEND(buf, len, used, __VA_ARGS__)
 
 char *cm_lookup_describe(const cm_lookup_check *chk, char *buf, size_t len)
 {

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cml/cml_append.h>
 #include <cml/cml_rng.h>
 
 void mm_make_data(float *a, size_t n, uint64_t seed, uint64_t stream)
@@ -267,14 +268,8 @@ mm_cause mm_likely_cause(const mm_check *chk)
     return (mm_cause)best;
 }
 
-/* Appends printf-style text at buf + *used, never past len. */
-#define APPEND(...)                                                   \
-    do {                                                              \
-        if (*used < len) {                                            \
-            int k_ = snprintf(buf + *used, len - *used, __VA_ARGS__); \
-            *used += k_ < 0 ? 0 : (size_t)k_;                         \
-        }                                                             \
-    } while (0)
+/* APPEND: cml_append.h, on this function's buf, len and used. */
+#define APPEND(...) CML_APPEND(buf, len, used, __VA_ARGS__)
 
 char *mm_describe(const mm_check *chk, char *buf, size_t len)
 {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cml/cml_append.h>
 #include <cml/cml_rng.h>
 
 int st_step_dims(int step)
@@ -241,14 +242,8 @@ const char *st_cause_text(st_cause cause)
     }
 }
 
-/* Appends printf-style text at buf + *used, never past len. */
-#define APPEND(...)                                                         \
-    do {                                                                    \
-        if (*used < len) {                                                  \
-            int k_ = snprintf(buf + *used, len - *used, __VA_ARGS__);       \
-            *used += k_ < 0 ? 0 : (size_t)k_;                               \
-        }                                                                   \
-    } while (0)
+/* APPEND: cml_append.h, on this function's buf, len and used. */
+#define APPEND(...) CML_APPEND(buf, len, used, __VA_ARGS__)
 
 char *st_describe(const st_check *chk, char *buf, size_t len)
 {

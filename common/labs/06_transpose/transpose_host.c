@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <cml/cml_append.h>
 #include <cml/cml_rng.h>
 
 #define MASK28 ((1u << 28) - 1u)
@@ -147,14 +148,8 @@ tr_cause tr_likely_cause(const tr_check *chk)
     return (tr_cause)best;
 }
 
-/* Appends printf-style text at buf + *used, never past len. */
-#define APPEND(...)                                                         \
-    do {                                                                    \
-        if (*used < len) {                                                  \
-            int k_ = snprintf(buf + *used, len - *used, __VA_ARGS__);       \
-            *used += k_ < 0 ? 0 : (size_t)k_;                               \
-        }                                                                   \
-    } while (0)
+/* APPEND: cml_append.h, on this function's buf, len and used. */
+#define APPEND(...) CML_APPEND(buf, len, used, __VA_ARGS__)
 
 static void describe_counts(const tr_check *chk, char *buf, size_t len, size_t *used)
 {
