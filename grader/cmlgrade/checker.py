@@ -9,31 +9,17 @@ outputs with the right answers computed here, in Python, from the inputs.
 The harness's exit status and what it prints decide nothing."""
 from __future__ import annotations
 
-import math
 import random
 import struct
 import threading
-from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import checks
+from .checkbase import Case
 from .sandbox import Executor
 
-F32 = struct.Struct("<f")
 MAX_MESSAGES = 3
-
-
-@dataclass
-class Case:
-    kind: int
-    a: int
-    b: int
-    data: bytes        # count * 4 bytes
-    label: str         # what the student reads, e.g. "n = 65537 int"
-
-    @property
-    def count(self) -> int:
-        return len(self.data) // 4
 
 
 @dataclass
@@ -45,98 +31,7 @@ class StepVerdict:
     note: str = ""
 
 
-def _ints(rnd: random.Random, n: int, lo: int, span: int) -> array:
-    """n ints in [lo, lo + span) (span a power of two <= 65536)."""
-    raw = array("H", rnd.randbytes(2 * n))
-    return array("i", [lo + (v & (span - 1)) for v in raw])
-
-
-def _reals_1_2(rnd: random.Random, n: int) -> array:
-    """n float32 values in [1, 2): exponent 0, a random mantissa."""
-    raw = array("I", rnd.randbytes(4 * n))
-    bits = array("I", [0x3F800000 | (v & 0x7FFFFF) for v in raw])
-    return array("f", bits.tobytes())
-
-
-class Reduction:
-    """Lab 04: the sum of n ints (kind 0) or floats (kind 1)."""
-
-    def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
-        big = 100003 if cpu else 1000003
-        ints = [1, 2, 31, 33, 255, 257, 513, 1025, 65537, big, rnd.randint(2, 5000),
-                rnd.randint(5001, 60000 if cpu else 300000)]
-        out = []
-        for n in ints:  # values in [-1024, 3072): partial sums pass 2^24, so a float accumulator fails
-            vals = _ints(rnd, n, -1024, 4096)
-            out.append(Case(0, n, 0, vals.tobytes(), f"n = {n} int"))
-        for n in (33, 4097, 65537, big):  # integer-valued floats: every partial sum exact
-            vals = array("f", _ints(rnd, n, 0, 16))
-            out.append(Case(1, n, 0, vals.tobytes(), f"n = {n} float (small integers, exact)"))
-        for n in (1, 33, 4097, 131071):  # reals in [1, 2): one dropped element exceeds the bound
-            out.append(Case(1, n, 0, _reals_1_2(rnd, n).tobytes(), f"n = {n} float (reals in [1, 2))"))
-        return out
-
-    def out_bytes(self, c: Case) -> int:
-        return 4
-
-    def judge(self, c: Case, step: int, out: bytes) -> str | None:
-        if len(out) != 4:
-            return f"{len(out)} bytes of output, expected 4"
-        if c.kind == 0:
-            vals = array("i")
-            vals.frombytes(c.data)
-            want = (sum(vals) + 2**31) % 2**32 - 2**31
-            got = struct.unpack("<i", out)[0]
-            return None if got == want else f"got {got}, expected {want}"
-        vals = array("f")
-        vals.frombytes(c.data)
-        exact = math.fsum(vals)
-        got = F32.unpack(out)[0]
-        tol = 0.0 if c.label.endswith("exact)") else 2 * max(1, math.ceil(math.log2(max(2, c.a)))) * 2**-24 * math.fsum(abs(v) for v in vals)
-        if math.isfinite(got) and abs(got - exact) <= tol:
-            return None
-        return f"got {got:.9g}, expected {exact:.9g}" + (f" (allowed error {tol:.3g})" if tol else "")
-
-
-class Transpose:
-    """Lab 06: out = the transpose of in (rows x cols floats); step 1 a copy."""
-
-    def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
-        shapes = [(1, 1), (1, 37), (37, 1), (32, 32), (33, 65), (97, 31), (257, 129)]
-        shapes += [(300, 301)] if cpu else [(512, 513), (1000, 999)]
-        shapes.append((rnd.randint(2, 200 if cpu else 700), rnd.randint(2, 200 if cpu else 700)))
-        out = []
-        for rows, cols in shapes:  # every element distinct: a wrong index is always seen
-            mask = rnd.randrange(1 << 20)
-            vals = array("f", (float(i ^ mask) + 0.5 for i in range(rows * cols)))
-            out.append(Case(0, rows, cols, vals.tobytes(), f"{rows} x {cols}"))
-        return out
-
-    def out_bytes(self, c: Case) -> int:
-        return len(c.data)
-
-    def judge(self, c: Case, step: int, out: bytes) -> str | None:
-        if len(out) != len(c.data):
-            return f"{len(out)} bytes of output, expected {len(c.data)}"
-        rows, cols = c.a, c.b
-        vals = array("f")
-        vals.frombytes(c.data)
-        if step == 1:
-            want = vals
-        else:
-            want = array("f")
-            for col in range(cols):
-                want.extend(vals[col::cols])
-        if want.tobytes() == out:
-            return None
-        got = array("f")
-        got.frombytes(out)
-        i = next(k for k in range(len(want)) if got[k] != want[k] and not (math.isnan(got[k]) and math.isnan(want[k])))
-        r, cc = (i // cols, i % cols) if step == 1 else (i % rows, i // rows)
-        return f"out[{i}] = {got[i]:g}, expected {want[i]:g} (in({r}, {cc}))"
-
-
-CHECKERS = {"04_reduction": Reduction(), "06_transpose": Transpose()}
+CHECKERS = checks.load()
 
 
 def has_checker(lab_name: str) -> bool:
@@ -156,42 +51,74 @@ def make_cases(lab_name: str, seed: int, cpu: bool) -> list[Case]:
         return _CACHE[key]
 
 
+VERSION = 2          # harness.h's file format
+SAMPLES = 32         # HN_SAMPLES
+
+
 def write_input(path: Path, step: int, cases: list[Case]) -> None:
     with path.open("wb") as f:
-        f.write(b"CMLH" + struct.pack("<II", 1, len(cases)))
+        f.write(b"CMLH" + struct.pack("<II", VERSION, len(cases)))
         for c in cases:
-            f.write(struct.pack("<IIQQQ", step, c.kind, c.a, c.b, c.count))
-            f.write(c.data)
+            f.write(struct.pack("<IIQQQIIQ", step, c.kind, c.a, c.b, c.count, c.fill, c.repeats, c.seed))
+            if not c.fill:
+                f.write(c.data)
 
 
-def read_output(path: Path, cases: list[Case], expect_out: list[int]) -> list[tuple[int, bytes, bytes] | None]:
-    """Each case's (cuda error, output, input read back), or None where the
-    file ends early or is malformed. Never reads more than the cases can
-    hold, whatever the file's size."""
-    res: list[tuple[int, bytes, bytes] | None] = [None] * len(cases)
+@dataclass
+class Output:
+    err: int                      # the case's CUDA error
+    out: bytes                    # its output (empty for a timed case)
+    after: bytes                  # its input as read back (empty for a timed case)
+    times: list[float] = field(default_factory=list)                       # ms per timed repeat
+    samples: list[list[tuple[int, int]]] = field(default_factory=list)     # per repeat: (word, u32 value)
+    timed_err: int = 0
+
+
+def read_output(path: Path, cases: list[Case], expect_out: list[int]) -> list[Output | None]:
+    """Each case's Output, or None where the file ends early or is
+    malformed. Never reads more than the cases can hold, whatever the
+    file's size."""
+    res: list[Output | None] = [None] * len(cases)
     try:
         f = path.open("rb")
     except OSError:
         return res
     with f:
         head = f.read(12)
-        if len(head) != 12 or head[:4] != b"CMLO" or struct.unpack("<II", head[4:]) != (1, len(cases)):
+        if len(head) != 12 or head[:4] != b"CMLO" or struct.unpack("<II", head[4:]) != (VERSION, len(cases)):
             return res
         for k, c in enumerate(cases):
             h = f.read(12)
             if len(h) != 12:
                 break
             err, nb = struct.unpack("<iQ", h)
-            if nb > max(expect_out[k], 4) or nb > (1 << 31):
+            if nb > (0 if c.repeats else max(expect_out[k], 4)) or nb > (1 << 31):
                 break
             out = f.read(nb)
             ib = f.read(8)
-            if len(out) != nb or len(ib) != 8 or struct.unpack("<Q", ib)[0] != len(c.data):
+            want_in = 0 if c.repeats else len(c.data)
+            if len(out) != nb or len(ib) != 8 or struct.unpack("<Q", ib)[0] != want_in:
                 break
-            after = f.read(len(c.data))
-            if len(after) != len(c.data):
+            after = f.read(want_in)
+            nr = f.read(4)
+            if len(after) != want_in or len(nr) != 4:
                 break
-            res[k] = (err, out, after)
+            nrep = struct.unpack("<I", nr)[0]
+            if nrep not in (0, c.repeats):
+                break
+            o = Output(err, out, after)
+            rec = 4 + 12 * SAMPLES
+            for _ in range(nrep):
+                r = f.read(rec)
+                if len(r) != rec:
+                    break
+                o.times.append(struct.unpack_from("<f", r)[0])
+                o.samples.append([struct.unpack_from("<QI", r, 4 + 12 * j) for j in range(SAMPLES)])
+            te = f.read(4)
+            if len(o.times) != nrep or len(te) != 4:
+                break
+            o.timed_err = struct.unpack("<i", te)[0]
+            res[k] = o
     return res
 
 
@@ -201,7 +128,8 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
     them, the outputs compared here."""
     if not harness.is_file():
         return StepVerdict(False, note="the kit-only check could not run: its harness did not build")
-    cases = make_cases(lab_name, seed, cpu)
+    chk = CHECKERS[lab_name]
+    cases = chk.step_cases(make_cases(lab_name, seed, cpu), step)
     work = out_dir / f"check-{tag}-step{step}"
     work.mkdir(parents=True, exist_ok=True)
     inp, outp = work / "input.bin", work / "output.bin"
@@ -211,7 +139,6 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
                 readable=readable, env=env)
     # the grader runs a harness only where it knows there is a device (a GPU, or the CPU path): a
     # harness that says "no device" (exit 77) has no excuse, it fails like any other missing output
-    chk = CHECKERS[lab_name]
     got = read_output(outp, cases, [chk.out_bytes(c) for c in cases])
     v = StepVerdict(True, total=len(cases))
     for c, g in zip(cases, got):
@@ -219,9 +146,8 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
             why = (f"timed out after {timeout:.0f} s" if r.timed_out else
                    f"no output (the harness ended with status {r.rc})")
         else:
-            err, out, after = g
-            why = (f"CUDA error {err}" if err != 0 else chk.judge(c, step, out) or
-                   ("the kernel changed its input" if after != c.data else None))
+            why = (f"CUDA error {g.err}" if g.err != 0 else chk.judge(c, step, g.out) or
+                   ("the kernel changed its input" if g.after != c.data else None))
         if why:
             v.failed += 1
             if len(v.messages) < MAX_MESSAGES:
@@ -230,3 +156,45 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
     for p in (inp, outp):
         p.unlink(missing_ok=True)
     return v
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The checker on one harness, for the kit's own tests (CTest
+    <lab>.cpu.checker.*): python3 -m cmlgrade.checker --lab L --harness H
+    --expect pass|fail --steps 1,2 [--cpu] [--seed N]."""
+    import argparse
+    import sys
+    import tempfile
+    from .sandbox import Sandbox
+    ap = argparse.ArgumentParser(prog="python3 -m cmlgrade.checker",
+                                 description="Run the kit-only checker on one lab's harness and say each step's verdict.")
+    ap.add_argument("--lab", required=True, help="lab name, e.g. 04_reduction")
+    ap.add_argument("--harness", required=True, type=Path, help="the harness program (e.g. build-cpu/reduction_harness_ref_cpu)")
+    ap.add_argument("--steps", required=True, help="comma-separated step numbers")
+    ap.add_argument("--expect", required=True, choices=("pass", "fail"), help="what every listed step must do")
+    ap.add_argument("--cpu", action="store_true", help="the CPU path's case sizes")
+    ap.add_argument("--seed", type=int, default=20261125, help="the cases' seed (default: %(default)s)")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per step (default: %(default)s)")
+    a = ap.parse_args(argv)
+    if a.lab not in CHECKERS:
+        print(f"checker: no checker for lab {a.lab!r} (have: {', '.join(sorted(CHECKERS))})", file=sys.stderr)
+        return 2
+    if not a.harness.is_file():
+        print(f"checker: no harness at {a.harness}", file=sys.stderr)
+        return 2
+    bad = 0
+    exe = Executor(Sandbox(None, ""))
+    with tempfile.TemporaryDirectory(prefix="cml-checker-") as tmp:
+        for step in [int(x) for x in a.steps.split(",") if x]:
+            v = check_step(exe, a.harness.resolve(), a.lab, step, a.seed, Path(tmp), a.timeout, {}, [], a.cpu, "public")
+            ok = v.ok is (a.expect == "pass")
+            bad += not ok
+            print(f"step {step}: {'right' if v.ok else 'wrong'} ({v.failed} of {v.total} cases wrong)"
+                  f"{'' if ok else '  <-- expected ' + ('every case right' if a.expect == 'pass' else 'a wrong case')}")
+            for m in v.messages + ([v.note] if v.note else []):
+                print(f"    {m}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

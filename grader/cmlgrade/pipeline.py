@@ -549,11 +549,6 @@ class Pipeline:
                 if kind == "hidden":   # no seed in what a student reads, the stand-in included
                     scrub_outcomes(br, [self.opts.secret_seed, seed])
                 run.tests[kind][b] = br
-        if harness:
-            progress.say(job.sub.student, lab.name, "kit-only checks")
-            run_kit_checks(self.student_exe, lab, run, ref, bdir / harness, self._seeds(), PUBLIC_SEED, out,
-                           lab.rubric.tests.step_time_limit_s, deadline, env, readable,
-                           harness.endswith("_cpu"))
         if harness and (self.gpu_ok or lab.cpu):   # only where there is a device to run it on
             progress.say(job.sub.student, lab.name, "kit-only checks")
             run_kit_checks(self.student_exe, lab, run, ref, bdir / harness, self._seeds(), PUBLIC_SEED, out,

@@ -1,40 +1,80 @@
 /* Lab 04's harness (harness.h): kind 0 sums ints, kind 1 floats; case a
  * is n. Output: out[0] (4 bytes). out and scratch are poisoned (0xff)
- * before the launch; the input is read back after it. */
+ * before every launch; the input is read back after it. */
 #include "harness.h"
 #include "reduction.h"
 
-static cudaError_t run_case(const hn_case *c, void **out, size_t *out_bytes, void *in_after)
+typedef struct {
+    void *in, *out, *scratch;
+    size_t n, scratch_bytes;
+} red_state;
+
+static cudaError_t red_setup(const hn_case *c, void **st)
 {
-    size_t n = (size_t)c->a, bytes = n * 4, scratch_bytes = REDUCTION_SCRATCH_ELEMS(n) * 4;
-    void *d_in = NULL, *d_out = NULL, *d_scratch = NULL;
-    cudaError_t err = cudaMalloc(&d_in, bytes ? bytes : 4);
+    red_state *s = (red_state *)calloc(1, sizeof *s);
+    if (!(*st = s))
+        return cudaErrorMemoryAllocation;
+    s->n = (size_t)c->a;
+    s->scratch_bytes = REDUCTION_SCRATCH_ELEMS(s->n) * 4;
+    if (s->n > c->count)
+        return cudaErrorInvalidValue;
+    cudaError_t err = cudaMalloc(&s->in, s->n ? s->n * 4 : 4);
     if (err == cudaSuccess)
-        err = cudaMalloc(&d_out, 4);
+        err = cudaMalloc(&s->out, 4);
     if (err == cudaSuccess)
-        err = cudaMalloc(&d_scratch, scratch_bytes);
+        err = cudaMalloc(&s->scratch, s->scratch_bytes);
     if (err == cudaSuccess)
-        err = cudaMemcpy(d_in, c->data, bytes, cudaMemcpyHostToDevice);
-    if (err == cudaSuccess)
-        err = cudaMemset(d_out, 0xff, 4);
-    if (err == cudaSuccess)
-        err = cudaMemset(d_scratch, 0xff, scratch_bytes);
-    if (err == cudaSuccess)
-        err = c->kind == 0 ? reduce_sum_int((int)c->step, (const int *)d_in, n, (int *)d_out, (int *)d_scratch)
-                           : reduce_sum_float((int)c->step, (const float *)d_in, n, (float *)d_out,
-                                              (float *)d_scratch);
-    if (err == cudaSuccess)
-        err = cudaDeviceSynchronize();
-    if (err == cudaSuccess && (*out = malloc(4)) != NULL) {
-        *out_bytes = 4;
-        err = cudaMemcpy(*out, d_out, 4, cudaMemcpyDeviceToHost);
-    }
-    if (err == cudaSuccess)
-        err = cudaMemcpy(in_after, d_in, bytes, cudaMemcpyDeviceToHost);
-    cudaFree(d_in);
-    cudaFree(d_out);
-    cudaFree(d_scratch);
+        err = cudaMemcpy(s->in, c->data, s->n * 4, cudaMemcpyHostToDevice);
     return err;
 }
 
-int main(int argc, char **argv) { return hn_main(argc, argv, run_case); }
+static cudaError_t red_poison(void *st, const hn_case *c)
+{
+    red_state *s = (red_state *)st;
+    (void)c;
+    cudaError_t err = cudaMemset(s->out, 0xff, 4);
+    return err == cudaSuccess ? cudaMemset(s->scratch, 0xff, s->scratch_bytes) : err;
+}
+
+static cudaError_t red_launch(void *st, const hn_case *c)
+{
+    red_state *s = (red_state *)st;
+    return c->kind == 0 ? reduce_sum_int((int)c->step, (const int *)s->in, s->n, (int *)s->out, (int *)s->scratch)
+                        : reduce_sum_float((int)c->step, (const float *)s->in, s->n, (float *)s->out,
+                                           (float *)s->scratch);
+}
+
+static cudaError_t red_fetch(void *st, const hn_case *c, void **out, size_t *out_bytes, void *in_after)
+{
+    red_state *s = (red_state *)st;
+    if (!(*out = malloc(4)))
+        return cudaErrorMemoryAllocation;
+    *out_bytes = 4;
+    cudaError_t err = cudaMemcpy(*out, s->out, 4, cudaMemcpyDeviceToHost);
+    return err == cudaSuccess ? cudaMemcpy(in_after, s->in, (size_t)c->count * 4, cudaMemcpyDeviceToHost) : err;
+}
+
+static void red_teardown(void *st)
+{
+    red_state *s = (red_state *)st;
+    cudaFree(s->in);
+    cudaFree(s->out);
+    cudaFree(s->scratch);
+    free(s);
+}
+
+static void *red_input(void *st, size_t *bytes)
+{
+    *bytes = ((red_state *)st)->n * 4;
+    return ((red_state *)st)->in;
+}
+
+static void *red_output(void *st, size_t *bytes)
+{
+    *bytes = 4;
+    return ((red_state *)st)->out;
+}
+
+static const hn_lab lab = {red_setup, red_poison, red_launch, red_fetch, red_teardown, red_input, red_output};
+
+int main(int argc, char **argv) { return hn_main(argc, argv, &lab); }

@@ -3,16 +3,35 @@
  *
  * A harness is linked with the student's kernel object and nothing of the
  * kit's checking code. It reads cases from the input file the grader wrote
- * (inputs only, never a seed), runs each case's launch once with the output
- * poisoned first, and writes the raw outputs into the output file. It
- * decides nothing: the grader's checker (Python, no student code) compares
- * the outputs with the right answers.
+ * (inputs only, never a seed of the hidden tests), runs each case's launch
+ * with every output poisoned first, and writes raw outputs into the output
+ * file. It decides nothing: the grader's checker (Python, no student code)
+ * compares the outputs with the right answers, and for a timed case the
+ * samples with those of the reference's harness.
  *
- * Input (little-endian):  "CMLH" u32 version=1, u32 ncases, then per case
- *   u32 step, u32 kind, u64 a, u64 b, u64 count, count*4 bytes of data.
- * Output: "CMLO" u32 version=1, u32 ncases, then per case
+ * A lab's harness (grader/harness/<lab>.c) is a table of callbacks (hn_lab)
+ * and main() { return hn_main(argc, argv, &lab); }. Only `launch` calls the
+ * student's code; everything else is the kit's.
+ *
+ * Input (little-endian):  "CMLH" u32 version=2, u32 ncases, then per case
+ *   u32 step, u32 kind, u64 a, u64 b, u64 count, u32 fill, u32 repeats,
+ *   u64 seed, and (fill 0 only) count*4 bytes of data.
+ *   fill 0: the data follows; fill 1: the harness makes count ints in
+ *   [-1024, 3072); fill 2: count floats in [-1, 1) (both from `seed`, the
+ *   timing data: public, never a hidden test's).
+ *   repeats 0: a checked case. repeats R > 0: a timed case: HN_WARMUP
+ *   untimed launches, then R launches each timed with CUDA events; before
+ *   every launch but the first one word of the timing input changes
+ *   (lab->input) and every output is poisoned again, and after it
+ *   HN_SAMPLES words of the output (lab->output) are read back at places
+ *   drawn from `seed`: a launcher that caches an answer gives a wrong one.
+ * Output: "CMLO" u32 version=2, u32 ncases, then per case
  *   i32 cuda_error, u64 nbytes, nbytes of output,
- *   u64 inbytes, inbytes of the input as read back after the launch.
+ *   u64 inbytes, inbytes of the input as read back after the launch,
+ *   u32 nrep, then nrep x (f32 ms, HN_SAMPLES x (u64 word, u32 value)),
+ *   i32 the timed repeats' first CUDA error. A checked case has nrep = 0;
+ *   a timed case writes no output or input bytes (nbytes = inbytes = 0),
+ *   and nrep = 0 when its setup failed (cuda_error says why).
  * Exit status 0 when the output file is complete, 77 without a device. */
 #ifndef CML_HARNESS_H
 #define CML_HARNESS_H
@@ -25,21 +44,138 @@
 
 #include <cuda_runtime_api.h>
 
+#define HN_VERSION 2u
+#define HN_WARMUP 3u
+#define HN_SAMPLES 32u
+#define HN_MAX_REPEATS 1000u
+#define HN_MAX_COUNT ((uint64_t)1 << 30)
+
 typedef struct {
     uint32_t step, kind;
     uint64_t a, b, count;
+    uint32_t fill, repeats;
+    uint64_t seed;
     void *data; /* count * 4 bytes, host */
 } hn_case;
 
-/* Runs one case: out (host, *out_bytes long) and the input read back
- * (host, case->count * 4 bytes). Returns the first CUDA error. */
-typedef cudaError_t (*hn_run_fn)(const hn_case *c, void **out, size_t *out_bytes, void *in_after);
+typedef struct {
+    /* Allocates the case's buffers and uploads its inputs; *st is the lab's state. */
+    cudaError_t (*setup)(const hn_case *c, void **st);
+    /* Poisons every output and scratch buffer (0xff bytes). */
+    cudaError_t (*poison)(void *st, const hn_case *c);
+    /* The student's launch for step c->step, and nothing else. */
+    cudaError_t (*launch)(void *st, const hn_case *c);
+    /* The outputs into *out (malloc'd, *out_bytes long) and the input as it
+       is now into in_after (c->count * 4 bytes). */
+    cudaError_t (*fetch)(void *st, const hn_case *c, void **out, size_t *out_bytes, void *in_after);
+    void (*teardown)(void *st);
+    /* Timed cases only (NULL where the lab has none): the device buffer one
+       word of which changes between repeats, and the device output sampled. */
+    void *(*input)(void *st, size_t *bytes);
+    void *(*output)(void *st, size_t *bytes);
+} hn_lab;
 
 static int hn_read(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 static int hn_write(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n; }
 
+/* splitmix64: the timing data, the changed words and the sampled places.
+   checker.py has the same generator. */
+static uint64_t hn_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static uint32_t hn_word(uint32_t fill, uint64_t *s)
+{
+    uint64_t r = hn_next(s);
+    if (fill == 1) {
+        int32_t v = (int32_t)(r & 4095) - 1024;
+        return (uint32_t)v;
+    }
+    float f = (float)((int32_t)(r >> 40) - (1 << 23)) / (float)(1 << 23); /* [-1, 1) */
+    uint32_t w;
+    memcpy(&w, &f, 4);
+    return w;
+}
+
+static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE *out)
+{
+    size_t in_bytes = 0, out_bytes = 0;
+    unsigned char *din = lab->input ? (unsigned char *)lab->input(st, &in_bytes) : NULL;
+    unsigned char *dout = lab->output ? (unsigned char *)lab->output(st, &out_bytes) : NULL;
+    uint32_t nrep = din && dout && in_bytes >= 4 && out_bytes >= 4 ? c->repeats : 0;
+    hn_write(out, &nrep, 4);
+    if (!nrep)
+        return cudaErrorInvalidValue;
+    uint64_t s = c->seed ^ 0x5DEECE66Dull;
+    cudaEvent_t e0, e1;
+    cudaError_t err = cudaEventCreate(&e0);
+    if (err == cudaSuccess)
+        err = cudaEventCreate(&e1);
+    for (uint32_t r = 0; r < HN_WARMUP + nrep; ++r) { /* every record is written, an error or not */
+        if (r > 0 && err == cudaSuccess) {
+            uint64_t at = hn_next(&s) % (in_bytes / 4);
+            uint32_t w = hn_word(c->fill ? c->fill : 2, &s);
+            err = cudaMemcpy(din + 4 * at, &w, 4, cudaMemcpyHostToDevice);
+        }
+        if (err == cudaSuccess)
+            err = lab->poison(st, c);
+        if (err == cudaSuccess)
+            err = cudaDeviceSynchronize();
+        if (err == cudaSuccess)
+            err = cudaEventRecord(e0, 0);
+        if (err == cudaSuccess)
+            err = lab->launch(st, c);
+        if (err == cudaSuccess)
+            err = cudaEventRecord(e1, 0);
+        if (err == cudaSuccess)
+            err = cudaDeviceSynchronize();
+        if (err == cudaSuccess)
+            err = cudaGetLastError();
+        float ms = 0.0f;
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&ms, e0, e1);
+        if (r < HN_WARMUP)
+            continue;
+        hn_write(out, &ms, 4);
+        for (uint32_t k = 0; k < HN_SAMPLES; ++k) {
+            uint64_t at = hn_next(&s) % (out_bytes / 4);
+            uint32_t v = 0xffffffffu;
+            if (err == cudaSuccess)
+                err = cudaMemcpy(&v, dout + 4 * at, 4, cudaMemcpyDeviceToHost);
+            hn_write(out, &at, 8);
+            hn_write(out, &v, 4);
+        }
+    }
+    cudaEventDestroy(e0);
+    cudaEventDestroy(e1);
+    return err;
+}
+
+static int hn_read_case(FILE *in, hn_case *c)
+{
+    if (!hn_read(in, &c->step, 4) || !hn_read(in, &c->kind, 4) || !hn_read(in, &c->a, 8) || !hn_read(in, &c->b, 8) ||
+        !hn_read(in, &c->count, 8) || !hn_read(in, &c->fill, 4) || !hn_read(in, &c->repeats, 4) ||
+        !hn_read(in, &c->seed, 8) || c->count > HN_MAX_COUNT || c->fill > 2 || c->repeats > HN_MAX_REPEATS)
+        return 0;
+    size_t bytes = (size_t)c->count * 4;
+    c->data = malloc(bytes ? bytes : 1);
+    if (!c->data)
+        return 0;
+    if (c->fill == 0)
+        return hn_read(in, c->data, bytes);
+    uint64_t s = c->seed;
+    uint32_t *w = (uint32_t *)c->data;
+    for (uint64_t i = 0; i < c->count; ++i)
+        w[i] = hn_word(c->fill, &s);
+    return 1;
+}
+
 /* main() of every harness: argv[1] input file, argv[2] output file. */
-static int hn_main(int argc, char **argv, hn_run_fn run)
+static int hn_main(int argc, char **argv, const hn_lab *lab)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: %s INPUT OUTPUT\n", argv[0]);
@@ -54,7 +190,7 @@ static int hn_main(int argc, char **argv, hn_run_fn run)
     char magic[4];
     uint32_t version = 0, ncases = 0;
     if (!in || !out || !hn_read(in, magic, 4) || memcmp(magic, "CMLH", 4) != 0 || !hn_read(in, &version, 4) ||
-        version != 1 || !hn_read(in, &ncases, 4)) {
+        version != HN_VERSION || !hn_read(in, &ncases, 4)) {
         fprintf(stderr, "harness: cannot read %s or write %s\n", argv[1], argv[2]);
         return 2;
     }
@@ -63,30 +199,48 @@ static int hn_main(int argc, char **argv, hn_run_fn run)
     hn_write(out, &ncases, 4);
     for (uint32_t k = 0; k < ncases; ++k) {
         hn_case c;
-        if (!hn_read(in, &c.step, 4) || !hn_read(in, &c.kind, 4) || !hn_read(in, &c.a, 8) || !hn_read(in, &c.b, 8) ||
-            !hn_read(in, &c.count, 8) || c.count > ((uint64_t)1 << 30)) {
-            fprintf(stderr, "harness: case %u is damaged\n", k);
+        if (!hn_read_case(in, &c)) {
+            fprintf(stderr, "harness: case %u is damaged, or no memory for it\n", k);
             return 2;
         }
         size_t bytes = (size_t)c.count * 4;
-        c.data = malloc(bytes ? bytes : 1);
-        void *after = malloc(bytes ? bytes : 1);
-        if (!c.data || !after || !hn_read(in, c.data, bytes)) {
-            fprintf(stderr, "harness: case %u: no memory or short input\n", k);
+        void *after = c.repeats ? NULL : malloc(bytes ? bytes : 1);
+        void *res = NULL, *st = NULL;
+        size_t res_bytes = 0;
+        if (!c.repeats && !after) {
+            fprintf(stderr, "harness: case %u: no memory\n", k);
             return 2;
         }
-        void *res = NULL;
-        size_t res_bytes = 0;
-        memset(after, 0xff, bytes);
-        int32_t err = (int32_t)run(&c, &res, &res_bytes, after);
-        uint64_t rb = res ? res_bytes : 0, ib = bytes;
-        hn_write(out, &err, 4);
+        if (after)
+            memset(after, 0xff, bytes);
+        cudaError_t err = lab->setup(&c, &st);
+        if (err == cudaSuccess && !c.repeats)
+            err = lab->poison(st, &c);
+        if (err == cudaSuccess && !c.repeats)
+            err = lab->launch(st, &c);
+        if (err == cudaSuccess && !c.repeats)
+            err = cudaDeviceSynchronize();
+        if (err == cudaSuccess && !c.repeats)
+            err = lab->fetch(st, &c, &res, &res_bytes, after);
+        uint64_t rb = res ? res_bytes : 0, ib = c.repeats ? 0 : bytes;
+        int32_t err32 = (int32_t)err;
+        hn_write(out, &err32, 4);
         hn_write(out, &rb, 8);
         if (rb)
             hn_write(out, res, rb);
         hn_write(out, &ib, 8);
-        hn_write(out, after, ib);
+        if (ib)
+            hn_write(out, after, ib);
+        uint32_t zero = 0;
+        int32_t t32 = 0;
+        if (c.repeats && err == cudaSuccess)
+            t32 = (int32_t)hn_timed(lab, st, &c, out);
+        else
+            hn_write(out, &zero, 4); /* no timed repeats follow */
+        hn_write(out, &t32, 4);
         fflush(out);
+        if (st)
+            lab->teardown(st);
         free(res);
         free(after);
         free(c.data);

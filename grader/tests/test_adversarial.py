@@ -327,18 +327,19 @@ class CheckerForgeries(unittest.TestCase):
         echo_input = """
             data = open(inp, 'rb').read()
             n = struct.unpack('<I', data[8:12])[0]
-            out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 1, n)); p = 12
+            out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 2, n)); p = 12
             for _ in range(n):
-                step, kind, a, b, count = struct.unpack('<IIQQQ', data[p:p+32]); p += 32
+                step, kind, a, b, count, fill, reps, seed = struct.unpack('<IIQQQIIQ', data[p:p+48]); p += 48
                 payload = data[p:p+4*count]; p += 4*count
-                out.write(struct.pack('<iQ', 0, 4) + payload[:4].ljust(4, b'\\0') + struct.pack('<Q', 4*count) + payload)
+                out.write(struct.pack('<iQ', 0, 4) + payload[:4].ljust(4, b'\\0') + struct.pack('<Q', 4*count) + payload
+                          + struct.pack('<Ii', 0, 0))
             """
         cases = {
             "prints_passed": "print('PASSED 32/32'); sys.exit(0)\n",
             "says_no_device": "sys.exit(77)\n",
-            "writes_zeros": "open(outp, 'wb').write(b'CMLO' + struct.pack('<II', 1, 20) + bytes(1 << 20))\n",
+            "writes_zeros": "open(outp, 'wb').write(b'CMLO' + struct.pack('<II', 2, 20) + bytes(1 << 20))\n",
             "echoes_the_first_element": echo_input,
-            "floods_its_output_file": "f = open(outp, 'wb'); f.write(b'CMLO' + struct.pack('<II', 1, 20))\n"
+            "floods_its_output_file": "f = open(outp, 'wb'); f.write(b'CMLO' + struct.pack('<II', 2, 20))\n"
                                       "f.write(struct.pack('<iQ', 0, 1 << 40)); f.write(os.urandom(1 << 24))\n",
             "detaches_and_hangs": "import subprocess; subprocess.Popen(['setsid', 'sleep', '60']); import time; "
                                   "time.sleep(60)\n",

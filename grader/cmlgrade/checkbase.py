@@ -1,0 +1,83 @@
+"""What a lab's kit-only checker is made of (checker.py runs them; each
+lab's checker is a module of cmlgrade/checks/ with LAB, its name, and
+CHECKER, an instance of a LabChecker subclass).
+
+A checker makes a step's cases from a random.Random the grader seeded,
+says how many output bytes each case has, and judges one case's raw output
+(None when right, else what the student reads). A checker with timed steps
+also gives each timed step's case (filled by the harness from a public
+seed, never a hidden one) and says when a sampled output word of the
+student's harness is close enough to the reference's."""
+from __future__ import annotations
+
+import math
+import random
+import struct
+from array import array
+from dataclasses import dataclass
+
+F32 = struct.Struct("<f")
+FILL_DATA, FILL_INTS, FILL_FLOATS = 0, 1, 2   # harness.h: the case's data follows / ints / floats made there
+
+
+@dataclass
+class Case:
+    kind: int
+    a: int
+    b: int
+    data: bytes         # count * 4 bytes (fill 0); empty for a filled case
+    label: str          # what the student reads, e.g. "n = 65537 int"
+    fill: int = FILL_DATA
+    repeats: int = 0    # > 0: a timed case (harness.h)
+    seed: int = 0       # a filled case's data and the timed repeats' changes and samples
+    words: int = 0      # a filled case's count
+
+    @property
+    def count(self) -> int:
+        return self.words if self.fill else len(self.data) // 4
+
+
+class LabChecker:
+    """One lab's checker; the subclasses say what differs."""
+
+    def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
+        raise NotImplementedError
+
+    def step_cases(self, cases: list[Case], step: int) -> list[Case]:
+        """The cases a step runs (all of them unless a lab's steps differ)."""
+        return cases
+
+    def out_bytes(self, c: Case) -> int:
+        raise NotImplementedError
+
+    def judge(self, c: Case, step: int, out: bytes) -> str | None:
+        raise NotImplementedError
+
+    def timing_case(self, step: int, repeats: int, seed: int) -> Case | None:
+        """The case a timed step runs on a GPU (inputs far larger than L2),
+        None where the lab does not time that step this way."""
+        return None
+
+    def close(self, c: Case, step: int, ref: int, got: int) -> bool:
+        """A sampled output word (u32 bits) against the reference's: exact
+        unless a lab says otherwise."""
+        return ref == got
+
+
+def ints(rnd: random.Random, n: int, lo: int, span: int) -> array:
+    """n ints in [lo, lo + span) (span a power of two <= 65536)."""
+    raw = array("H", rnd.randbytes(2 * n))
+    return array("i", [lo + (v & (span - 1)) for v in raw])
+
+
+def reals_1_2(rnd: random.Random, n: int) -> array:
+    """n float32 values in [1, 2): exponent 0, a random mantissa."""
+    raw = array("I", rnd.randbytes(4 * n))
+    bits = array("I", [0x3F800000 | (v & 0x7FFFFF) for v in raw])
+    return array("f", bits.tobytes())
+
+
+def floats_close(ref: int, got: int, rel: float, abs_: float) -> bool:
+    """Two float32 words within rel of the reference's magnitude plus abs_."""
+    r, g = F32.unpack(struct.pack("<I", ref))[0], F32.unpack(struct.pack("<I", got))[0]
+    return math.isfinite(g) and abs(g - r) <= rel * abs(r) + abs_
