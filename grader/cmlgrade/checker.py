@@ -158,6 +158,54 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
     return v
 
 
+# ------------------------------------------------------------ timing (a kit-only harness, events around the launch)
+
+@dataclass
+class Timed:
+    """A timed case's result: per repeat the ms and the sampled output words."""
+    times: list[float] = field(default_factory=list)
+    samples: list[list[tuple[int, int]]] = field(default_factory=list)
+    note: str = ""      # why there is no timing ("" when there is)
+
+
+def run_timed(exe: Executor, harness: Path, c: Case, step: int, work: Path, timeout: float,
+              env: dict[str, str], readable: list[Path]) -> Timed:
+    """One harness run of a timed case (harness.h): the launch timed with
+    CUDA events by the harness's kit code, every output poisoned again and
+    one input word changed before each repeat, output words sampled after."""
+    work.mkdir(parents=True, exist_ok=True)
+    inp, outp = work / "timed-input.bin", work / "timed-output.bin"
+    write_input(inp, step, [c])
+    outp.unlink(missing_ok=True)
+    r = exe.run([str(harness), str(inp), str(outp)], cwd=work, timeout=timeout, writable=[work],
+                readable=readable, env=env)
+    g = read_output(outp, [c], [0])[0]
+    for p in (inp, outp):
+        p.unlink(missing_ok=True)
+    if g is None:
+        return Timed(note=f"timed out after {timeout:.0f} s" if r.timed_out else
+                     f"no timing (the harness ended with status {r.rc})")
+    if g.err or g.timed_err:
+        return Timed(note=f"CUDA error {g.err or g.timed_err} in a timed run")
+    if len(g.times) != c.repeats or not all(t > 0 for t in g.times):
+        return Timed(note="the timed run is incomplete")
+    return Timed(g.times, g.samples)
+
+
+def same_answers(lab_name: str, c: Case, step: int, mine: Timed, ref: Timed) -> str | None:
+    """None when every sampled word of every timed repeat matches the
+    reference's (the same places: the same case), else why not."""
+    chk = CHECKERS[lab_name]
+    for r, (a, b) in enumerate(zip(mine.samples, ref.samples)):
+        for (wa, va), (wb, vb) in zip(a, b):
+            if wa != wb:
+                return "the timed run's samples are not where the harness puts them"
+            if not chk.close(c, step, vb, va):
+                return (f"timed repeat {r + 1} gave a wrong answer (output word {wa}: "
+                        f"{va:#010x}, the reference's {vb:#010x}): every repeat must compute its answer")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     """The checker on one harness, for the kit's own tests (CTest
     <lab>.cpu.checker.*): python3 -m cmlgrade.checker --lab L --harness H

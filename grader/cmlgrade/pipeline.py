@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import queue
+import random
 import re
 import shutil
 import sys
@@ -23,7 +24,8 @@ from . import run as R
 from .build import build_tree, clock, shared_lock
 from .cache import ResultCache, gpu_names
 from .kitslots import SlotPool
-from .reftime import RefTimes
+from .checker import CHECKERS
+from .reftime import HarnessTimes, RefTimes
 from .buildtree import TreeError, make_student_tree
 from .intake import Submission
 from .labs import Lab, LabError, kit_description, manifests
@@ -34,6 +36,8 @@ from .score import r2, score_lab
 from .skeleton import Skeletons, make_skeletons, not_started
 from .static import run_sass_checks, run_static
 from .trust import check_lab, harness_target, run_kit_checks, scrub_outcomes, student_seed
+
+HARNESS_REPEATS = 20   # timed launches per harness run (after harness.h's warm-up)
 
 CPU_PATH = ("the CPU path (no GPU here): tests and the kit-only checks ran on the CPU; compute-sanitizer, "
             "Nsight Compute counters and timings need a GPU")
@@ -250,6 +254,9 @@ class Pipeline:
                                               self.opts.arch])
         self.cached: dict[tuple[str, str], tuple] = {}
         self.ref_times = None if self.opts.retime_reference else RefTimes()   # reftime.py
+        self.harness_times = HarnessTimes()
+        # the timed cases' data, changed words and sampled places: public, never the secret seed, new each batch
+        self.timing_seed = random.SystemRandom().getrandbits(63)
         self.slots = None
         if not self.opts.fresh_trees:   # the pristine kit, built once per build worker (kitslots.py)
             skel = {lab.name: {f: self.skeletons.get(lab.name, f) or (self.opts.kit / lab.dir / f).read_bytes()
@@ -278,6 +285,8 @@ class Pipeline:
             return
         self.probe_runner = self.ref_build / with_ref[0].ref_targets()[-1] if with_ref else None
         targets = [t for lab in with_ref for t in lab.ref_targets()]
+        if not self.cpu_path:   # the reference's harness times the reference where the checker times a step
+            targets += [f"{lab.stem}_harness_ref" for lab in with_ref if self._timed_steps(lab)]
         if any(lab.solution_dir for lab in self.labs):
             targets.append("labtool")   # makes the pristine skeletons from the solutions
         timeout = max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2 if self.labs else 900
@@ -296,6 +305,19 @@ class Pipeline:
             raise GraderError(f"the reference solution does not build ({', '.join(bad)}):\n{msgs}")
         self._check_description()
         self.say(f"reference built in {tb.seconds:.0f} s")
+
+    @staticmethod
+    def _timed_steps(lab: Lab) -> list[int]:
+        """The [performance] steps the kit-only harness times (checker.py)."""
+        chk = CHECKERS.get(lab.name)
+        return [s for s in lab.rubric.performance.steps
+                if chk is not None and chk.timing_case(s, 1, 0) is not None]
+
+    def _timed_case(self, lab: Lab, step: int):
+        """The harness-timed case of a step, None where the runner times it."""
+        if not lab.harness or lab.cpu or not lab.solution_dir or step not in self._timed_steps(lab):
+            return None
+        return CHECKERS[lab.name].timing_case(step, HARNESS_REPEATS, self.timing_seed)
 
     def _build_probe(self) -> None:
         """A student edition (no solutions/) has no reference to build: only
@@ -625,6 +647,13 @@ class Pipeline:
                     continue
                 if deadline.expired():
                     run.timed_out.append(f"performance step {s}")
+                    continue
+                case = self._timed_case(lab, s)
+                if case is not None:   # timed by the kit-only harnesses (checker.run_timed)
+                    run.perf[s] = self.harness_times.perf(
+                        self.student_exe, self.trusted, bdir / lab.harness, self.ref_build / f"{lab.stem}_harness_ref",
+                        lab.name, s, case, deadline, pr.timeout_s, out, env, readable,
+                        (gpu, lab.name, s, case.seed, case.repeats))
                     continue
                 perf = R.run_perf if self.ref_times is None else partial(self.ref_times.perf, key=(gpu, lab.name))
                 run.perf[s] = perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],

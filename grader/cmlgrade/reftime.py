@@ -103,3 +103,51 @@ class RefTimes:
         res.student_ms = statistics.median(res.samples_student)
         res.ref_ms = e.median
         return res
+
+
+@dataclass
+class HarnessTimes:
+    """Timing by the kit-only harnesses (checker.run_timed): the student's
+    launch timed by kit code, every repeat re-poisoned, fed a changed input
+    word and sampled. The reference's harness is timed once per (GPU, lab,
+    step) in a batch; each later submission costs one short reference run,
+    the drift check (as RefTimes)."""
+    tolerance: float = TOLERANCE
+    table: dict[tuple, object] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def perf(self, exe_student: Executor, exe_ref: Executor, harness: Path, ref_harness: Path, lab_name: str,
+             step: int, case, deadline: Deadline, own_timeout: float, cwd: Path, gpu_env: dict[str, str],
+             readable: list[Path], key: tuple) -> PerfResult:
+        from dataclasses import replace
+        from .checker import run_timed, same_answers
+        res = PerfResult(step, None, None, True)
+        work = cwd / f"timed-step{step}"
+        mine = run_timed(exe_student, harness, case, step, work, deadline.limit(own_timeout), gpu_env, readable)
+        if mine.note:
+            res.correct, res.note = False, mine.note
+            return res
+        with self.lock:
+            ref = self.table.get(key)
+            if ref is not None and not deadline.expired():
+                probe = run_timed(exe_ref, ref_harness, replace(case, repeats=3), step, work,
+                                  deadline.limit(own_timeout), gpu_env, [])
+                lo, hi = min(ref.times) * (1 - self.tolerance), max(ref.times) * (1 + self.tolerance)
+                if probe.note or not lo <= statistics.median(probe.times) <= hi:
+                    ref = None   # the GPU's speed moved (or the probe failed): time the reference again
+            if ref is None:
+                if deadline.expired():
+                    res.note = "the lab's time limit ran out"
+                    return res
+                ref = run_timed(exe_ref, ref_harness, case, step, work, deadline.limit(own_timeout), gpu_env, [])
+                if ref.note:
+                    res.note = f"the reference could not be timed: {ref.note}"
+                    return res
+                self.table[key] = ref
+        wrong = same_answers(lab_name, case, step, mine, ref)
+        if wrong:
+            res.correct, res.note = False, wrong
+            return res
+        res.samples_student, res.samples_ref = list(mine.times), list(ref.times)
+        res.student_ms, res.ref_ms = statistics.median(mine.times), statistics.median(ref.times)
+        return res

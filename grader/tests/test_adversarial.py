@@ -354,5 +354,49 @@ class CheckerForgeries(unittest.TestCase):
                 self.assertFalse(any("12345" in m for m in v.messages), "a verdict message shows the seed")
 
 
+class TimingForgeries(unittest.TestCase):
+    """Timing by the kit-only harness (checker.run_timed): a launcher that
+    caches its answer, or a harness whose repeats do not compute, gets no
+    timing credit whatever times it reports."""
+
+    def fake(self, body: str) -> Path:
+        d = tmpdir(self)
+        p = d / "harness"
+        p.write_text("#!/usr/bin/env python3\nimport sys, struct\ninp, outp = sys.argv[1], sys.argv[2]\n"
+                     "d = open(inp, 'rb').read(); reps = struct.unpack_from('<I', d, 12 + 36)[0]\n"
+                     "f = open(outp, 'wb'); f.write(b'CMLO' + struct.pack('<II', 2, 1) + struct.pack('<iQQI', 0, 0, 0, reps))\n"
+                     + textwrap.dedent(body) + "f.write(struct.pack('<i', 0))\n")
+        p.chmod(0o755)
+        return p
+
+    def timed(self, harness: Path):
+        from cmlgrade.checkbase import FILL_INTS, Case
+        c = Case(0, 1 << 20, 0, b"", "timed", fill=FILL_INTS, repeats=5, seed=99, words=1 << 20)
+        return c, checker.run_timed(Executor(Sandbox(None, "")), harness, c, 8, tmpdir(self), 20, {}, [])
+
+    # each repeat's samples: 32 (word, value); the reference's values change with the changed input word
+    REF = "for r in range(reps):\n    f.write(struct.pack('<f', 2.0) + b''.join(struct.pack('<QI', k, 1000 + r) for k in range(32)))\n"
+
+    def test_a_cached_answer_loses_the_timing(self):
+        c, ref = self.timed(self.fake(self.REF))
+        self.assertEqual(ref.note, "")
+        _, same = self.timed(self.fake(self.REF))
+        self.assertIsNone(checker.same_answers("04_reduction", c, 8, same, ref))
+        cached = "for r in range(reps):\n    f.write(struct.pack('<f', 0.001) + b''.join(struct.pack('<QI', k, 1000) for k in range(32)))\n"
+        _, mine = self.timed(self.fake(cached))
+        self.assertEqual(mine.note, "")
+        why = checker.same_answers("04_reduction", c, 8, mine, ref)
+        self.assertIsNotNone(why)
+        self.assertIn("timed repeat 2 gave a wrong answer", why)
+
+    def test_incomplete_or_zero_timings_are_no_timing(self):
+        for body in ("pass\n",   # says 5 repeats, writes none
+                     "for r in range(reps):\n    f.write(struct.pack('<f', 0.0) + bytes(12 * 32))\n"):
+            with self.subTest(body=body):
+                _, t = self.timed(self.fake(body))
+                self.assertNotEqual(t.note, "")
+                self.assertEqual(t.times, [])
+
+
 if __name__ == "__main__":
     unittest.main()
