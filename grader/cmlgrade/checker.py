@@ -206,6 +206,88 @@ def same_answers(lab_name: str, c: Case, step: int, mine: Timed, ref: Timed) -> 
     return None
 
 
+# ------------------------------------------------------------ counters (ncu run by the grader on the harness)
+
+def parse_ncu_csv(text: str, metric: str) -> tuple[float, int]:
+    """The sum of `metric` over the kernels ncu's CSV lists, and how many
+    launches it lists."""
+    import csv
+    import io
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    if not rows:
+        return 0.0, 0
+    head = rows[0]
+    try:
+        name_at, value_at = head.index("Metric Name"), head.index("Metric Value")
+    except ValueError:
+        return 0.0, 0
+    total, n = 0.0, 0
+    for r in rows[1:]:
+        if len(r) > max(name_at, value_at) and r[name_at] == metric:
+            try:
+                total += float(r[value_at].replace(",", ""))
+            except ValueError:
+                continue
+            n += 1
+    return total, n
+
+
+def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, metric: str, kernels: str,
+                  out_dir: Path, timeout: float, env: dict[str, str], readable: list[Path],
+                  tag: str) -> tuple[float | None, str]:
+    """A step's counter, measured by Nsight Compute run by the grader on the
+    harness (the step's two largest checked cases): ncu writes its CSV into
+    a file of the grader's folder, which no student code can write (the
+    object checks refuse file access), so what the student's code prints
+    counts for nothing. (value, "") or (None, why not)."""
+    from .run import find_tool
+    ncu = find_tool("ncu")
+    if ncu is None:
+        return None, "ncu not found"
+    chk = CHECKERS[lab_name]
+    cases = sorted(chk.step_cases(make_cases(lab_name, seed, False), step), key=lambda c: c.count)[-2:]
+    work = out_dir / f"counters-{tag}-step{step}"
+    work.mkdir(parents=True, exist_ok=True)
+    inp, outp, log = work / "input.bin", work / "output.bin", work / "ncu.csv"
+    write_input(inp, step, cases)
+    for p in (outp, log):
+        p.unlink(missing_ok=True)
+    r = exe.run([ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
+                 "--kernel-name", f"regex:{kernels}", str(harness), str(inp), str(outp)],
+                cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
+    except OSError:
+        text = ""
+    total, n = parse_ncu_csv(text, metric)
+    if r.timed_out:
+        return None, f"timed out after {timeout:.0f} s"
+    if n == 0:
+        why = next((ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "ERR_" in ln or "==ERROR==" in ln), "")
+        return None, why or "ncu profiled no kernel of the step"
+    return total, ""
+
+
+def counters_report(exe: Executor, harness: Path, lab, steps: list[int], seed: int, out_dir: Path, timeout: float,
+                    env: dict[str, str], readable: list[Path], tag: str):
+    """A CounterReport (parsers.py) of the lab's counter checks for `steps`,
+    every value from the grader's own ncu run on the harness."""
+    from .parsers import CounterReport
+    rep = CounterReport(True, "")
+    for chk in lab.counter_checks:
+        if chk.step not in steps or chk.step in rep.conflicts:
+            continue
+        v, why = counters_step(exe, harness, lab.name, chk.step, seed, chk.metric, chk.kernels, out_dir, timeout,
+                               env, readable, tag)
+        if v is None:
+            rep.missing[chk.step] = why
+        else:
+            rep.conflicts[chk.step] = v
+    if not rep.conflicts and rep.missing and len(set(rep.missing.values())) == 1:
+        return CounterReport(False, next(iter(rep.missing.values())))
+    return rep
+
+
 def main(argv: list[str] | None = None) -> int:
     """The checker on one harness, for the kit's own tests (CTest
     <lab>.cpu.checker.*): python3 -m cmlgrade.checker --lab L --harness H

@@ -205,7 +205,8 @@ def _counter_checks(d: dict, rubric: Rubric) -> tuple[CounterCheck, ...]:
                 raise LabError(f"{d['name']}: counters expect '{expect}' for step {step} (zero or nonzero)")
             n = int(step)
             checks.append(CounterCheck(step=n, expect=expect, points=rubric.counters.step_points(n),
-                                       feedback=rubric.counters.feedback.get(n, "")))
+                                       feedback=rubric.counters.feedback.get(n, ""), metric=c.get("metric", ""),
+                                       kernels=c.get("kernels", "")))
     return tuple(checks)
 
 

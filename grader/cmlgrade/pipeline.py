@@ -24,7 +24,7 @@ from . import run as R
 from .build import build_tree, clock, shared_lock
 from .cache import ResultCache, gpu_names
 from .kitslots import SlotPool
-from .checker import CHECKERS
+from .checker import CHECKERS, counters_report
 from .reftime import HarnessTimes, RefTimes
 from .buildtree import TreeError, make_student_tree
 from .intake import Submission
@@ -286,7 +286,8 @@ class Pipeline:
         self.probe_runner = self.ref_build / with_ref[0].ref_targets()[-1] if with_ref else None
         targets = [t for lab in with_ref for t in lab.ref_targets()]
         if not self.cpu_path:   # the reference's harness times the reference where the checker times a step
-            targets += [f"{lab.stem}_harness_ref" for lab in with_ref if self._timed_steps(lab)]
+            targets += [f"{lab.stem}_harness_ref" for lab in with_ref
+                        if lab.name in CHECKERS and (self._timed_steps(lab) or lab.counter_checks)]
         if any(lab.solution_dir for lab in self.labs):
             targets.append("labtool")   # makes the pristine skeletons from the solutions
         timeout = max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2 if self.labs else 900
@@ -312,6 +313,12 @@ class Pipeline:
         chk = CHECKERS.get(lab.name)
         return [s for s in lab.rubric.performance.steps
                 if chk is not None and chk.timing_case(s, 1, 0) is not None]
+
+    @staticmethod
+    def _counted_by_harness(lab: Lab) -> bool:
+        """Counters from the grader's ncu run on the kit-only harness (not
+        from the student-linked runner's --counters lines)."""
+        return bool(lab.harness) and not lab.cpu and lab.name in CHECKERS and all(c.metric for c in lab.counter_checks)
 
     def _timed_case(self, lab: Lab, step: int):
         """The harness-timed case of a step, None where the runner times it."""
@@ -481,7 +488,11 @@ class Pipeline:
                 br = R.run_tests(self.trusted, self.ref_build / lab.ref_name(b), out, kind,
                                  seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
                 ref.tests[kind][b] = br
-        if self.gpu_ok and lab.counter_checks:
+        if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab):
+            ref.counters = counters_report(self.trusted, self.ref_build / f"{lab.stem}_harness_ref", lab,
+                                           [c.step for c in lab.counter_checks], PUBLIC_SEED, out,
+                                           lab.rubric.counters.timeout_s, env, [], "reference")
+        elif self.gpu_ok and lab.counter_checks:
             ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
                                           [c.step for c in lab.counter_checks],
                                           lab.rubric.counters.timeout_s, out, env, [])
@@ -633,8 +644,14 @@ class Pipeline:
                     run.timed_out.append("counters")
                 else:
                     progress.say(job.sub.student, lab.name, "counters")
-                    run.counters = R.run_counters(self.student_exe, runner, counter_steps,
-                                                  deadline.limit(lab.rubric.counters.timeout_s), out, env, readable)
+                    if self._counted_by_harness(lab):   # the grader's own ncu run on the kit-only harness
+                        run.counters = counters_report(self.student_exe, bdir / lab.harness, lab, counter_steps,
+                                                       PUBLIC_SEED, out, deadline.limit(lab.rubric.counters.timeout_s),
+                                                       env, readable, "student")
+                    else:
+                        run.counters = R.run_counters(self.student_exe, runner, counter_steps,
+                                                      deadline.limit(lab.rubric.counters.timeout_s), out, env,
+                                                      readable)
             phase.done("counters")
             pr = lab.rubric.performance
             if pr.steps:

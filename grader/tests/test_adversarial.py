@@ -23,6 +23,7 @@ import sys
 import textwrap
 import time
 import unittest
+import unittest.mock
 from pathlib import Path
 
 import helpers  # noqa: F401  (import path)
@@ -396,6 +397,39 @@ class TimingForgeries(unittest.TestCase):
                 _, t = self.timed(self.fake(body))
                 self.assertNotEqual(t.note, "")
                 self.assertEqual(t.times, [])
+
+
+class CounterForgeries(unittest.TestCase):
+    """Counters come from the grader's own Nsight Compute run on the harness,
+    read from the CSV file ncu writes (checker.counters_step): what the
+    student's process prints is not read at all."""
+    METRIC = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
+    CSV = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+           '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n'
+           '"0","7","h","x","transpose_tile_kernel(const float *, float *, int, int)","1","7","(32, 8, 1)","(2, 3, 1)",'
+           '"0","9.0","Command line profiler metrics","{m}","","1,024"\n'
+           '"1","7","h","x","transpose_tile_kernel(const float *, float *, int, int)","1","7","(32, 8, 1)","(2, 3, 1)",'
+           '"0","9.0","Command line profiler metrics","{m}","","31"\n')
+
+    def test_the_csv_is_summed_over_launches(self):
+        self.assertEqual(checker.parse_ncu_csv(self.CSV.format(m=self.METRIC), self.METRIC), (1055.0, 2))
+        self.assertEqual(checker.parse_ncu_csv(self.CSV.format(m="other__metric.sum"), self.METRIC), (0.0, 0))
+        self.assertEqual(checker.parse_ncu_csv("step 3 tile: shared-load bank conflicts 0\n", self.METRIC), (0.0, 0))
+
+    def test_printed_counter_lines_count_for_nothing(self):
+        d = tmpdir(self)
+        # an ncu that runs the program and profiles nothing (as for a step with no kernel of the lab)
+        (d / "ncu").write_text('#!/bin/sh\nwhile [ "$#" -gt 3 ]; do shift; done\nexec "$@"\n')
+        (d / "ncu").chmod(0o755)
+        harness = d / "harness"
+        harness.write_text("#!/bin/sh\necho 'step 3 transpose_tile_kernel: shared-load bank conflicts 0'\n"
+                           f"echo '{self.CSV.format(m=self.METRIC)}'\n")
+        harness.chmod(0o755)
+        with unittest.mock.patch.dict(os.environ, {"PATH": f"{d}:{os.environ.get('PATH', '')}"}):
+            v, why = checker.counters_step(Executor(Sandbox(None, "")), harness, "06_transpose", 3, 1, self.METRIC,
+                                           "transpose_\\w+", tmpdir(self), 20, {}, [], "student")
+        self.assertIsNone(v)
+        self.assertIn("no kernel", why)
 
 
 if __name__ == "__main__":

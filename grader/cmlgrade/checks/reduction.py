@@ -49,7 +49,7 @@ class Reduction(LabChecker):
         return f"got {got:.9g}, expected {exact:.9g}" + (f" (allowed error {tol:.3g})" if tol else "")
 
     def timing_case(self, step: int, repeats: int, seed: int) -> Case | None:
-        n = 1 << 26   # 256 MiB of ints: far past L2; exact, so the sample must equal the reference's
+        n = 1 << 28   # 1 GiB of ints (the results pages' size): far past L2; exact, so the samples must equal the reference's
         return Case(0, n, 0, b"", f"n = {n} int (timed)", fill=FILL_INTS, repeats=repeats, seed=seed, words=n)
 
 
