@@ -288,6 +288,58 @@ def counters_report(exe: Executor, harness: Path, lab, steps: list[int], seed: i
     return rep
 
 
+# ------------------------------------------------------------ technique: does a step use shared memory?
+
+SHARED_METRICS = ("smsp__sass_inst_executed_op_shared_ld.sum", "smsp__sass_inst_executed_op_shared_st.sum")
+
+
+def shared_use(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, out_dir: Path, timeout: float,
+               env: dict[str, str], readable: list[Path], cpu: bool) -> tuple[tuple[float, float] | None, str]:
+    """The shared-memory loads and stores every launch of a step made, over
+    the step's two largest checked cases, measured outside what the
+    student's code can print: on a GPU by the grader's own Nsight Compute run
+    on the harness (every kernel, not only the lab's names), on the CPU path
+    by the runtime's bank tracing written to a file of the grader's folder
+    (CML_CPU_CHECK=banks, CML_CPU_BANKS_LOG). ((loads, stores), "") or
+    (None, why not)."""
+    chk = CHECKERS[lab_name]
+    cases = sorted(chk.step_cases(make_cases(lab_name, seed, cpu), step), key=lambda c: c.count)[-2:]
+    work = out_dir / f"technique-step{step}"
+    work.mkdir(parents=True, exist_ok=True)
+    inp, outp, log = work / "input.bin", work / "output.bin", work / ("banks.log" if cpu else "ncu.csv")
+    write_input(inp, step, cases)
+    for p in (outp, log):
+        p.unlink(missing_ok=True)
+    if cpu:
+        cmd = [str(harness), str(inp), str(outp)]
+        env = dict(env, CML_CPU_CHECK="banks", CML_CPU_BANKS_LOG=str(log))
+    else:
+        from .run import find_tool
+        ncu = find_tool("ncu")
+        if ncu is None:
+            return None, "ncu not found"
+        cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", ",".join(SHARED_METRICS),
+               str(harness), str(inp), str(outp)]
+    r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
+    except OSError:
+        text = ""
+    if r.timed_out:
+        return None, f"timed out after {timeout:.0f} s"
+    if cpu:
+        import re
+        launches = re.findall(r"^launch \S+ ld requests=(\d+) st requests=(\d+)", text, re.M)
+        if not launches:
+            return (0.0, 0.0), ""   # no launch at all: no shared memory either
+        return (float(sum(int(a) for a, _ in launches)), float(sum(int(b) for _, b in launches))), ""
+    (ld, n), (st, _) = (parse_ncu_csv(text, m) for m in SHARED_METRICS)
+    if n == 0:
+        why = next((ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "ERR_" in ln or "==ERROR==" in ln), "")
+        return ((0.0, 0.0), "") if not why and r.rc == 0 else (None, why or f"ncu ended with status {r.rc}")
+    return (ld, st), ""
+
+
 def main(argv: list[str] | None = None) -> int:
     """The checker on one harness, for the kit's own tests (CTest
     <lab>.cpu.checker.*): python3 -m cmlgrade.checker --lab L --harness H

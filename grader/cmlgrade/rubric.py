@@ -126,6 +126,16 @@ class PerformanceRubric:
 
 
 @dataclass
+class TechniqueRubric:
+    """Steps whose launches must load from and store to shared memory
+    (measured: Nsight Compute on a GPU, the runtime's tracing on the CPU
+    path; checker.shared_use). A step that does not loses its tests' verdict."""
+    shared_steps: list[int] = field(default_factory=list)
+    feedback: str = ("step {step} must stage its data in shared memory, but its launches made "
+                     "{loads:.0f} shared-memory loads and {stores:.0f} stores")
+
+
+@dataclass
 class MistakeFeedback:
     feedback: str
     kernel: str = ""
@@ -142,6 +152,7 @@ class Rubric:
     static: list[StaticCheck]
     performance: PerformanceRubric
     mistakes: dict[str, MistakeFeedback] = field(default_factory=dict)  # an override's feedback lines
+    technique: TechniqueRubric = field(default_factory=TechniqueRubric)
     is_default: bool = False    # no rubric file: the default policy
 
     def check_steps(self, nums: list[int], counter_steps: list[int]) -> None:
@@ -228,7 +239,7 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
     r = _Reader(source)
     files = list(files)
     for key in data:
-        if key not in ("lab", "tests", "sanitizers", "counters", "static", "performance", "mistakes"):
+        if key not in ("lab", "tests", "sanitizers", "counters", "static", "performance", "mistakes", "technique"):
             raise r.err(key, "unknown table")
     for dotted, where in MOVED.items():
         table, key = dotted.split(".")
@@ -337,8 +348,14 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
                                                        f"mistakes.{name}.kernel"),
                                          finding=_regex(r, r.get(m, "finding", str, f"mistakes.{name}", ""),
                                                         f"mistakes.{name}.finding"))
+    t = r.get(data, "technique", dict, "rubric", {})
+    shared = r.get(t, "shared_steps", list, "technique", [])
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in shared):
+        raise r.err("technique.shared_steps", "a list of step numbers")
+    technique = TechniqueRubric(shared_steps=shared,
+                                feedback=r.get(t, "feedback", str, "technique", TechniqueRubric.feedback))
     return Rubric(source=source, lab=lab, tests=tests, sanitizers=sanitizers, counters=counters, static=statics,
-                  performance=perf, mistakes=mistakes)
+                  performance=perf, mistakes=mistakes, technique=technique)
 
 
 def load_rubric(path: Path, override: dict | None, files: list[str] | tuple[str, ...]) -> Rubric:

@@ -146,6 +146,7 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
                 continue
             verdicts[s.num] = check_step(exe, harness, lab.name, s.num, public_seed if seed is None else seed, out,
                                          deadline.limit(step_limit), env, readable, cpu, kind)
+    _technique(exe, lab, run, harness, public_seed, out, step_limit, deadline, env, readable, cpu)
     # public: Criterion's outcomes can only lose to the checker's verdict
     for br in run.tests.get("public", {}).values():
         for key, o in list(br.outcomes.items()):
@@ -168,6 +169,35 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
         run.tests["hidden"][b] = mine
 
 
+def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_limit: float, deadline, env, readable,
+               cpu: bool) -> None:
+    """A step of the rubric's [technique] shared_steps whose outputs are
+    right but whose launches made no shared-memory loads or no stores loses
+    its verdict, public and hidden (checker.shared_use measures it)."""
+    from .checker import shared_use
+    public = run.checks.get("public", {})
+    for s in lab.rubric.technique.shared_steps:
+        v = public.get(s)
+        if v is None or v.ok is not True or deadline.expired():
+            continue
+        got, why = shared_use(exe, harness, lab.name, s, seed, out, deadline.limit(step_limit), env, readable, cpu)
+        if got is None:
+            run.technique[s] = f"not checked ({why})"
+            continue
+        loads, stores = got
+        run.technique[s] = f"{loads:.0f} shared-memory loads and {stores:.0f} stores"
+        if loads > 0 and stores > 0:
+            continue
+        line = lab.rubric.technique.feedback.format(step=s, loads=loads, stores=stores)
+        for verdicts in run.checks.values():
+            w = verdicts.get(s)
+            if w is not None and w.ok is not None:
+                w.ok = False
+                w.messages.insert(0, line)
+
+
 def _verdict_lines(v) -> list[str]:
-    head = f"kit-only check: {v.failed} of {v.total} cases wrong" if v.total else f"kit-only check: {v.note}"
+    head = (f"kit-only check: {v.failed} of {v.total} cases wrong" if v.failed else
+            "kit-only check: every case right, but not by the step's technique" if v.total else
+            f"kit-only check: {v.note}")
     return [head] + list(v.messages)

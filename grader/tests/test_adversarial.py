@@ -432,5 +432,40 @@ class CounterForgeries(unittest.TestCase):
         self.assertIn("no kernel", why)
 
 
+class TechniqueForgeries(unittest.TestCase):
+    """Right answers by the wrong technique: a "tile" step done without
+    shared memory (here a harness that transposes in Python, so no launch
+    at all) keeps its outputs right but loses the step's verdict."""
+
+    PY_TRANSPOSE = """
+        import array
+        d = open(inp, 'rb').read(); n = struct.unpack_from('<I', d, 8)[0]; p = 12
+        out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 2, n))
+        for _ in range(n):
+            step, kind, rows, cols, count, fill, reps, seed = struct.unpack_from('<IIQQQIIQ', d, p); p += 48
+            a = array.array('f'); a.frombytes(d[p:p + 4 * count]); p += 4 * count
+            t = array.array('f', [a[r * cols + c] for c in range(cols) for r in range(rows)])
+            out.write(struct.pack('<iQ', 0, 4 * count) + t.tobytes() + struct.pack('<Q', 4 * count) + a.tobytes()
+                      + struct.pack('<Ii', 0, 0))
+        """
+
+    def test_a_tile_step_without_shared_memory_loses_its_verdict(self):
+        from cmlgrade.results import LabRun
+        from cmlgrade.trust import _technique
+        from cmlgrade.run import Deadline
+        lab = LABS["06_transpose"]
+        self.assertIn(3, lab.rubric.technique.shared_steps)
+        harness = CheckerForgeries.fake(self, self.PY_TRANSPOSE)
+        exe = Executor(Sandbox(None, ""))
+        v = checker.check_step(exe, harness, lab.name, 3, 4242, tmpdir(self), 60, {}, [], True, "public")
+        self.assertIs(v.ok, True, v)   # the answers are right
+        run = LabRun(lab.name)
+        run.checks = {"public": {3: v}}
+        _technique(exe, lab, run, harness, 4242, tmpdir(self), 60, Deadline(600), {}, [], True)
+        self.assertIs(v.ok, False)
+        self.assertIn("must stage its data in shared memory", v.messages[0])
+        self.assertIn("0 shared-memory loads", run.technique[3])
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -285,13 +285,31 @@ static char *squeeze(const char *s) /* the kernel's name without spaces */
  * kernel several times (lab 01's probe, once per pattern) can be read per
  * launch, as Nsight Compute reads a GPU's (common/src/ncu.c). */
 static int print_launches;
+
+/* CML_CPU_BANKS_LOG=<file> (the grader's technique checks, checker.py):
+ * the same per-launch counts, with the shared-memory requests, appended to
+ * that file instead of printed, so that nothing a program prints can pass
+ * for them. Opened once, on the first launch. */
+static FILE *launch_log(void)
+{
+    static int opened;
+    static FILE *log;
+    if (!opened) {
+        opened = 1;
+        const char *path = getenv("CML_CPU_BANKS_LOG");
+        if (path != NULL && path[0] != '\0' && (log = fopen(path, "a")) == NULL)
+            fprintf(stderr, "cml-cpu banks: cannot open CML_CPU_BANKS_LOG=%s\n", path);
+    }
+    return log;
+}
+
 void cml_cpu_banks_print_launches(void);
 void cml_cpu_banks_print_launches(void) { print_launches = 1; }
 
 void cml_cpu_banks_grid_end(const char *kernel)
 {
     char *name = squeeze(kernel);
-    unsigned long long launch_conflicts[2] = {0, 0}; /* ld, st */
+    unsigned long long launch_conflicts[2] = {0, 0}, launch_requests[2] = {0, 0}; /* ld, st */
     pthread_mutex_lock(&banks_lock);
     /* A marker (pc NULL) says the kernel ran, shared memory or not. */
     size_t m = 0;
@@ -318,12 +336,19 @@ void cml_cpu_banks_grid_end(const char *kernel)
             results[r].requests += st->requests;
             results[r].wavefronts += st->wavefronts;
             launch_conflicts[st->store ? 1 : 0] += st->wavefronts - st->requests;
+            launch_requests[st->store ? 1 : 0] += st->requests;
         }
         b->n_stats = 0;
     }
     if (print_launches)
         fprintf(stderr, "cml-cpu banks: launch %s ld conflicts=%llu st conflicts=%llu\n", name, launch_conflicts[0],
                 launch_conflicts[1]);
+    FILE *log = launch_log();
+    if (log != NULL) {
+        fprintf(log, "launch %s ld requests=%llu st requests=%llu ld conflicts=%llu st conflicts=%llu\n", name,
+                launch_requests[0], launch_requests[1], launch_conflicts[0], launch_conflicts[1]);
+        fflush(log);
+    }
     pthread_mutex_unlock(&banks_lock);
     free(name);
 }
