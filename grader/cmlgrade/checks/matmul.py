@@ -1,0 +1,168 @@
+"""Lab 03's kit-only checker: C = A * B (M x K times K x N floats,
+row-major); grader/harness/03_tiled_matmul.c says the case layout (a = M,
+b = N, kind = K; data A then B; output C then C's two guard zones).
+
+Three kinds of data. Small nonzero integers (+-1 .. +-16): every product
+and partial sum is an integer below 2^24, so C is exact and judged
+exactly; one dropped term changes it. Distinct integers in A (or in B)
+against small ones in the other, sized so that the sums stay exact: one
+element read from a wrong place of the distinct matrix changes C. Reals of
+magnitude [1, 2) with random signs: judged within gamma_K * ||A(i, :)|| *
+||B(:, j)|| (Cauchy-Schwarz over sum_k |A(i, k)| |B(k, j)|, the bound of
+any order of float additions), which stays far below 1, the least a
+dropped term changes C by."""
+from __future__ import annotations
+
+import math
+import random
+from array import array
+from dataclasses import dataclass
+from operator import mul
+
+from ..checkbase import FILL_FLOATS, Case, LabChecker, floats_close
+
+LAB = "03_tiled_matmul"
+
+U = 2.0 ** -24          # float's unit roundoff
+U64 = 2.0 ** -53        # double's (the Python reference's sums)
+EXACT, DISTINCT_A, DISTINCT_B, REALS = 0, 1, 2, 3
+WHAT = {EXACT: "small integers, exact", DISTINCT_A: "distinct integers in A, exact",
+        DISTINCT_B: "distinct integers in B, exact", REALS: "reals"}
+
+
+def gamma(n: int, u: float = U) -> float:
+    """Higham's gamma_n: the relative error bound of a sum of n products in any order, fused or not."""
+    return n * u / (1 - n * u)
+
+
+def guard_words(row: int) -> int:
+    """The harness's guard zone (03_tiled_matmul.c guard_words)."""
+    return (max(128 * (row + 1), 16384) + 63) // 64 * 64
+
+
+@dataclass
+class MmCase(Case):
+    data_kind: int = EXACT
+
+
+def small_ints(rnd: random.Random, n: int, top: int = 16) -> list[float]:
+    """n integer-valued floats in +-1 .. +-top (top a power of two <= 64), never 0."""
+    raw = rnd.randbytes(n)
+    return [float((1 + (v & (top - 1))) * (1 if v & 0x80 else -1)) for v in raw]
+
+
+def distinct_ints(rnd: random.Random, n: int) -> list[float]:
+    """n distinct integer-valued floats: +-1 .. +-n, each magnitude once, random signs."""
+    vals = [float(v if rnd.getrandbits(1) else -v) for v in range(1, n + 1)]
+    rnd.shuffle(vals)
+    return vals
+
+
+def signed_reals_1_2(rnd: random.Random, n: int) -> list[float]:
+    """n floats of magnitude in [1, 2), random mantissa and sign."""
+    raw = array("I", rnd.randbytes(4 * n))
+    return list(array("f", array("I", [0x3F800000 | (v & 0x7FFFFF) | (v & 0x80000000) for v in raw]).tobytes()))
+
+
+class Matmul(LabChecker):
+    def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
+        # (M, N, K): 1-wide and 1-deep, around and across the tiles (8, 16, 32, 64, 128), K below, across and
+        # above the k-tiles, rows 16-byte aligned (N and K multiples of 4) and not, skinny
+        exact = [(1, 1, 1), (1, 1, 100), (1, 77, 33), (77, 1, 33), (45, 67, 1), (1, 129, 1), (17, 15, 17),
+                 (31, 33, 7), (33, 31, 47), (61, 67, 71), (65, 63, 130), (97, 129, 40), (67, 45, 129),
+                 (129, 130, 131), (130, 132, 68), (300, 3, 37), (3, 300, 37), (5, 7, 301),
+                 (rnd.randint(2, 140), rnd.randint(2, 140), rnd.randint(2, 160)),
+                 (rnd.randint(2, 140), 4 * rnd.randint(1, 35), 4 * rnd.randint(1, 40))]
+        reals = [(67, 45, 129), (37, 29, 300), (130, 132, 68)]
+        # distinct values: up to +-V (V that matrix's size), the other's entries +-1 .. +-8: K * V * 8 < 2^24
+        distinct = [(DISTINCT_A, (67, 45, 129)), (DISTINCT_B, (45, 67, 129))]
+        if not cpu:
+            exact += [(1000, 7, 513), (257, 255, 65), (4099, 3, 70), (3, 4099, 70), (5, 7, 4099),
+                      (30011, 2, 3), (rnd.randint(2, 200), rnd.randint(2, 200), rnd.randint(2, 200))]
+            reals += [(129, 67, 513), (260, 12, 1000)]
+            distinct += [(DISTINCT_A, (90, 131, 70)), (DISTINCT_B, (131, 90, 70))]
+        out: list[Case] = []
+        for m, n, k in exact:
+            out.append(self._case(EXACT, m, n, k, small_ints(rnd, m * k), small_ints(rnd, k * n)))
+        for m, n, k in reals:
+            out.append(self._case(REALS, m, n, k, signed_reals_1_2(rnd, m * k), signed_reals_1_2(rnd, k * n)))
+        for dk, (m, n, k) in distinct:
+            assert k * (m if dk == DISTINCT_A else n) * k * 8 < 2 ** 24, "a distinct case whose sums are not exact"
+            a = distinct_ints(rnd, m * k) if dk == DISTINCT_A else small_ints(rnd, m * k, 8)
+            b = distinct_ints(rnd, k * n) if dk == DISTINCT_B else small_ints(rnd, k * n, 8)
+            out.append(self._case(dk, m, n, k, a, b))
+        return out
+
+    @staticmethod
+    def _case(dk: int, m: int, n: int, k: int, a: list[float], b: list[float]) -> MmCase:
+        return MmCase(k, m, n, array("f", a + b).tobytes(), f"{m} x {n} x {k} ({WHAT[dk]})", data_kind=dk)
+
+    def out_bytes(self, c: Case) -> int:
+        return 4 * (c.a * c.b + 2 * guard_words(c.b))
+
+    def judge(self, c: Case, step: int, out: bytes) -> str | None:
+        m, n, k = c.a, c.b, c.kind
+        if len(out) != self.out_bytes(c):
+            return f"{len(out)} bytes of output, expected {self.out_bytes(c)}"
+        vals = array("f")
+        vals.frombytes(c.data)
+        a_rows = [vals[i * k:(i + 1) * k] for i in range(m)]
+        b_cols = [vals[m * k + j::n] for j in range(n)]
+        got = array("f")
+        got.frombytes(out[:4 * m * n])
+        reals = getattr(c, "data_kind", EXACT) == REALS
+        if reals:
+            a_norm = [math.sqrt(sum(map(mul, r, r))) for r in a_rows]
+            b_norm = [math.sqrt(sum(map(mul, col, col))) for col in b_cols]
+            g = gamma(k) + gamma(k, U64)
+        bad, first = 0, None
+        nan_poison = 0
+        for i, row in enumerate(a_rows):
+            want = [sum(map(mul, row, col)) for col in b_cols]   # each product exact in double
+            gr = got[i * n:(i + 1) * n]
+            if not reals and array("f", want) == gr:   # exact: want holds integers below 2^24
+                continue
+            for j in range(n):
+                tol = g * a_norm[i] * b_norm[j] if reals else 0.0
+                if abs(gr[j] - want[j]) <= tol:
+                    continue
+                bad += 1
+                nan_poison += math.isnan(gr[j]) and out[4 * (i * n + j):4 * (i * n + j + 1)] == b"\xff" * 4
+                if first is None:
+                    first = (i, j, gr[j], want[j], tol)
+        if first is not None:
+            i, j, gv, wv, tol = first
+            msg = (f"{bad} of {m * n} elements of C wrong" +
+                   (f" ({nan_poison} never written)" if nan_poison else "") +
+                   f": C({i}, {j}) = {gv:.9g}, expected {wv:.9g}" + (f" (allowed error {tol:.3g})" if tol else ""))
+            if math.isnan(gv) and not nan_poison:
+                msg += " (NaN: A and B lie between guard zones of NaN; a load past their ends brings it into C)"
+            return msg
+        gw = guard_words(n)
+        before, after = out[4 * m * n:4 * (m * n + gw)], out[4 * (m * n + gw):]
+        poison = b"\xff" * (4 * gw)
+        changed = [] if before == poison else [x for x in range(gw) if before[4 * x:4 * x + 4] != b"\xff" * 4]
+        if changed:   # the zone ends at C's first element: word x is gw - x floats before it
+            return f"the kernel wrote outside C: {gw - changed[0]} floats before C's first element"
+        changed = [] if after == poison else [x for x in range(gw) if after[4 * x:4 * x + 4] != b"\xff" * 4]
+        if changed:   # word x of the zone after C is C[M * N + x]
+            return f"the kernel wrote outside C: at C[{m * n + changed[0]}], past its last element C[{m * n - 1}]"
+        return None
+
+    def timing_case(self, step: int, repeats: int, seed: int) -> Case | None:
+        # the [performance] steps (3, 6, 8, 9): the results' 4096 x 4096 x 4096 (A and B 64 MiB each, C 64 MiB:
+        # past the L2; a few ms a launch for the tiled steps on an H100), floats in [-1, 1) from the harness
+        if step not in (3, 6, 8, 9):
+            return None
+        m = n = k = 4096
+        return MmCase(k, m, n, b"", f"{m} x {n} x {k} (timed)", fill=FILL_FLOATS, repeats=repeats, seed=seed,
+                      words=m * k + k * n, data_kind=REALS)
+
+    def close(self, c: Case, step: int, ref: int, got: int) -> bool:
+        # each harness's C(i, j) is within gamma_K * sum_k |A(i, k)| |B(k, j)| of the exact one; with |A|,
+        # |B| < 1 that sum is below K: the two are within 2 * gamma_K * K of each other
+        k = c.kind
+        return ref == got or floats_close(ref, got, 0.0, 2 * gamma(k) * k)
+
+
+CHECKER = Matmul()
