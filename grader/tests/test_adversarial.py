@@ -146,20 +146,23 @@ class ObjectForgeries(unittest.TestCase):
     """Forgeries in the code: refused on the compiled object, before any of
     it runs; the lab scores 0 (the skeleton's score or less) and says why."""
 
-    def test_every_forgery_is_refused_with_its_reason(self):
+    def forgery_is_refused_with_its_reason(self, name: str):
+        """One fixture of FORGERIES (a test method per fixture, below, so
+        that CTest lists each: grader.adversarial.<name>)."""
         from test_score import all_tests, lab_run
         floor = skeleton_points()
-        for name, (code, word) in FORGERIES.items():
-            with self.subTest(forgery=name):
-                rep = object_report(self, HONEST + code)
-                self.assertTrue(rep.refused, f"{name} was not refused")
-                self.assertIn(word.lower(), rep.summary().lower(), rep.refused)
-                run = lab_run(LAB, all_tests(LAB))   # even a report of every test passed
-                run.refused = rep.refused
-                ls = score_lab(LAB, run, lab_run(LAB, all_tests(LAB)))
-                self.assertLessEqual(ls.points, floor)
-                self.assertTrue(any("refused" in n and word.lower() in n.lower() for n in ls.notes), ls.notes)
-                self.assertTrue(all("refused" in i.feedback[0] for i in ls.items if i.counted))
+        code, word = FORGERIES[name]
+        rep = object_report(self, HONEST + code)
+        self.assertTrue(rep.refused, f"{name} was not refused")
+        self.assertIn(word.lower(), rep.summary().lower(), rep.refused)
+        run = lab_run(LAB, all_tests(LAB))   # even a report of every test passed
+        run.refused = rep.refused
+        ls = score_lab(LAB, run, lab_run(LAB, all_tests(LAB)))
+        self.assertLessEqual(ls.points, floor)
+        self.assertTrue(any("refused" in n and word.lower() in n.lower() for n in ls.notes), ls.notes)
+        self.assertTrue(all("refused" in i.feedback[0] for i in ls.items if i.counted))
+        print(f"\nfixture {name}: {ls.points:g} of {LAB.max_points(False):g} points (untouched skeleton: {floor:g}); "
+              f"{rep.refused[0]}", file=sys.stderr)
 
     def test_the_honest_file_and_solutions_in_a_comment_are_not_refused(self):
         rep = object_report(self, HONEST + "\n// see solutions/04_reduction for nothing: \"solutions\" in a string\n"
@@ -212,6 +215,10 @@ class ObjectForgeries(unittest.TestCase):
         sass = objcheck.read_sass(objcheck.find_cuobjdump(), obj)
         res = {x.name: x for x in run_sass_checks(LAB.rubric.static, sass, "")}
         self.assertFalse(res["tree_steps_reduce_in_shared_memory"].ok, res)
+
+
+for _name in FORGERIES:
+    setattr(ObjectForgeries, f"test_{_name}", lambda self, n=_name: self.forgery_is_refused_with_its_reason(n))
 
 
 class ProcessForgeries(unittest.TestCase):
@@ -468,4 +475,9 @@ class TechniqueForgeries(unittest.TestCase):
 
 
 if __name__ == "__main__":
+    if sys.argv[1:] == ["--list"]:   # grader/CMakeLists.txt: one CTest test per fixture (grader.adversarial.*)
+        for t in unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]):
+            for case in t:
+                print(case.id().split(".", 1)[1])
+        raise SystemExit(0)
     unittest.main()
