@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import math
 import random
-import struct
 from array import array
 from dataclasses import dataclass
 from itertools import repeat
 from operator import add, mul, ne
 
-from ..checkbase import F32, FILL_FLOATS, Case, LabChecker, floats_close
+from ..checkbase import FILL_FLOATS, Case, LabChecker, floats_close
 
 LAB = "02_constant_memory"
 
@@ -90,7 +89,9 @@ class ConstMem(LabChecker):
                     continue    # the CPU path: the big table's walk with d = 1 and 32 only (time)
                 # d = 2 .. 16 walk the same entries as d = 1 and 32 in between: the small and edge shapes suffice
                 for threads, passes in (shapes if d in (1, 32) else shapes[:10]):
-                    if big:   # exact sums; and at most 2^16 + 3 threads (8192 warps walk it differently: Python's time)
+                    # the big table: passes for exact sums, and at most 2^16 + 3 threads (its warps start at up
+                    # to 8192 different entries, each one a walk for the Python reference)
+                    if big:
                         threads, passes = min(threads, (1 << 16) + 3), min(passes, BIG_MAX_PASSES)
                     kind = KIND_LOOKUP | d << 8 | big << 16
                     out.append(CmCase(kind, threads, passes, tables[n % len(tables)],
@@ -136,7 +137,7 @@ class ConstMem(LabChecker):
         got = array("f")
         got.frombytes(out)
         if c.kind & 0xFF == KIND_CONV:
-            return self._judge_conv(c, got)
+            return self._judge_conv(c, got, out)
         want = self._walk(c, step)
         if want.tobytes() == out:
             return None
@@ -158,7 +159,7 @@ class ConstMem(LabChecker):
             rows = [math.fsum(tabs[32 * q:32 * q + PASS_READS]) for q in range(32)]
             by3 = [math.fsum(rows[p % 32] * ((m + p) % 3 - 1) for p in range(passes)) for m in range(3)]
             return array("f", [by3[t % 3] for t in range(threads)])
-        mask, stride = (BIG_MASK, BIG_STRIDE) if big else (SMALL_MASK, 1)
+        mask = BIG_MASK if big else SMALL_MASK
         ps = self._pass_sums_of(c.data, big)
         want = array("f")
         seen: dict[int, list[float]] = {}   # a warp's sums depend on (warp * WARP_STEP) & mask only
@@ -187,24 +188,24 @@ class ConstMem(LabChecker):
                 self._pass_sums.pop(next(iter(self._pass_sums)))
         return self._pass_sums[key]
 
-    def _judge_conv(self, c: Case, got: array) -> str | None:
+    def _judge_conv(self, c: Case, got: array, out: bytes) -> str | None:
         w, h, r = c.a, c.b, c.kind >> 8
         t = 2 * r + 1
         vals = array("f")
         vals.frombytes(c.data)
         filt, img = vals[:t * t], vals[t * t:]
         want = conv(img, w, h, filt, r)
-        # The kernel's float sum of the t * t products (any order, fused or not) is within gamma_{t*t} of the
-        # sum of their magnitudes, which is at most max|in| * sum|w|; this double reference is within
-        # t * t * 2^-53 of it. On integer-valued data every product and partial sum is an integer below 2^24:
-        # exact.
+        # The kernel's float sum of the t * t products (any order, fused or not) is within gamma_{t*t} times
+        # the sum of their magnitudes of the exact sum; that sum is at most max|in| * sum|w|, and this double
+        # reference is within gamma_{t*t} (for double) times it. On integer-valued data every product and
+        # partial sum is an integer below 2^24: exact.
         mag = max(map(abs, img)) * math.fsum(map(abs, filt))
         tol = 0.0 if getattr(c, "exact", False) else (gamma(t * t) + gamma(t * t, U64)) * mag
         bad = [i for i, (x, g) in enumerate(zip(want, got)) if not abs(g - x) <= tol]
         if not bad:
             return None
         i = bad[0]
-        unwritten = sum(1 for k in bad if math.isnan(got[k]))
+        unwritten = array("I", out).count(0xFFFFFFFF)   # the poison: never a right pixel
         return (f"{len(bad)} of {w * h} pixels wrong" + (f" ({unwritten} never written)" if unwritten else "") +
                 f": out(y {i // w}, x {i % w}) = {got[i]:.9g}, expected {want[i]:.9g}" +
                 (f" (allowed error {tol:.3g})" if tol else ""))
