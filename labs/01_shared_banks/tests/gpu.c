@@ -8,6 +8,7 @@
  * seeded real and small-integer data (exact), with c poisoned before every
  * run and guard zones around every buffer. */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,33 @@ Test(step4, probe_repeats_the_reads_for_every_round, .timeout = 60)
 
 /* ------------------------------------------------------------ steps 5-7 */
 
+/* Step 7 only: does c hold, in each of the first matrices, the sum over k
+ * of A[i][k] * B[j][k ^ j]? That is what a swizzle on one side only gives:
+ * B stored at bs[y][x ^ y] and read at bs[x][k], and B stored at bs[y][x]
+ * and read at bs[x][k ^ x], both read B[x][k ^ x] for B[x][k]. From C the
+ * two cannot be told apart, so the message names neither side. */
+static int swizzled_on_one_side_only(const float *a, const float *b, const float *c, int batch)
+{
+    const int t = BANKS_TILE;
+    int shown = batch < 16 ? batch : 16; /* enough evidence, and quick for 65537 matrices */
+    for (int m = 0; m < shown; ++m) {
+        const float *am = a + (size_t)m * t * t, *bm = b + (size_t)m * t * t, *cm = c + (size_t)m * t * t;
+        for (int i = 0; i < t; ++i)
+            for (int j = 0; j < t; ++j) {
+                double s = 0.0, sa = 0.0;
+                for (int k = 0; k < t; ++k) {
+                    double p = (double)am[i * t + k] * (double)bm[j * t + (k ^ j)];
+                    s += p;
+                    sa += fabs(p);
+                }
+                double got = (double)cm[i * t + j];
+                if (isnan(got) || fabs(got - s) > banks_abt_tolerance(sa))
+                    return 0;
+            }
+    }
+    return 1;
+}
+
 /* Runs step on batch matrices of the given data and checks every element. */
 static void check_abt(int step, int batch, banks_data kind, uint64_t stream)
 {
@@ -85,6 +113,11 @@ static void check_abt(int step, int batch, banks_data kind, uint64_t stream)
     cr_expect(res.guards_intact, "step %d, batch %d: %s", step, batch, res.guard_msg);
     cr_expect(res.wrong == 0, "step %d, batch %d %s: %zu of %zu elements wrong:\n%s", step, batch,
               kind == BANKS_DATA_SMALL_INTS ? "small integers (exact)" : "reals", res.wrong, n, res.report);
+    if (step == 7 && res.wrong > 0 && swizzled_on_one_side_only(a, b, c, batch))
+        cr_expect(0, "step 7, batch %d: C[y][x] is the sum over k of A[y][k] * B[x][k ^ x], so the swizzle is "
+                  "applied on one side only: either B is stored swizzled and read plain, or stored plain and "
+                  "read swizzled (C cannot tell which). Store B[y][x] at bs[y][x ^ y] AND read B[x][k] at "
+                  "bs[x][k ^ x]", batch);
     free(a);
     free(b);
     free(c);
