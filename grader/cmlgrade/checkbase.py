@@ -40,6 +40,10 @@ class Case:
 class LabChecker:
     """One lab's checker; the subclasses say what differs."""
 
+    # interface functions that take host data to upload and so may call
+    # cudaMemcpy and friends (objcheck.py refuses host copies everywhere else)
+    host_copies_in: tuple[str, ...] = ()
+
     def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
         raise NotImplementedError
 

@@ -213,8 +213,10 @@ def _device_stub(code: list[str]) -> bool:
 
 
 def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu_path: bool = False,
-                      host_data: bool = True) -> list[str]:
-    """The reasons to refuse one host object (empty: none)."""
+                      host_data: bool = True, host_copies_in: frozenset[str] = frozenset()) -> list[str]:
+    """The reasons to refuse one host object (empty: none). host_copies_in:
+    the interface functions that may copy to or from the host even where
+    host_data is False (lab 02's uploads of host tables)."""
     name = obj.name
     syms = read_symbols(tools["readelf"], obj)
     sections = read_sections(tools["readelf"], obj)
@@ -266,7 +268,12 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
         if u in ALLOWED_UNDEFINED or u.startswith("__cuda"):
             continue
         if not host_data and HOST_DATA.match(u):
-            why.append(f"calls {u} (moves data to or from the host: a launcher's work stays on the device)")
+            users = sorted(f for f, rs in refs.items() if u in rs and f not in host_copies_in)
+            if users or not refs:
+                where = f" in {', '.join(dem.get(f, f)[:60] for f in users[:2])}" if users else ""
+                why.append(f"calls {u}{where} (moves data to or from the host: a launcher's work stays on the device"
+                           + (f"; only {', '.join(sorted(host_copies_in))} may copy host data" if host_copies_in
+                              else "") + ")")
             continue
         if u.startswith("cuda") and not REFUSED_CUDA.match(u):
             continue
@@ -317,7 +324,8 @@ def read_sass(cuobjdump: str, obj: Path) -> dict[str, str]:
 
 
 def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str], allowed_roots: list[Path],
-                  cpu_objects: set[Path] = frozenset(), host_data: bool = True) -> ObjectReport:
+                  cpu_objects: set[Path] = frozenset(), host_data: bool = True,
+                  host_copies_in: frozenset[str] = frozenset()) -> ObjectReport:
     """cpu_objects: those of `objects` built on the CPU path (no device code);
     host_data False: copies to or from the host are refused (a lab whose
     kit-only checker would otherwise accept work done on the CPU)."""
@@ -331,7 +339,7 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
         return rep
     try:
         for obj in objects:
-            rep.refused += check_host_object(obj, interface, tools, obj in cpu_objects, host_data)
+            rep.refused += check_host_object(obj, interface, tools, obj in cpu_objects, host_data, host_copies_in)
         for d in depfiles:
             rep.refused += check_includes(d, allowed_roots)
     except ObjectToolError as e:

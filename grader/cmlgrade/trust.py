@@ -72,10 +72,13 @@ def check_lab(lab: Lab, build_dir: Path, kit: Path) -> ObjectReport:
     roots: list[Path] = []
     for d in deps:
         roots += include_roots(lab, d)
-    from .checker import has_checker
-    # where the kit-only checker judges the outputs, a launcher that moves data to the host is refused (lab 02's
-    # classic cudaMemcpy-to-a-__constant__ mistake stays a failing test, not a refusal)
-    return check_objects(objs, deps, iface, list(dict.fromkeys(roots)), cpu, host_data=not has_checker(lab.name))
+    from .checker import CHECKERS, has_checker
+    # where the kit-only checker judges the outputs, a launcher that moves data to the host is refused; a
+    # lab's upload functions of host data may copy (lab 02's classic cudaMemcpy-to-a-__constant__ mistake
+    # stays a failing test, not a refusal)
+    chk = CHECKERS.get(lab.name)
+    return check_objects(objs, deps, iface, list(dict.fromkeys(roots)), cpu, host_data=not has_checker(lab.name),
+                         host_copies_in=frozenset(chk.host_copies_in if chk else ()))
 
 
 def derived_seed(secret: int, *parts: str) -> int:

@@ -172,6 +172,30 @@ class ObjectForgeries(unittest.TestCase):
         text = {"reduction.cu": "// solutions/ ../../solutions/04_reduction/reduction.cu\n__shared__ int s;\n"}
         self.assertTrue(all(r.ok for r in run_static(LAB.rubric.static, text)), "a comment decided a check")
 
+    def test_host_copies_only_in_a_labs_upload_functions(self):
+        """Lab 02: its uploads take host tables and may call cudaMemcpy (a
+        catalogued mistake is exactly that, and must fail as a test); a
+        launcher that copies to the host is refused."""
+        code = """
+            typedef int cudaError_t;
+            extern "C" cudaError_t cudaMemcpy(void *, const void *, unsigned long, int);
+            static float h[16];
+            extern "C" cudaError_t constmem_upload_tables(const float *t, const float *b) {
+                (void)b; return cudaMemcpy(h, t, 64, 1); }
+            extern "C" cudaError_t constmem_lookup(int step, const void *job) {
+                (void)step; return cudaMemcpy(h, job, 64, 2); }
+            """
+        obj, dep = compile_object(self, code, name="constmem.cu")
+        lab = LABS["02_constant_memory"]
+        iface = objcheck.interface_names([helpers.KIT / lab.dir / f"{lab.stem}.h"])
+        chk = checker.CHECKERS[lab.name]
+        rep = objcheck.check_objects([obj], [dep], iface, trust.include_roots(lab, dep), {obj}, host_data=False,
+                                     host_copies_in=frozenset(chk.host_copies_in))
+        calls = [r for r in rep.refused if "calls" in r]   # (the fixture's tree is lab 04's: its include is refused too)
+        self.assertEqual(len(calls), 1, rep.refused)
+        self.assertIn("cudaMemcpy in constmem_lookup", calls[0])
+        self.assertNotIn("in constmem_upload_tables", calls[0])
+
     def test_includes_of_the_reference_are_refused(self):
         root = tmpdir(self)
         secret = root / "elsewhere" / "solutions" / "04_reduction" / "reduction.cu"
