@@ -21,10 +21,13 @@
  *   timing data: public, never a hidden test's).
  *   repeats 0: a checked case. repeats R > 0: a timed case: HN_WARMUP
  *   untimed launches, then R launches each timed with CUDA events; before
- *   every launch but the first one word of the timing input changes
- *   (lab->input) and every output is poisoned again, and after it
- *   HN_SAMPLES words of the output (lab->output) are read back at places
- *   drawn from `seed`: a launcher that caches an answer gives a wrong one.
+ *   every launch but the first a contiguous eighth of the timing input
+ *   (lab->input), at a place drawn from `seed`, gets fresh words, and every
+ *   output is poisoned again; after it HN_SAMPLES words of the output
+ *   (lab->output) are read back at places drawn from `seed`. Every lab's
+ *   outputs depend on their input locally or wholly, so about an eighth of
+ *   the outputs change each time: a launcher that reuses an earlier answer
+ *   shows it in a few samples of nearly every repeat.
  * Output: "CMLO" u32 version=2, u32 ncases, then per case
  *   i32 cuda_error, u64 nbytes, nbytes of output,
  *   u64 inbytes, inbytes of the input as read back after the launch,
@@ -110,16 +113,20 @@ static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE 
     hn_write(out, &nrep, 4);
     if (!nrep)
         return cudaErrorInvalidValue;
-    uint64_t s = c->seed ^ 0x5DEECE66Dull;
+    uint64_t s = c->seed ^ 0x5DEECE66Dull, in_words = in_bytes / 4, chunk = in_words / 8 ? in_words / 8 : 1;
+    uint32_t *fresh = (uint32_t *)malloc(chunk * 4);
+    if (!fresh)
+        return cudaErrorMemoryAllocation; /* nrep written: the grader reads a short file as no timing */
     cudaEvent_t e0, e1;
     cudaError_t err = cudaEventCreate(&e0);
     if (err == cudaSuccess)
         err = cudaEventCreate(&e1);
     for (uint32_t r = 0; r < HN_WARMUP + nrep; ++r) { /* every record is written, an error or not */
-        if (r > 0 && err == cudaSuccess) {
-            uint64_t at = hn_next(&s) % (in_bytes / 4);
-            uint32_t w = hn_word(c->fill ? c->fill : 2, &s);
-            err = cudaMemcpy(din + 4 * at, &w, 4, cudaMemcpyHostToDevice);
+        if (r > 0 && err == cudaSuccess) { /* a fresh eighth of the input, at a place drawn from the seed */
+            uint64_t at = hn_next(&s) % (in_words - chunk + 1);
+            for (uint64_t i = 0; i < chunk; ++i)
+                fresh[i] = hn_word(c->fill ? c->fill : 2, &s);
+            err = cudaMemcpy(din + 4 * at, fresh, chunk * 4, cudaMemcpyHostToDevice);
         }
         if (err == cudaSuccess)
             err = lab->poison(st, c);
@@ -152,6 +159,7 @@ static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE 
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
+    free(fresh);
     return err;
 }
 
