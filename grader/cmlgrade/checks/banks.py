@@ -19,7 +19,7 @@ import random
 import struct
 from array import array
 
-from ..checkbase import F32, FILL_FLOATS, Case, LabChecker, floats_close
+from ..checkbase import FILL_FLOATS, Case, LabChecker, floats_close
 
 LAB = "01_shared_banks"
 
@@ -135,7 +135,8 @@ class Banks(LabChecker):
             out.append(Case(3, rounds & 0xFFFFFFFFFFFFFFFF, 0, array("I", range(WARP)).tobytes(),
                             f"probe with rounds = {rounds} (must return cudaErrorInvalidValue)"))
         named = {"stride 1": [i for i in range(WARP)], "stride 33": [33 * i for i in range(WARP)],
-                 "stride 32": [32 * i for i in range(WARP)], "tile column 5 swizzled": [32 * i + (5 ^ i) for i in range(WARP)]}
+                 "stride 32": [32 * i for i in range(WARP)],
+                 "tile column 5 swizzled": [32 * i + (5 ^ i) for i in range(WARP)]}
         for k in range(3):
             named[f"random words {k + 1}"] = rnd.sample(range(MAX_WORD), WARP)
         for name, words in named.items():
@@ -265,7 +266,8 @@ class Banks(LabChecker):
         for k in list(range(GUARD)) + list(range(GUARD + n, 2 * GUARD + n)):
             if words[k] != POISON:
                 where = f"{GUARD - k} floats before C" if k < GUARD else f"{k - GUARD - n + 1} floats past C's end"
-                return f"a write outside C, {where}: an index past the matrix, or a block for a matrix that does not exist"
+                return (f"a write outside C, {where}: an index past the matrix, or a block for a matrix that "
+                        "does not exist")
         got = array("f", out[GUARD * 4:(GUARD + n) * 4])
         want, mag = self._want_abt(c)
         exact = "exact" in c.label

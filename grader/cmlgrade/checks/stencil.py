@@ -77,7 +77,8 @@ class Stencil(LabChecker):
         sizes3 += [(70, 33, 131)] if cpu else [(257, 129, 67)]
         for nx, ny, nz in sizes3:
             out.append(self._case(rnd, 3, nx, ny, nz))
-        # grids outside the launcher's limits: it must return cudaErrorInvalidValue
+        # grids outside the launcher's limits: it must return cudaErrorInvalidValue (each
+        # smaller than the step's two largest grids, which the grader's technique run takes)
         refuse = [(1, 0, 1, 1), (1, 5, 2, 1), (2, 0, 1, 1), (2, 4, 3, 2), (3, 0, 1, 1), (3, 1, 65536, 1),
                   (3, 1, 1, 65536)]
         for dims, nx, ny, nz in refuse:
