@@ -55,7 +55,8 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
     leaves out mistakes made in a later step (staged code calls only what
     earlier steps wrote). None for an untouched skeleton file or a step not
     started: their failures are unfinished work, not mistakes."""
-    out = []
+    out: list[str] = []
+    seen: dict[tuple, int] = {}   # a signature two mistakes share (results that cannot tell them apart): one line
     for m in lab.mistakes:
         if not m.feedback or m.caught_by != caught_by or m.file in run.untouched:
             continue
@@ -73,6 +74,13 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
                 (not m.kernel or any(re.search(m.kernel, k) for k in kernels))
                 and (not m.finding or re.search(m.finding, head)) for head, kernels in findings):
             continue
+        sig = (m.step, m.caught_by, m.expect_failing, m.expect_message, m.kernel, m.finding)
+        if sig in seen:
+            k = seen[sig]
+            head, _, rest = out[k].partition("): ")
+            out[k] = f"{head} or {m.name}): {rest}"
+            continue
+        seen[sig] = len(out)
         out.append(f"Likely mistake ({m.name}): {m.feedback}")
     return out
 

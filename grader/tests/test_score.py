@@ -238,6 +238,17 @@ class ScoreTests(unittest.TestCase):
         self.assertTrue(all(i.feedback and "refused" in i.feedback[0] for i in ls.items if i.counted))
 
 
+class MistakeLineTests(unittest.TestCase):
+    def test_mistakes_the_results_cannot_tell_apart_share_one_line(self):
+        from cmlgrade.score import _mistake_lines
+        lab = labs(["01_shared_banks"])["01_shared_banks"]
+        run = lab_run(lab, all_tests(lab))
+        keys = [k for k in all_tests(lab) if k.startswith("step7::")]
+        lines = _mistake_lines(lab, run, "tests", 7, keys, "the swizzle is applied on one side only (C cannot tell which)")
+        self.assertEqual(len(lines), 1, lines)
+        self.assertIn("swizzle_not_undone_on_read or swizzle_read_from_a_plain_tile", lines[0])
+
+
 class CounterScoreTests(unittest.TestCase):
     lab = LABS["06_transpose"]
 

@@ -151,8 +151,8 @@ static const char *likely_cause(int step, const float *a, const float *b, const 
     if (fabs((double)c[at] - ab) <= banks_abt_tolerance(fabs(ab)) * 4 && fabs(ab - ref[at]) > 1e-3)
         return "this is (A*B)[i][j]: B's tile is read as bs[k][x], a row; A*B^T reads bs[x][k]";
     if (step == 7)
-        return "if steps 5 and 6 pass, check that the read undoes the swizzle of the write: "
-               "B[x][k] is stored at bs[x][k ^ x]";
+        return "if steps 5 and 6 pass, check that the store and the read use the same swizzle: "
+               "B[x][k] stored at bs[x][k ^ x] and read back from there";
     return "a wrong index, or a tile read before every thread stored its part (barrier)";
 }
 

@@ -25,7 +25,7 @@
 #ifdef CML_CPU_BACKEND
 #define ON_GPU(gpu, cpu) cpu
 #else
-#define ON_GPU(gpu, cpu) cpu
+#define ON_GPU(gpu, cpu) gpu
 #endif
 
 /* 1D: tiles of 2048 points. Sizes just past a tile (2049, 4099, 98381 =
