@@ -51,6 +51,11 @@ class LabChecker:
         """The cases a step runs (all of them unless a lab's steps differ)."""
         return cases
 
+    def counter_cases(self, cases: list[Case], step: int) -> list[Case]:
+        """The cases a step's hardware counters are read on (checker.counters_step):
+        the step's two largest unless a lab needs a shape of its own."""
+        return sorted(cases, key=lambda c: c.count)[-2:]
+
     def out_bytes(self, c: Case) -> int:
         raise NotImplementedError
 

@@ -214,8 +214,11 @@ def parse_ncu_csv(text: str, metric: str) -> tuple[float, int]:
     import csv
     import io
     rows = [r for r in csv.reader(io.StringIO(text)) if r]
-    if not rows:
+    # ncu writes its own "==PROF==" lines into the log too: the table starts at its header row
+    start = next((i for i, r in enumerate(rows) if "Metric Name" in r and "Metric Value" in r), None)
+    if start is None:
         return 0.0, 0
+    rows = rows[start:]
     head = rows[0]
     try:
         name_at, value_at = head.index("Metric Name"), head.index("Metric Value")
@@ -232,11 +235,11 @@ def parse_ncu_csv(text: str, metric: str) -> tuple[float, int]:
     return total, n
 
 
-def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, metric: str, kernels: str,
+def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, metric: str,
                   out_dir: Path, timeout: float, env: dict[str, str], readable: list[Path],
                   tag: str) -> tuple[float | None, str]:
     """A step's counter, measured by Nsight Compute run by the grader on the
-    harness (the step's two largest checked cases): ncu writes its CSV into
+    harness (the checker's counter cases of the step): ncu writes its CSV into
     a file of the grader's folder, which no student code can write (the
     object checks refuse file access), so what the student's code prints
     counts for nothing. (value, "") or (None, why not)."""
@@ -245,15 +248,17 @@ def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: 
     if ncu is None:
         return None, "ncu not found"
     chk = CHECKERS[lab_name]
-    cases = sorted(chk.step_cases(make_cases(lab_name, seed, False), step), key=lambda c: c.count)[-2:]
+    cases = chk.counter_cases(chk.step_cases(make_cases(lab_name, seed, False), step), step)
     work = out_dir / f"counters-{tag}-step{step}"
     work.mkdir(parents=True, exist_ok=True)
     inp, outp, log = work / "input.bin", work / "output.bin", work / "ncu.csv"
     write_input(inp, step, cases)
     for p in (outp, log):
         p.unlink(missing_ok=True)
+    # every kernel the step launches: the harness runs nothing else (the manifest's kernel regex is the
+    # runner's, which launches copies and references too)
     r = exe.run([ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
-                 "--kernel-name", f"regex:{kernels}", str(harness), str(inp), str(outp)],
+                 str(harness), str(inp), str(outp)],
                 cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
     try:
         text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
@@ -277,7 +282,7 @@ def counters_report(exe: Executor, harness: Path, lab, steps: list[int], seed: i
     for chk in lab.counter_checks:
         if chk.step not in steps or chk.step in rep.conflicts:
             continue
-        v, why = counters_step(exe, harness, lab.name, chk.step, seed, chk.metric, chk.kernels, out_dir, timeout,
+        v, why = counters_step(exe, harness, lab.name, chk.step, seed, chk.metric, out_dir, timeout,
                                env, readable, tag)
         if v is None:
             rep.missing[chk.step] = why

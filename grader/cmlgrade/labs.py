@@ -205,8 +205,7 @@ def _counter_checks(d: dict, rubric: Rubric) -> tuple[CounterCheck, ...]:
                 raise LabError(f"{d['name']}: counters expect '{expect}' for step {step} (zero or nonzero)")
             n = int(step)
             checks.append(CounterCheck(step=n, expect=expect, points=rubric.counters.step_points(n),
-                                       feedback=rubric.counters.feedback.get(n, ""), metric=c.get("metric", ""),
-                                       kernels=c.get("kernels", "")))
+                                       feedback=rubric.counters.feedback.get(n, ""), metric=c.get("metric", "")))
     return tuple(checks)
 
 

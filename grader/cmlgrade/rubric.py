@@ -76,7 +76,6 @@ class CounterCheck:
     points: float
     feedback: str
     metric: str = ""    # the manifest's ncu metric (read by the grader's own ncu run on the harness)
-    kernels: str = ""   # the manifest's regex of the kernels it counts
 
 
 @dataclass
