@@ -208,6 +208,13 @@ def tool_roots() -> list[Path]:
         for q in {Path(c).absolute(), Path(c).resolve()}:
             if q.exists() and not any(q.is_relative_to("/" + s) for s in SYSTEM_RO):
                 roots.append(q.parent.parent)  # <prefix>/bin/tool -> <prefix>
+    # libraries the kit's programs load from outside the system folders (Criterion staged in a
+    # prefix of its own, found through LD_LIBRARY_PATH, which student processes keep): the folders
+    # themselves, read-only
+    for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+        q = Path(d)
+        if d and q.is_absolute() and q.is_dir() and not any(q.resolve().is_relative_to("/" + s) for s in SYSTEM_RO):
+            roots.append(q.resolve())
     return sorted(set(roots))
 
 
