@@ -43,6 +43,16 @@ cudaError_t cml_cpu_run_grid(const cml_cpu_launch_desc *d);
 /* 1 when p lies inside (or one past) a live cudaMalloc allocation. */
 int cml_cpu_is_device_pointer(const void *p);
 
+/* Device memory is closed to host code (PROT_NONE) except while a kernel
+ * runs; the runtime's own host code that reads or writes it (cudaMemcpy,
+ * cudaMemset, the cuBLAS and CUB stand-ins) opens the allocation that
+ * contains p around the access, and closes it again with the same p. Opens
+ * nest (a count per allocation); a p outside every allocation (a host
+ * pointer, NULL) does nothing. Not for student code: a host access to
+ * device memory is the mistake the closing catches. */
+void cml_cpu_device_open(const void *p);
+void cml_cpu_device_close(const void *p);
+
 /* Reports a host pointer passed as argument `index` (0-based) of a launch
  * and makes the launch fail with a sticky cudaErrorIllegalAddress. */
 cudaError_t cml_cpu_host_pointer_argument(const cml_cpu_launch_desc *d, int index, const void *p);

@@ -86,6 +86,11 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cubl
     /* Device memory only, as on a GPU. */
     if (!cml_cpu_is_device_pointer(C) || (k > 0 && (!cml_cpu_is_device_pointer(A) || !cml_cpu_is_device_pointer(B))))
         return CUBLAS_STATUS_INVALID_VALUE;
+    /* Device memory is closed to host code (cml_cpu.h): this stand-in is the
+     * device's work, so it opens what it reads and writes. */
+    cml_cpu_device_open(A);
+    cml_cpu_device_open(B);
+    cml_cpu_device_open(C);
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
             double s = 0.0;
@@ -96,5 +101,8 @@ cublasStatus_t cublasSgemm(cublasHandle_t handle, cublasOperation_t transa, cubl
                 v += (double)*beta * C[(size_t)j * ldc + i];
             C[(size_t)j * ldc + i] = (float)v;
         }
+    cml_cpu_device_close(C);
+    cml_cpu_device_close(B);
+    cml_cpu_device_close(A);
     return CUBLAS_STATUS_SUCCESS;
 }

@@ -205,17 +205,46 @@ cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem)
 
 /* Each allocation is its own mapping: [guard page][slack][payload, rounded
  * up to 256 bytes, ending on a page boundary][guard page]. A read or write
- * past the end (or far before the start) hits a guard page. */
+ * past the end (or far before the start) hits a guard page.
+ *
+ * Host code may not touch device memory, as on a GPU, where it is not in
+ * the host's address space: the body (slack and payload) is PROT_NONE
+ * except while a kernel runs (every allocation) or while the runtime itself
+ * copies, sets or reads it (cudaMemcpy, cudaMemset, the cuBLAS and CUB
+ * stand-ins: the allocations concerned, cml_cpu_device_open/close). Without
+ * that, a launcher that sums a cudaMalloc array on the host gets the right
+ * answer with no kernel here, and a fault on a GPU. A host access faults and
+ * fault_handler reports it (host_access_report). */
 typedef struct allocation {
     char *map;      /* the whole mapping */
     size_t map_len;
     char *ptr;      /* what cudaMalloc returned */
     size_t bytes;   /* what was asked for */
+    unsigned opens; /* the runtime's own accesses in progress (cml_cpu_device_open) */
 } allocation;
 
 static allocation *allocs;
 static size_t n_allocs, cap_allocs;
 static const size_t page = 4096;
+static unsigned running_launches; /* grids running: every allocation is open */
+
+/* Readable and writable from this process while a grid runs or the runtime
+ * has it open; PROT_NONE otherwise. Call with state_lock held, after
+ * changing opens or running_launches, with whether it was open before. */
+static void set_access(const allocation *a, int was_open)
+{
+    int open = a->opens > 0 || running_launches > 0;
+    if (open == was_open)
+        return;
+    if (mprotect(a->map + page, a->map_len - 2 * page, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
+        /* Only on exhausted kernel memory for the mapping's split; going on
+         * would report a wrong fault later. */
+        fprintf(stderr, "cml-cpu: mprotect of a cudaMalloc allocation failed: %s\n", strerror(errno));
+        abort();
+    }
+}
+
+static int is_open(const allocation *a) { return a->opens > 0 || running_launches > 0; }
 
 static size_t find_alloc(const void *p) /* index of the first allocation with ptr > p */
 {
@@ -243,21 +272,20 @@ static const allocation *mapping_of(const void *p)
 cudaError_t cudaMalloc(void **ptr, size_t bytes)
 {
     STICKY_GUARD();
+    worker_count(); /* the runtime's start-up installs the handler that reports a host access */
     *ptr = NULL;
     size_t payload = (bytes + 255) / 256 * 256;
     if (payload == 0)
         payload = 256;
     size_t body = (payload + page - 1) / page * page;
     size_t len = body + 2 * page;
+    /* PROT_NONE as a whole: the body opens while a kernel runs (set_access). */
     char *map = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED)
         return record(cudaErrorMemoryAllocation);
-    if (mprotect(map + page, body, PROT_READ | PROT_WRITE) != 0) {
-        munmap(map, len);
-        return record(cudaErrorMemoryAllocation);
-    }
-    allocation a = {map, len, map + page + body - payload, bytes};
+    allocation a = {map, len, map + page + body - payload, bytes, 0};
     pthread_mutex_lock(&state_lock);
+    set_access(&a, 0); /* open at once if a grid is running (another host thread's) */
     if (n_allocs == cap_allocs) {
         size_t cap = cap_allocs ? 2 * cap_allocs : 64;
         allocation *grown = realloc(allocs, cap * sizeof *grown);
@@ -294,6 +322,52 @@ cudaError_t cudaFree(void *ptr)
     pthread_mutex_unlock(&state_lock);
     munmap(a.map, a.map_len);
     return sticky_error;
+}
+
+/* The allocation whose payload contains p (or ends at p), or NULL. Call
+ * with state_lock held. */
+static allocation *payload_of(const void *p)
+{
+    size_t at = find_alloc(p);
+    return at > 0 && (const char *)p <= allocs[at - 1].ptr + allocs[at - 1].bytes ? &allocs[at - 1] : NULL;
+}
+
+void cml_cpu_device_open(const void *p)
+{
+    pthread_mutex_lock(&state_lock);
+    allocation *a = payload_of(p);
+    if (a != NULL) {
+        int was = is_open(a);
+        ++a->opens;
+        set_access(a, was);
+    }
+    pthread_mutex_unlock(&state_lock);
+}
+
+void cml_cpu_device_close(const void *p)
+{
+    pthread_mutex_lock(&state_lock);
+    allocation *a = payload_of(p);
+    if (a != NULL && a->opens > 0) { /* freed and reallocated between: nothing to close */
+        int was = is_open(a);
+        --a->opens;
+        set_access(a, was);
+    }
+    pthread_mutex_unlock(&state_lock);
+}
+
+/* Every allocation open while a grid runs (its kernels may reach any of
+ * them, through pointers inside structs too). */
+static void launch_opens(int delta)
+{
+    pthread_mutex_lock(&state_lock);
+    int before = running_launches > 0;
+    running_launches += delta;
+    if ((running_launches > 0) != before)
+        for (size_t i = 0; i < n_allocs; ++i)
+            if (allocs[i].opens == 0) /* the others stay open for the runtime's own access */
+                set_access(&allocs[i], before);
+    pthread_mutex_unlock(&state_lock);
 }
 
 int cml_cpu_is_device_pointer(const void *p)
@@ -355,7 +429,13 @@ cudaError_t cudaMemcpy(void *dst, const void *src, size_t bytes, cudaMemcpyKind 
                 dst_dev && !device_range_ok(dst, bytes) ? dst : src, bytes);
         return record(cudaErrorInvalidValue);
     }
+    /* Whichever side lies in an allocation, whatever the kind says
+     * (cudaMemcpyDefault names none). */
+    cml_cpu_device_open(dst);
+    cml_cpu_device_open(src);
     memmove(dst, src, bytes);
+    cml_cpu_device_close(src);
+    cml_cpu_device_close(dst);
     return cudaSuccess;
 }
 
@@ -377,7 +457,9 @@ cudaError_t cudaMemset(void *dst, int value, size_t bytes)
                 bytes, dst, bytes);
         return record(cudaErrorInvalidValue);
     }
+    cml_cpu_device_open(dst);
     memset(dst, value, bytes);
+    cml_cpu_device_close(dst);
     return cudaSuccess;
 }
 
@@ -390,14 +472,18 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t str
 cudaError_t cml_cpu_memcpy_to_symbol(void *symbol, const void *src, size_t bytes, size_t offset)
 {
     STICKY_GUARD();
+    cml_cpu_device_open(src); /* a cudaMemcpyDeviceToDevice into the symbol */
     memcpy((char *)symbol + offset, src, bytes);
+    cml_cpu_device_close(src);
     return cudaSuccess;
 }
 
 cudaError_t cml_cpu_memcpy_from_symbol(void *dst, const void *symbol, size_t bytes, size_t offset)
 {
     STICKY_GUARD();
+    cml_cpu_device_open(dst);
     memcpy(dst, (const char *)symbol + offset, bytes);
+    cml_cpu_device_close(dst);
     return cudaSuccess;
 }
 
@@ -1134,12 +1220,60 @@ static const char *fault_kind(int sig, const siginfo_t *si, const worker *w, con
     return buf;
 }
 
+/* Host code (no kernel running on this thread) touched a cudaMalloc
+ * allocation, closed to it: one line, and the process ends (the access
+ * cannot be completed, and a GPU program would have crashed). */
+#define CML_CPU_HOST_ACCESS_STATUS 87
+static void host_access_report(const siginfo_t *si, void *uctx, const allocation *a)
+{
+    const char *addr = si->si_addr;
+    const char *did = "accessed", *cannot = "accessible";
+#if defined(__x86_64__)
+    /* The page-fault error code: bit 1 set for a write. */
+    int write = (((ucontext_t *)uctx)->uc_mcontext.gregs[REG_ERR] & 2) != 0;
+    did = write ? "wrote to" : "read";
+    cannot = write ? "writable" : "readable";
+    void *pc = (void *)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RIP] + 1; /* where_is looks at pc - 1 */
+#else
+    void *pc = NULL;
+    (void)uctx;
+#endif
+    char place[200], where[600] = "";
+    if (addr >= a->ptr && addr < a->ptr + a->bytes)
+        snprintf(place, sizeof place, "inside a %zu-byte cudaMalloc allocation at %p", a->bytes, (void *)a->ptr);
+    else if (addr >= a->ptr)
+        snprintf(place, sizeof place, "%td bytes past the end of a %zu-byte cudaMalloc allocation at %p",
+                 addr - (a->ptr + a->bytes), a->bytes, (void *)a->ptr);
+    else
+        snprintf(place, sizeof place, "%td bytes before a %zu-byte cudaMalloc allocation at %p", a->ptr - addr,
+                 a->bytes, (void *)a->ptr);
+    if (pc != NULL) {
+        char line[560];
+        cml_cpu_where_is(pc, line, sizeof line);
+        snprintf(where, sizeof where, ", at %s", line);
+    }
+    pthread_mutex_lock(&report_lock);
+    fprintf(stderr,
+            "cml-cpu: host code %s device memory at %p (%s)%s: a GPU's memory is not %s from the host; copy it "
+            "with cudaMemcpy, or do the work in a kernel\n",
+            did, (const void *)addr, place, where, cannot);
+    /* What the program printed before, unless another thread is printing. */
+    if (ftrylockfile(stdout) == 0) {
+        fflush_unlocked(stdout);
+        funlockfile(stdout);
+    }
+    _exit(CML_CPU_HOST_ACCESS_STATUS);
+}
+
 static void fault_handler(int sig, siginfo_t *si, void *uctx)
 {
     worker *w = self;
     if (w == NULL || !w->in_block) {
         if (sig == SIGUSR2)
             return;
+        const allocation *a = sig == SIGSEGV || sig == SIGBUS ? mapping_of(si->si_addr) : NULL;
+        if (a != NULL)
+            host_access_report(si, uctx, a);
         /* Not in a kernel: host code's own crash, as usual. */
         signal(sig, SIG_DFL);
         raise(sig);
@@ -1225,6 +1359,10 @@ cudaError_t cml_cpu_run_grid(const cml_cpu_launch_desc *d)
     /* Nested use (a host thread other than the first) shares worker 0: the
      * kit launches from one thread. */
     running_grid = &g;
+    /* Device memory is open to the kernels until every worker is done with
+     * the grid: every way out of a block (its end, a fault's siglongjmp, a
+     * deadlock, the watchdog, no memory for stacks) comes back here first. */
+    launch_opens(+1);
     int helpers = n_workers - 1;
     if ((unsigned long long)helpers > g.n_blocks - 1)
         helpers = (int)(g.n_blocks - 1);
@@ -1243,6 +1381,7 @@ cudaError_t cml_cpu_run_grid(const cml_cpu_launch_desc *d)
             pthread_cond_wait(&pool_done, &pool_lock);
         pthread_mutex_unlock(&pool_lock);
     }
+    launch_opens(-1);
     running_grid = NULL;
     self = NULL;
     cml_cpu_check_grid_end(d);

@@ -20,10 +20,16 @@ struct DeviceReduce {
         }
         if (n > 0 && (!cml_cpu_is_device_pointer(in) || !cml_cpu_is_device_pointer(out)))
             return cudaErrorInvalidValue;
+        // Device memory is closed to host code on the CPU path (cml_cpu.h):
+        // this stand-in is the device's work, so it opens what it reads.
+        cml_cpu_device_open(in);
+        cml_cpu_device_open(out);
         typename std::remove_reference<decltype(*out)>::type sum = 0;
         for (N i = 0; i < n; ++i)
             sum += in[i];  // in order, in the element type: CUB's tree order differs for float
         *out = sum;
+        cml_cpu_device_close(out);
+        cml_cpu_device_close(in);
         return cudaPeekAtLastError();
     }
 };
