@@ -2,9 +2,10 @@
  * host read or write of a cudaMalloc pointer ends the process with one
  * line on stderr and exit status 87, before any launch, after one and
  * between two; kernels (dynamic shared memory, pointers inside a struct,
- * several worker threads, the race and bank checks, a launch that faults or
- * deadlocks), cudaMemcpy in every direction, cudaMemset and the cuBLAS and
- * CUB stand-ins still work, and leave the memory closed behind them.
+ * several worker threads, the race and bank checks; a launch that faults,
+ * deadlocks, is cut off by the watchdog or is refused), cudaMemcpy in every
+ * direction, cudaMemset and the cuBLAS and CUB stand-ins still work, and
+ * leave the memory closed behind them.
  *
  * Each case runs in a child process (forked before anything of the runtime
  * starts in this test's process): the child does the work, checks its
@@ -276,6 +277,17 @@ static void after_a_deadlock(void)
     touch(d, 64 * sizeof(int), 0, 1);
 }
 
+/* A launch the watchdog cuts off (a spin that never ends; CML_CPU_WATCHDOG
+ * set to half a second before the runtime starts). */
+static void after_the_watchdog(void)
+{
+    int *d = dev_alloc(2 * sizeof(int));
+    cudaError_t err = k_spin(d);
+    if (err != cudaErrorLaunchTimeout)
+        wrong("k_spin returned %s, want cudaErrorLaunchTimeout", cudaGetErrorName(err));
+    touch(d, 2 * sizeof(int), 4, 1);
+}
+
 /* A launch refused before it runs (2000 threads a block, over the limit):
  * nothing opened, nothing left open. */
 static void after_a_refused_launch(void)
@@ -417,6 +429,10 @@ Test(host_access, kernels_reach_pointers_in_structs_on_every_worker)
 }
 Test(host_access, a_faulting_launch_closes_again) { expect_death(after_a_faulting_launch, NULL, INSIDE, 0); }
 Test(host_access, a_deadlocked_launch_closes_again) { expect_death(after_a_deadlock, NULL, INSIDE, 0); }
+Test(host_access, a_launch_cut_off_by_the_watchdog_closes_again)
+{
+    expect_death(after_the_watchdog, "CML_CPU_WATCHDOG=0.5", INSIDE, 0);
+}
 Test(host_access, a_refused_launch_leaves_memory_closed) { expect_death(after_a_refused_launch, NULL, INSIDE, 0); }
 Test(host_access, launches_under_the_race_and_bank_checks_work_and_close_again)
 {
