@@ -200,7 +200,8 @@ static void cublas_then_read(void)
     if (cublasSgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &alpha, dA, m, dB, k, &beta, dC, m) !=
         CUBLAS_STATUS_SUCCESS)
         wrong("cublasSgemm failed");
-    cublasDestroy(handle);
+    if (cublasDestroy(handle) != CUBLAS_STATUS_SUCCESS)
+        wrong("cublasDestroy");
     MUST(cudaMemcpy(C, dC, sizeof C, cudaMemcpyDeviceToHost));
     for (int j = 0; j < n; ++j)
         for (int i = 0; i < m; ++i) {
@@ -293,10 +294,11 @@ static void after_the_watchdog(void)
 static void after_a_refused_launch(void)
 {
     float *d = scaled_on_device();
-    cudaError_t err = ha_scale(d, N, 1.0f, 2000);
-    (void)err;
-    if (cudaGetLastError() != cudaErrorInvalidConfiguration)
-        wrong("a 2000-thread launch was not refused");
+    /* a refused launch is not sticky: the synchronize after it succeeds */
+    MUST(ha_scale(d, N, 1.0f, 2000));
+    cudaError_t err = cudaGetLastError();
+    if (err != cudaErrorInvalidConfiguration)
+        wrong("a 2000-thread launch gave %s, want cudaErrorInvalidConfiguration", cudaGetErrorName(err));
     touch(d, N * sizeof(float), 40, 0);
 }
 
