@@ -208,13 +208,21 @@ def tool_roots() -> list[Path]:
         for q in {Path(c).absolute(), Path(c).resolve()}:
             if q.exists() and not any(q.is_relative_to("/" + s) for s in SYSTEM_RO):
                 roots.append(q.parent.parent)  # <prefix>/bin/tool -> <prefix>
-    # libraries the kit's programs load from outside the system folders (Criterion staged in a
-    # prefix of its own, found through LD_LIBRARY_PATH, which student processes keep): the folders
-    # themselves, read-only
-    for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep):
+    # libraries the kit's build and programs use from outside the system folders (Criterion staged
+    # in a prefix of its own): the CMAKE_PREFIX_PATH prefixes, the LD_LIBRARY_PATH folders and the
+    # prefixes of the PKG_CONFIG_PATH folders, which student processes keep, read-only
+    dirs = [(d, 0) for d in os.environ.get("CMAKE_PREFIX_PATH", "").split(os.pathsep)]
+    dirs += [(d, 0) for d in os.environ.get("LD_LIBRARY_PATH", "").split(os.pathsep)]
+    dirs += [(d, 2) for d in os.environ.get("PKG_CONFIG_PATH", "").split(os.pathsep)]   # <prefix>/lib/pkgconfig
+    for d, up in dirs:
         q = Path(d)
-        if d and q.is_absolute() and q.is_dir() and not any(q.resolve().is_relative_to("/" + s) for s in SYSTEM_RO):
-            roots.append(q.resolve())
+        if not d or not q.is_absolute() or not q.is_dir():
+            continue
+        q = q.resolve()
+        for _ in range(up):
+            q = q.parent
+        if not any(q.is_relative_to("/" + s) for s in SYSTEM_RO) and q != Path("/"):
+            roots.append(q)
     return sorted(set(roots))
 
 

@@ -36,7 +36,7 @@ from cmlgrade.score import score_lab
 from cmlgrade.static import run_static
 
 LABS = labs()
-LAB = LABS["04_reduction"]
+LAB = LABS.get("04_reduction")   # None in a kit without lab 04 (tools/tests' throwaway kits): its fixtures skip
 become_subreaper()   # as the grader does: detached leftovers of the processes below come back to be killed
 
 # What every fixture starts from: the interface, as a skeleton defines it.
@@ -142,6 +142,7 @@ def skeleton_points() -> float:
     return score_lab(LAB, lab_run(LAB, all_tests(LAB, "FAILED")), lab_run(LAB, all_tests(LAB))).points
 
 
+@unittest.skipIf(LAB is None, "the kit has no lab 04_reduction, which the object fixtures are written for")
 class ObjectForgeries(unittest.TestCase):
     """Forgeries in the code: refused on the compiled object, before any of
     it runs; the lab scores 0 (the skeleton's score or less) and says why."""
