@@ -209,7 +209,12 @@ def disassemble(objdump: str, obj: Path) -> tuple[dict[str, set[str]], dict[str,
 def _device_stub(code: list[str]) -> bool:
     """The host body the CUDA compiler gives a __device__ function: exit(1)
     and nothing else."""
-    return 2 <= len(code) <= 5 and any("$0x1," in c for c in code) and code[-1].startswith("call")
+    # host compilers that default to -fcf-protection (Ubuntu's gcc) open it with endbr64, and some
+    # align the stack with a push/pop pair: up to 8 instructions, one call, the last
+    body = [c for c in code if not c.startswith(("endbr64", "nop"))]
+    return (2 <= len(body) <= 8 and any("$0x1," in c for c in body) and body[-1].startswith("call")
+            and sum(c.startswith("call") for c in body) == 1
+            and not any(c.startswith(("jmp", "ret", "j")) for c in body))
 
 
 def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu_path: bool = False,

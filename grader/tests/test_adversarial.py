@@ -173,6 +173,16 @@ class ObjectForgeries(unittest.TestCase):
         text = {"reduction.cu": "// solutions/ ../../solutions/04_reduction/reduction.cu\n__shared__ int s;\n"}
         self.assertTrue(all(r.ok for r in run_static(LAB.rubric.static, text)), "a comment decided a check")
 
+    def test_the_host_stub_of_a_device_function_is_not_an_exit_call(self):
+        """nvcc gives a __device__ function a host body that calls exit(1);
+        with -fcf-protection (Ubuntu's default) it opens with endbr64 (lab
+        06's reference was refused on the H100 host for this)."""
+        stub = ["endbr64", "sub    $0x18,%rsp", "movl   $0x1,0xc(%rsp)", "mov    0xc(%rsp),%edi", "call   869 <f+0x19>"]
+        self.assertTrue(objcheck._device_stub(stub))
+        self.assertTrue(objcheck._device_stub(stub[1:]))
+        self.assertFalse(objcheck._device_stub(stub[:-1] + ["call   10 <g>", "call   20 <exit>"]))
+        self.assertFalse(objcheck._device_stub(["mov    $0x0,%edi", "call   20 <exit>"]))
+
     def test_host_copies_only_in_a_labs_upload_functions(self):
         """Lab 02: its uploads take host tables and may call cudaMemcpy (a
         catalogued mistake is exactly that, and must fail as a test); a
