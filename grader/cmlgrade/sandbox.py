@@ -208,6 +208,9 @@ def tool_roots() -> list[Path]:
         for q in {Path(c).absolute(), Path(c).resolve()}:
             if q.exists() and not any(q.is_relative_to("/" + s) for s in SYSTEM_RO):
                 roots.append(q.parent.parent)  # <prefix>/bin/tool -> <prefix>
+    # Nsight Compute: CUDA's bin/ncu is a script that runs the tool from <cuda>/nsight-compute-* or
+    # /opt/nvidia/nsight-compute/<version> (outside the system folders on NVIDIA's machine images)
+    roots += [Path(p) for p in sorted(glob.glob("/opt/nvidia/nsight-compute*")) if Path(p).is_dir()]
     # libraries the kit's build and programs use from outside the system folders (Criterion staged
     # in a prefix of its own): the CMAKE_PREFIX_PATH prefixes, the LD_LIBRARY_PATH folders and the
     # prefixes of the PKG_CONFIG_PATH folders, which student processes keep, read-only
