@@ -24,13 +24,14 @@ class Transpose(LabChecker):
         return out
 
     def counter_cases(self, cases: list[Case], step: int) -> list[Case]:
-        """Bank conflicts are read on whole tiles: at a partial tile's edge
-        even the padded and swizzled tiles show a few (ncu counts 80 and 4
-        at 1000 x 999 and 512 x 513 on an H100), which would make the
-        reference itself miss "zero"."""
-        n = 1024
-        vals = array("f", (float(i) + 0.5 for i in range(n * n)))
-        return [Case(0, n, n, vals.tobytes(), f"{n} x {n} (counters)")]
+        """Bank conflicts are read on the runner's counter shape, 256 x 1056
+        (whole tiles): at partial tiles the padded and swizzled references
+        show a few (ncu: 80 and 4 at 1000 x 999 and 512 x 513 on an H100),
+        and at 1024 x 1024 still 23 and 6, which made the reference itself
+        miss "zero"; the runner's pages read 0 at 256 x 1056."""
+        rows, cols = 256, 1056
+        vals = array("f", (float(i) + 0.5 for i in range(rows * cols)))
+        return [Case(0, rows, cols, vals.tobytes(), f"{rows} x {cols} (counters)")]
 
     def out_bytes(self, c: Case) -> int:
         return len(c.data)
