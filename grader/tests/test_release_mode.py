@@ -98,6 +98,11 @@ def grade(test, fake, gpu: bool):
     patches = [mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": "0" if gpu else ""}),
                mock.patch("cmlgrade.run.probe_gpu", probe),
                mock.patch("cmlgrade.run.find_tool", lambda name: name)]
+    # the kit-only checker runs real harness programs (test_checker.py tests it on the CPU path); here
+    # only that the pipeline calls it where there is a GPU, and leaves the tests' outcomes as they are
+    checked = []
+    patches.append(mock.patch.object(pipeline, "run_kit_checks", lambda *a, **k: checked.append(a[1].name)))
+    test.checked = checked
     if hasattr(pipeline, "check_lab"):   # the object checks read real objects: here, none
         from cmlgrade.objcheck import ObjectReport
         patches.append(mock.patch.object(pipeline, "check_lab", lambda *a: ObjectReport(checked=True)))
@@ -126,6 +131,7 @@ class StudentEditionTests(unittest.TestCase):
 
         fake = FakeKit(outcome)
         p, ls, probed = grade(self, fake, gpu=False)
+        self.assertEqual(self.checked, [])   # no GPU and no CPU path in this lab: nothing to run a harness on
         self.assertFalse([t for t in fake.built() if t.endswith("_ref")], "a reference target was built")
         self.assertEqual(probed, [p.work / "reference" / "build" / LAB.runner])   # the kit's own runner
         self.assertTrue(p.notes[0].startswith("self-check of a student edition"), p.notes)
@@ -162,6 +168,7 @@ class StudentEditionTests(unittest.TestCase):
             self.assertTrue(any("not built" in d for d in it.details), it.details)
         for s in LAB.steps[3:]:
             self.assertEqual(items[f"step {s.num} {s.ident}"].status, "passed")
+        self.assertEqual(self.checked, [LAB.name])   # a GPU: the kit-only checker judged the steps
         perf = [it for it in ls.items if it.category == "performance"]
         self.assertEqual(len(perf), len(LAB.rubric.performance.steps))
         for it in perf:

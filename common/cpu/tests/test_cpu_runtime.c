@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../src/cml_cpu_internal.h"
 #include "kernels.h"
@@ -424,6 +425,38 @@ Test(banks, lines_per_kernel_and_source_line)
     cr_assert_eq(cml_cpu_bank_counts("stride_kernel", 0, &r, &w), 0);
     cr_expect(r == 4 && w == 128, "loads: 4 requests, 128 wavefronts; got %llu, %llu", r, w);
     free(text);
+}
+
+/* The grader's technique check (checker.shared_use) reads each launch's
+ * shared-memory requests from CML_CPU_BANKS_LOG, in a student's tree too,
+ * where there is no bank model: the requests are counted all the same, and
+ * the conflicts, unknown, are left out rather than written as 0. */
+Test(banks, requests_are_logged_without_a_bank_model)
+{
+    char path[] = "/tmp/cml-banks-log-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0, "a temporary file for the log");
+    close(fd);
+    cr_assert_eq(setenv("CML_CPU_BANKS_LOG", path, 1), 0);
+    cml_cpu_set_bank_model(NULL);
+    cml_cpu_bank_counts_on();
+    float *dout = device_poisoned(64 * sizeof(float));
+    CHECK(k_stride(dout, 32, 32, 0, 64));
+    unsigned long long r = 9, w = 9;
+    cr_expect_eq(cml_cpu_bank_counts("stride_kernel", 0, &r, &w), -1, "no model: no wavefronts to answer with");
+    cr_expect_eq(cml_cpu_bank_totals("stride_kernel", &r, &w), -1, "no model: no conflicts to answer with");
+    FILE *f = fopen(path, "r");
+    cr_assert(f != NULL, "the log %s exists", path);
+    char text[512] = "";
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    unlink(path);
+    /* 2 blocks x 2 warps, one 4-byte load each: 4 load requests. Stores, per
+     * block: the float fill 33 passes x 2 warps; the double fill 17 + 16
+     * passes of 2 requests (8-byte): 66 + 66, so 264 for the grid. */
+    cr_expect_str_eq(text, "launch stride_kernel ld requests=4 st requests=264 (no bank model: conflicts unknown)\n");
+    cudaFree(dout);
 }
 
 Test(banks, lanes_that_skip_a_pass_add_nothing)
