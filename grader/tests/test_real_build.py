@@ -108,6 +108,23 @@ class RealBuildTests(unittest.TestCase):
         out = tmpdir(self)
         write_all(out, results, [lab.name])
         self.assertIn("oops_a_typo", (out / "students" / "typo" / "feedback.md").read_text())
+        # the same forgery without bubblewrap (--unsafe-no-sandbox): refused all the same, and the report says
+        # that nothing was isolated
+        with mock.patch.dict(os.environ, env):
+            unsafe = Pipeline(Options(kit=clone, work=work, keep_work=True, arch="90", jobs=os.cpu_count() or 2,
+                                      sandbox=False), [lab])
+            unsafe.prepare()
+            bare, errors3 = unsafe.grade([subs[1], subs[3]])
+        self.assertEqual(errors3, [])
+        bare_by = {r.student: r.labs[0] for r in bare}
+        self.assertLessEqual(bare_by["forger"].points, bare_by["skeleton"].points, "unsandboxed, a forgery won")
+        self.assertTrue(any("refused" in n and ".fini_array" in n for n in bare_by["forger"].notes))
+        out = tmpdir(self)
+        write_all(out, bare, [lab.name])
+        self.assertIn("NOT ISOLATED (--unsafe-no-sandbox)", (out / "students" / "forger" / "feedback.md").read_text())
+        print(f"\n[test_real_build] fixture destructor forgery, lab 01, with bubblewrap: {forger.points:g}, without: "
+              f"{bare_by['forger'].points:g} (untouched skeleton: {by['skeleton'].points:g}, "
+              f"{bare_by['skeleton'].points:g})", file=sys.stderr)
 
 
 if __name__ == "__main__":
