@@ -99,7 +99,7 @@ FORGERIES = {
         extern "C" cudaError_t cudaMemcpy(void *, const void *, size_t, int);
         extern "C" cudaError_t reduce_helper_host(const int *in, size_t n, int *out) {
             static int h[1024]; cudaMemcpy(h, in, (n < 1024 ? n : 1024) * 4, 2); int s = 0;
-            for (size_t i = 0; i < n && i < 1024; ++i) s += h[i]; return cudaMemcpy(out, &s, 4, 1); }""", "host"),
+            for (size_t i = 0; i < n && i < 1024; ++i) s += h[i]; return cudaMemcpy(out, &s, 4, 1); }""", "moves data to or from the host"),
     "raw_syscall": ("""
         extern "C" long reduce_helper_sys(void) { long r; __asm__ volatile("syscall" : "=a"(r) : "a"(39L)); return r; }""",
                     "system calls"),
@@ -163,7 +163,7 @@ class ObjectForgeries(unittest.TestCase):
         self.assertTrue(any("refused" in n and word.lower() in n.lower() for n in ls.notes), ls.notes)
         self.assertTrue(all("refused" in i.feedback[0] for i in ls.items if i.counted))
         print(f"\nfixture {name}: {ls.points:g} of {LAB.max_points(False):g} points (untouched skeleton: {floor:g}); "
-              f"{rep.refused[0]}", file=sys.stderr)
+              f"{next(r for r in rep.refused if word.lower() in r.lower())}", file=sys.stderr)
 
     def test_the_honest_file_and_solutions_in_a_comment_are_not_refused(self):
         rep = object_report(self, HONEST + "\n// see solutions/04_reduction for nothing: \"solutions\" in a string\n"
