@@ -337,6 +337,10 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
             free(part);
         }
     }
+    /* A build without a bank model says so instead of counting: that is the reason. */
+    const char *no_model = strstr(text, "cml-cpu banks: no bank model");
+    if (out->nkernels == 0 && out->reason[0] == '\0' && no_model != NULL)
+        snprintf(out->reason, sizeof out->reason, "%.*s", (int)strcspn(no_model + 15, "\n"), no_model + 15);
     free(text);
     if (out->nkernels > 0)
         out->available = 1;

@@ -386,6 +386,16 @@ Test(ncu, says_why_when_the_cpu_path_reports_no_launch)
     cr_expect_eq(c.available, 0);
     cr_expect(strstr(c.reason, "reported no launch") != NULL, "reason: %s", c.reason);
 }
+
+Test(ncu, says_so_when_the_cpu_path_has_no_bank_model)
+{
+    const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS};
+    const char *args[] = {"-c", "echo 'cml-cpu banks: no bank model in this build (why)' >&2", NULL};
+    cml_ncu_counts c;
+    cr_expect_eq(cml_ncu_collect("/bin/sh", args, metrics, 1, NULL, &c), 0);
+    cr_expect_eq(c.available, 0, "no model: no counts, not 0 conflicts");
+    cr_expect_str_eq(c.reason, "no bank model in this build (why)");
+}
 #endif
 
 Test(report, markdown_has_a_note_column_and_the_extra_text_json_the_extra_value)

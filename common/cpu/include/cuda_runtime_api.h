@@ -138,7 +138,8 @@ cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem);
  * "abt_padded_kernel", which also matches "ns::k<32, float>" by "k"; NULL:
  * all kernels), loads in *ld and stores in *st (either may be NULL).
  * Returns 0 when such a kernel ran under the bank counts, -1 otherwise and
- * in a build with no bank model (a student edition: see cml_cpu_banks.c). */
+ * in a build with no bank model (a student edition or the grader's build
+ * tree: see common/cpu/CMakeLists.txt). */
 int cml_cpu_bank_totals(const char *kernel, unsigned long long *ld, unsigned long long *st);
 /* The same kernels' requests and wavefronts (the model's answer summed over
  * their warp instructions) of loads (store 0) or stores (store 1): lab 01's

@@ -449,8 +449,9 @@ void cml_cpu_banks_at_exit(void) { cml_cpu_banks_report(stderr); }
 void cml_cpu_banks_report(FILE *out)
 {
     if (model == NULL) {
-        fprintf(out, "cml-cpu banks: no bank model in this build (solutions/01_shared_banks/bank_model.c "
-                        "was not there when the runtime was built)\n");
+        fprintf(out, "cml-cpu banks: no bank model in this build (the reference's "
+                        "solutions/01_shared_banks/bank_model.c was not there when the runtime was built: a "
+                        "student edition or the grader's build tree), so no bank conflicts are counted\n");
         return;
     }
     pthread_mutex_lock(&banks_lock);
