@@ -76,37 +76,44 @@ def become_subreaper() -> bool:
 
 def kill_leftovers() -> int:
     """Kills every process re-parented to the grader that no run_process
-    call is waiting for and that is not in the grader's own session: the
-    detached leftovers of student processes. Returns how many."""
+    call is waiting for, that is not in the grader's own session and not in
+    the session of a run still going: the detached leftovers of student
+    processes. Returns how many.
+
+    The scan holds _LIVE_LOCK, which run_process holds from before its
+    fork until the new pid is in _LIVE: a child another thread has just
+    started (its own session already, not yet registered) is never taken
+    for a leftover, killed and reaped under that thread's feet (which read
+    as a build or test run that exited 0 having done nothing)."""
     if not _SUBREAPER:
         return 0
-    me, my_sid, n = os.getpid(), os.getsid(0), 0
+    me, my_sid = os.getpid(), os.getsid(0)
+    victims = []
     with _LIVE_LOCK:
-        live = set(_LIVE)
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit() or int(d.name) in live:
-            continue
-        try:
-            stat = (d / "stat").read_text()
-            fields = stat[stat.rindex(")") + 2:].split()
-            ppid, sid = int(fields[1]), int(fields[3])
-        except (OSError, ValueError, IndexError):
-            continue
-        if ppid == me and sid != my_sid:
-            pid = int(d.name)
+        for d in Path("/proc").iterdir():
+            if not d.name.isdigit() or int(d.name) in _LIVE:
+                continue
             try:
-                os.kill(pid, signal.SIGKILL)
-                n += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-            for _ in range(50):  # reap it: only that pid, never another thread's child
+                stat = (d / "stat").read_text()
+                fields = stat[stat.rindex(")") + 2:].split()
+                ppid, sid = int(fields[1]), int(fields[3])
+            except (OSError, ValueError, IndexError):
+                continue
+            if ppid == me and sid != my_sid and sid not in _LIVE:   # a live run's session leader is its pid
                 try:
-                    if os.waitpid(pid, os.WNOHANG)[0]:
-                        break
-                except ChildProcessError:
+                    os.kill(int(d.name), signal.SIGKILL)
+                    victims.append(int(d.name))
+                except (ProcessLookupError, PermissionError):
+                    pass
+    for pid in victims:
+        for _ in range(50):  # reap it: only that pid, never another thread's child
+            try:
+                if os.waitpid(pid, os.WNOHANG)[0]:
                     break
-                time.sleep(0.01)
-    return n
+            except ChildProcessError:
+                break
+            time.sleep(0.01)
+    return len(victims)
 
 
 def _limited(argv: list[str]) -> list[str]:
@@ -125,12 +132,12 @@ def run_process(argv: list[str], *, cwd: Path | None = None, env: dict[str, str]
     a detached child still holds the pipes."""
     start = time.monotonic()
     full = _limited(list(argv)) if limits else list(argv)
-    try:
-        proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
-    except OSError as e:
-        return ProcResult(argv, 127, "", f"cannot run {argv[0]}: {e.strerror}\n", False, 0.0)
-    with _LIVE_LOCK:
+    with _LIVE_LOCK:   # registered before any other thread's kill_leftovers can see it
+        try:
+            proc = subprocess.Popen(full, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, start_new_session=True)
+        except OSError as e:
+            return ProcResult(argv, 127, "", f"cannot run {argv[0]}: {e.strerror}\n", False, 0.0)
         _LIVE.add(proc.pid)
     bufs = [bytearray(), bytearray()]
     sel = selectors.DefaultSelector()

@@ -18,6 +18,7 @@ and the install command, and with CMLGRADE_REQUIRE_SLURM=1 (CI: .ci/run
 installs the packages and sets it) it FAILS instead. In a plain
 `unittest discover` it is skipped, saying how to run it. Needs root
 (mknod, daemons)."""
+import difflib
 import json
 import os
 import shutil
@@ -283,8 +284,15 @@ class SlurmArrayTest(unittest.TestCase):
         b = sorted(p.relative_to(base / "merged") for p in (base / "merged").rglob("*") if p.is_file())
         self.assertEqual(a, b)
         self.assertIn(Path("students/zed/feedback.md"), a)   # the roster's absentee, from exactly one shard
-        for f in a:
-            self.assertEqual((one / f).read_bytes(), (base / "merged" / f).read_bytes(), f"{f} differs")
+        differ = [f for f in a if (one / f).read_bytes() != (base / "merged" / f).read_bytes()]
+        if differ:   # say what differs, line by line, and keep the shards' logs in view
+            diff = "".join(line for f in differ for line in difflib.unified_diff(
+                (one / f).read_text(errors="replace").splitlines(True),
+                (base / "merged" / f).read_text(errors="replace").splitlines(True),
+                f"one/{f}", f"merged/{f}", n=2))
+            logs = "\n".join(f"{p}: {p.read_text(errors='replace')[-2000:]}" for p in sorted(state.rglob("*.log")))
+            self.fail(f"{len(differ)} file(s) differ from the one-machine run: {', '.join(map(str, differ))}\n"
+                      f"{diff[:12000]}\n{logs}")
         book = (one / "gradebook.csv").read_text()
         self.assertEqual(len(book.strip().splitlines()), 1 + len(variants) + 1)
         say(f"merged outputs byte-identical to the one-machine run ({len(a)} files)")
