@@ -184,6 +184,7 @@ class Pipeline:
         self.sandbox: Sandbox | None = None
         self.gpus: list[str | None] = []
         self.gpu_ok = False
+        self.cpu_path = False
         self.no_gpu_reason = ""
         self.refs: dict[tuple, LabRun] = {}
         self.ref_lock = threading.Lock()
@@ -549,7 +550,9 @@ class Pipeline:
         ref = job.ref = self.reference(lab, gpu) if lab.solution_dir else self._listed(job, out)
         readable = [job.tree]
         bdir = job.build_dir
-        progress.say(job.sub.student, lab.name, "testing" + (f" on GPU {gpu}" if gpu is not None else ""))
+        where = (f" on GPU {gpu}" if gpu is not None and self.gpu_ok
+                 else " on the CPU path" if self.cpu_path else " (no usable GPU)")
+        progress.say(job.sub.student, lab.name, "testing" + where)
         phase = _Phases(run)
         harness = lab.harness
         for kind, seed in self._seeds():
