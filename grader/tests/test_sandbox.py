@@ -160,16 +160,21 @@ class LeftoverSweepTests(unittest.TestCase):
         self.assertEqual(sum(self.swept), 0, "the sweep killed processes that were no leftovers")
 
     def test_a_process_re_parented_from_a_live_run_finishes(self):
-        # the subshell exits at once: its child comes back to the grader (the subreaper) in the run's session
-        r = run_process(["bash", "-c", "(bash -c 'sleep 0.3; echo inner' &); sleep 1; echo outer"], timeout=30)
+        # the subshell exits at once: its child comes back to the grader (the subreaper) in the run's
+        # session, and the run waits (up to 10 s) for what that child writes
+        d = Path(tempfile.mkdtemp(prefix="cmlgrade-sweep-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        script = (f"(bash -c 'sleep 0.3; echo inner > {d}/f.tmp; mv {d}/f.tmp {d}/f' &); "
+                  f"for i in $(seq 100); do [ -e {d}/f ] && break; sleep 0.1; done; cat {d}/f; echo outer")
+        r = run_process(["bash", "-c", script], timeout=30)
         self.assertEqual((r.rc, r.stdout.split()), (0, ["inner", "outer"]), r.stderr)
 
     def test_a_detached_leftover_is_still_killed(self):
         marker = Path(tempfile.mkdtemp(prefix="cmlgrade-sweep-")) / "late"
         self.addCleanup(shutil.rmtree, marker.parent, True)
-        r = run_process(["bash", "-c", f"(setsid bash -c 'sleep 1.5; touch {marker}' &); exit 0"], timeout=30)
+        r = run_process(["bash", "-c", f"(setsid bash -c 'sleep 3; touch {marker}' &); exit 0"], timeout=30)
         self.assertEqual(r.rc, 0, r.stderr)
-        time.sleep(2.5)
+        time.sleep(4)
         self.assertFalse(marker.exists(), "a detached child (own session) outlived its run")
 
 
