@@ -232,6 +232,8 @@ static char *run_and_read(const char *cmd, int *status, cml_ncu_counts *out, con
  * "--step" list runs alone and its matching kernels' totals, summed, are
  * one launch (right for a step that launches its kernel once). The two
  * shared bank-conflict metrics are known; any other has no value (-1). */
+#define BANKS_TAG "cml-cpu banks: " /* how each of the runtime's bank lines starts */
+
 static int kernel_wanted(const char *kernel, const char *filter, const regex_t *re)
 {
     if (filter == NULL)
@@ -256,8 +258,8 @@ static void parse_bank_lines(const char *text, int per_launch, const char *const
     regex_t re;
     int have_re =
         filter && strncmp(filter, "regex:", 6) == 0 && regcomp(&re, filter + 6, REG_EXTENDED | REG_NOSUB) == 0;
-    const char *form = per_launch ? "cml-cpu banks: launch %63s ld conflicts=%lld st conflicts=%lld"
-                                  : "cml-cpu banks: %63s total ld conflicts=%lld st conflicts=%lld";
+    const char *form = per_launch ? BANKS_TAG "launch %63s ld conflicts=%lld st conflicts=%lld"
+                                  : BANKS_TAG "%63s total ld conflicts=%lld st conflicts=%lld";
     long long sum_ld = 0, sum_st = 0;
     char first[64] = "";
     for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
@@ -310,7 +312,7 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     char *text = bank_run(exe, args, out);
     if (text == NULL)
         return 0;
-    if (strstr(text, "cml-cpu banks: launch ") != NULL) {
+    if (strstr(text, BANKS_TAG "launch ") != NULL) {
         parse_bank_lines(text, 1, metrics, nmetrics, filter, out);
     } else {
         /* Totals only: each step of the "--step" list alone. */
@@ -338,9 +340,11 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
         }
     }
     /* A build without a bank model says so instead of counting: that is the reason. */
-    const char *no_model = strstr(text, "cml-cpu banks: no bank model");
-    if (out->nkernels == 0 && out->reason[0] == '\0' && no_model != NULL)
-        snprintf(out->reason, sizeof out->reason, "%.*s", (int)strcspn(no_model + 15, "\n"), no_model + 15);
+    const char *no_model = strstr(text, BANKS_TAG "no bank model");
+    if (out->nkernels == 0 && out->reason[0] == '\0' && no_model != NULL) {
+        const char *why = no_model + strlen(BANKS_TAG);
+        snprintf(out->reason, sizeof out->reason, "%.*s", (int)strcspn(why, "\n"), why);
+    }
     free(text);
     if (out->nkernels > 0)
         out->available = 1;
