@@ -1,10 +1,12 @@
 """One real end-to-end run of lab 01 (needs cmake, nvcc and Criterion; no
 GPU): the reference's files get full model-test points, the untouched
 skeleton none, a syntax error a compile-error feedback with the compiler's
-message. It grades from a copy of the kit whose labs/ holds a student's
-finished work (a student grading their own clone): the skeleton still comes
-from the solutions. Skipped, with the reason, when the tools are missing.
-It prints its progress (about a minute on two cores)."""
+message, a destructor forgery refused (graded twice for determinism, then
+once more without bubblewrap). It grades from a copy of the kit whose labs/
+holds a student's finished work (a student grading their own clone): the
+skeleton still comes from the solutions. Skipped, with the reason, when the
+tools are missing. It prints its progress (about four minutes on two
+cores)."""
 import os
 import shutil
 import subprocess
@@ -61,7 +63,7 @@ class RealBuildTests(unittest.TestCase):
                 shutil.copy2(src, clone / src.name)
         (clone / "labs" / lab.name / "bank_model.c").write_bytes(sol["bank_model.c"])  # finished in the clone
         print(f"\n[test_real_build] grading lab 01 for real from {clone} (cmake, nvcc, Criterion): "
-              f"about a minute", file=sys.stderr, flush=True)
+              f"about four minutes", file=sys.stderr, flush=True)
         env = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
         with mock.patch.dict(os.environ, env):
             p = Pipeline(Options(kit=clone, work=work, keep_work=True, arch="90", jobs=os.cpu_count() or 2,
