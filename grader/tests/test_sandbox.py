@@ -169,6 +169,17 @@ class LeftoverSweepTests(unittest.TestCase):
         r = run_process(["bash", "-c", script], timeout=30)
         self.assertEqual((r.rc, r.stdout.split()), (0, ["inner", "outer"]), r.stderr)
 
+    def test_a_leftover_in_the_runs_session_dies_when_the_run_ends(self):
+        # spared while its run goes on (its session is live), but it left the run's process group, so the
+        # group kill at the end misses it: the sweep after the run must not
+        d = Path(tempfile.mkdtemp(prefix="cmlgrade-sweep-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        child = f"import os, time; os.setpgid(0, 0); time.sleep(3); open('{d}/late', 'w').close()"
+        r = run_process(["bash", "-c", f"({sys.executable} -c \"{child}\" &); exit 0"], timeout=30)
+        self.assertEqual(r.rc, 0, r.stderr)
+        time.sleep(4)
+        self.assertFalse((d / "late").exists(), "a child in the run's session, own process group, outlived its run")
+
     def test_a_detached_leftover_is_still_killed(self):
         marker = Path(tempfile.mkdtemp(prefix="cmlgrade-sweep-")) / "late"
         self.addCleanup(shutil.rmtree, marker.parent, True)
