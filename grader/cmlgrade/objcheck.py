@@ -3,29 +3,42 @@
 A student object is linked into the kit's test binaries and runners, so
 anything it defines or references becomes part of processes the grader
 starts. This module reads the compiled objects (readelf, objdump; cuobjdump
-for the device code of the CUDA build) and refuses an object that could
-act outside its role:
+for the device code of the CUDA build) and refuses only what could forge a
+verdict or leave the student's role (docs/grading.md §8); everything else a
+student may write is accepted: the C and C++ standard libraries' computing
+functions, helpers of their own, templates, lambdas, device printf.
 
-- defined symbols: the interface's functions (names the lab's header
-  declares), C++ names (kernels, their host stubs, templates, helpers) and
-  the CUDA compiler's own registration code. Refused: main; symbols of the
-  kit's common/ (cml_*), of Criterion (criterion_*, cr_*) or of the C
-  library (any plain C name the interface does not declare); operator
-  new/delete; anything in the cub:: or thrust:: namespaces.
+- defined symbols: refused are main; a name of the kit's own code (common/'s
+  cml_*, Criterion's criterion_*/cr_*, or any global the kit's archives
+  define); a global function or variable of the C or C++ runtime libraries
+  (a definition would replace the real one for the whole program); operator
+  new/delete; anything in the cub:: or thrust:: namespaces. A student's own
+  global helpers and variables under other names are theirs.
 - sections: no constructors or destructors (.ctors, .dtors, .fini_array,
   .preinit_array; .init_array may hold the CUDA compiler's registration
   function only).
-- undefined references from an allow-list (CUDA runtime, math, compiler
-  support); atexit only from the CUDA compiler's registration function.
+- undefined references: refused are the capabilities in REFUSED_CALLS (files,
+  processes and threads, signals, sockets and shared memory, loading code,
+  changing the environment, leaving the program, raw system calls), the
+  kit's own functions, libraries a lab forbids (cuBLAS, CUB, Thrust, ...),
+  the CUDA driver's entry points, __managed__ memory, and, in labs whose
+  kit-only checker judges the outputs, copies to or from the host in a
+  launcher; everything the C and C++ runtime libraries or the CUDA runtime
+  export is accepted (the set is read from the libraries the build links,
+  not kept by hand); a name from anywhere else is refused.
 - includes (the compiler's dependency file): only the student's lab, the
   kit's public headers, the build's generated headers and system or CUDA
   headers.
 - device code (CUDA build with cuobjdump): no kernel of CUB or Thrust; the
   SASS of every kernel is kept for the rubric's instruction checks.
 
-Nothing here runs student code; the tools only read files."""
+Each refusal is said once (the CUDA build's and the CPU path's objects of a
+file give the same lines), names the symbol and the function that uses it,
+and says what to change. Nothing here runs student code; the tools only
+read files."""
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -34,38 +47,84 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# Plain C names a student object may reference (besides the CUDA runtime's
-# cuda* functions and the compiler's __cuda* registration calls).
-ALLOWED_UNDEFINED = frozenset("""
-memset memcpy memmove memcmp
-__cxa_guard_acquire __cxa_guard_release __cxa_guard_abort __gxx_personality_v0 _Unwind_Resume
-__stack_chk_fail __cxa_begin_catch __cxa_end_catch __cxa_rethrow __cxa_allocate_exception __cxa_throw
-__cxa_free_exception __cxa_pure_virtual __cxa_call_unexpected __tls_get_addr _GLOBAL_OFFSET_TABLE_ __dso_handle
-__assert_fail abort printf puts putchar fprintf fputs fputc fflush snprintf stderr stdout
-_ZSt9terminatev _Znwm _Znam _ZdlPv _ZdaPv _ZdlPvm _ZdaPvm
-sqrt sqrtf cbrt cbrtf fabs fabsf floor floorf ceil ceilf round roundf lround lroundf trunc truncf fmod fmodf
-log logf log2 log2f log10 log10f exp expf exp2 exp2f pow powf fmin fminf fmax fmaxf frexp frexpf ldexp ldexpf
-sin sinf cos cosf tan tanf atan atanf atan2 atan2f hypot hypotf nextafter nextafterf rint rintf nearbyint
-""".split())
+# What the C and C++ runtime libraries export (runtime_exports) is allowed unless it matches one of these:
+# (regex over the plain or mangled name, what it is, what to do instead). An optional leading __ and the
+# fortified _chk/_2 forms are covered.
+_C = r"^_*(?:{})(?:64)?(?:_chk|_2|_unlocked)?$"
+REFUSED_CALLS: list[tuple[re.Pattern, str, str]] = [(re.compile(p), what, fix) for p, what, fix in [
+    (_C.format("dlopen|dlmopen|dlsym|dlvsym|dlinfo|dladdr1?|dl_iterate_phdr|libc_dlopen_mode|libc_dlsym"),
+     "loads other code", "link nothing at run time: write the step's code in your file"),
+    (_C.format("open|openat|creat|fopen|freopen|fdopen|fmemopen|open_memstream|tmpfile|tmpnam(?:_r)?|tempnam|"
+               "mkstemps?|mkostemps?|mkdtemp|opendir|fdopendir|readdir(?:_r)?|scandir(?:at)?|glob|nftw|ftw|"
+               "x?stat|lstat|fstat|fstatat|[fl]?xstat|statx|statv?fs|fstatv?fs|access|faccessat|euidaccess|eaccess|"
+               "unlink|unlinkat|remove|rename|renameat2?|mkdir|mkdirat|rmdir|chdir|fchdir|chroot|chmod|fchmod|"
+               "fchmodat|chown|fchown|lchown|fchownat|link|linkat|symlink|symlinkat|readlink|readlinkat|realpath|"
+               "truncate|ftruncate|read|pread|readv|preadv2?|write|pwrite|writev|pwritev2?|lseek|dup[23]?|"
+               "close|close_range|fcntl|ioctl|pipe2?|mkfifo|mkfifoat|mknod|mknodat|mmap|munmap|mremap|mprotect|"
+               "pkey_mprotect|memfd_create|sendfile|splice|vmsplice|tee|copy_file_range|fsync|fdatasync|sync|"
+               "syncfs|flock|lockf|utimes?|futimens|utimensat|inotify_\\w+|fanotify_\\w+|posix_fadvise|"
+               "fallocate|posix_fallocate|mount|umount2?|setmntent|getmntent|shm_open|shm_unlink|shmget|shmat|"
+               "shmdt|shmctl|mq_\\w+|semget|semop|semctl|msgget|msgsnd|msgrcv|msgctl|process_vm_\\w+"),
+     "file or shared-memory access",
+     "student code reads its inputs from the arguments and leaves its results in device memory; print with "
+     "printf to see values"),
+    (r"St1[34]basic_[io]?fstream|St13basic_filebuf|St10filesystem|St25__basic_file",
+     "file access through C++ file streams or std::filesystem",
+     "student code reads its inputs from the arguments; print with printf or std::cout to see values"),
+    (_C.format("fork|vfork|_Fork|clone3?|execve|execveat|execv|execvp|execvpe|execl|execlp|execle|fexecve|"
+               "system|popen|pclose|posix_spawnp?|wait|waitpid|waitid|wait[34]|kill|killpg|tgkill|tkill|"
+               "sigqueue|raise|ptrace|setsid|setpgid|setpgrp|daemon|prctl|arch_prctl|setrlimit|prlimit|"
+               "setpriority|nice|unshare|setns|personality|seccomp|set[res]*[ug]id|setgroups|capset|"
+               "pthread_create|pthread_atfork|pthread_kill|pthread_sigqueue|pthread_detach|thrd_create|"
+               "signal|sigaction|sigset|sysv_signal|bsd_signal|ssignal|sigprocmask|pthread_sigmask|alarm|"
+               "ualarm|setitimer|timer_create|timer_settime|timerfd_\\w+|signalfd|eventfd|syscall|"
+               "setcontext|swapcontext"),
+     "process, thread or signal control",
+     "student code runs only inside the launch it was called for: no processes, threads or signals"),
+    (r"St6thread|St6system|NSt3jthread", "a thread of its own (std::thread)",
+     "student code runs only inside the launch it was called for: no threads"),
+    (_C.format("socket|socketpair|connect|bind|listen|accept4?|send|sendto|sendmsg|sendmmsg|recv|recvfrom|"
+               "recvmsg|recvmmsg|getaddrinfo|gethostbyname\\w*|getsockopt|setsockopt|shutdown"),
+     "network access", "student code talks to no other process"),
+    (_C.format("setenv|unsetenv|putenv|clearenv"),
+     "changes the environment", "the kit reads its settings from the environment: leave it as it is"),
+    (_C.format("exit|_exit|_Exit|quick_exit|at_quick_exit|on_exit"),
+     "leaves the program", "return an error code (cudaError_t) from the interface's function instead"),
+]]
+# Plain names that resolve outside the libraries read by runtime_exports: the linker's and the start files'.
+LINKER_NAMES = frozenset("_GLOBAL_OFFSET_TABLE_ __dso_handle __tls_get_addr _DYNAMIC __ehdr_start".split())
+# Data of the C library a student's global variable must not replace (runtime_exports lists its functions
+# and variables too; these are also refused where that list cannot be read).
+LIBC_DATA = frozenset("""stdin stdout stderr environ __environ optarg optind opterr optopt errno
+program_invocation_name program_invocation_short_name timezone daylight tzname signgam""".split())
 # CUDA runtime functions that hand out other code (driver entry points).
 REFUSED_CUDA = re.compile(r"^cuda(GetDriverEntryPoint\w*|GetExportTable|GetProcAddress)$")
+# Memory the host can read, declared by the student's file: a __managed__ variable (registered by the CUDA
+# compiler's code; on the CPU path cuda_runtime.h puts it in a section of its own).
+MANAGED_REGISTRATION = "__cudaRegisterManagedVar"
+MANAGED_SECTION = ".cml_cpu_managed"
 # A launcher works on device data and leaves it there: a copy to or from the
 # host, or memory the host can read, is how a sum or a transpose would be done
 # on the CPU instead (no reference uses them; lab 02 fills __constant__ with
 # cudaMemcpyToSymbol, which stays allowed).
 HOST_DATA = re.compile(r"^cuda(Memcpy|MemcpyAsync|Memcpy2D\w*|Memcpy3D\w*|MemcpyFromSymbol\w*|MemcpyPeer\w*|"
-                       r"MallocManaged|MallocHost|HostAlloc|HostRegister|HostGetDevicePointer)$")
+                       r"MemcpyFromArray\w*|MemcpyToArray\w*|MemcpyBatch\w*|MallocManaged|MallocHost|HostAlloc|"
+                       r"HostRegister|HostGetDevicePointer|LaunchHostFunc|StreamAddCallback|MemPrefetchAsync)$")
+# What a compiler's own load-time function may refer to: <iostream>'s std::ios_base::Init object (GCC < 13
+# makes one per file that includes it), the CPU path's race-check start, the file's own static data.
+BENIGN_INIT_REFS = frozenset("""_ZNSt8ios_base4InitC1Ev _ZNSt8ios_base4InitD1Ev __cxa_atexit __dso_handle
+__tsan_init .bss .data""".split())
 # Only the CUDA compiler's registration function may run at load time and
 # register an exit handler.
 REGISTRATION = re.compile(r"__sti____cudaRegisterAll|__nv_cudaEntityRegisterCallback|__cudaUnregisterBinaryUtil")
 KIT_PREFIX = re.compile(r"^(cml_|criterion_|cr_|__wrap_|__real_)")
 CTOR_SECTIONS = (".ctors", ".dtors", ".fini_array", ".preinit_array")
 LIBRARY_NAMESPACE = re.compile(r"^_ZN\d*(3cub|6thrust)|CUB_\d+_|THRUST_\d+_")
+# Libraries a lab's student code must not call (the technique is the lab's to write), by their symbols;
+# NVTX comes in with CUB and Thrust.
+LIBRARY_CALL = re.compile(r"^(cublas|cusparse|cufft|curand|cusolver|cutensor|nvtx|_ZN\d*(3cub|6thrust|4nvtx3))",
+                          re.I)
 NEW_DELETE = re.compile(r"^_Z(nw|na|dl|da)")
-# Data a student's global variable (a __device__ or __constant__ array on the
-# CPU path: C++ gives variables plain names) must not replace.
-LIBC_DATA = frozenset("""stdin stdout stderr environ optarg optind opterr optopt errno program_invocation_name
-program_invocation_short_name timezone daylight tzname signgam""".split())
 # Headers of the libraries a lab's student code must not use (CUB, Thrust, cuBLAS ...), as compiled.
 LIBRARY_HEADER = re.compile(r"/(cub|thrust|cublas\w*|cusparse\w*|cufft\w*|cutlass|cute)(/|\.h)")
 # An instruction that enters the kernel without the C library (inline assembly).
@@ -217,79 +276,243 @@ def _device_stub(code: list[str]) -> bool:
             and not any(c.startswith(("jmp", "ret", "j")) for c in body))
 
 
+@functools.lru_cache(maxsize=None)
+def runtime_exports() -> tuple[frozenset[str], frozenset[str]]:
+    """(functions, variables) the C and C++ runtime libraries export: libc,
+    libm, libstdc++, libgcc and the dynamic loader as the host compiler finds
+    them (its -print-file-name), so the set is the machine's own, not a list
+    kept by hand. Empty where no compiler or readelf is found."""
+    funcs: set[str] = set()
+    data: set[str] = set()
+    cc = shutil.which("c++") or shutil.which("g++") or shutil.which("cc")
+    readelf, nm = shutil.which("readelf"), shutil.which("nm")
+    if not cc or not readelf:
+        return frozenset(), frozenset()
+
+    def where(arg: str) -> Path | None:
+        try:
+            out = subprocess.run([cc, arg], capture_output=True, text=True, timeout=30).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return Path(out) if out and Path(out).is_file() else None
+
+    for lib in ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libmvec.so.1",
+                "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"):
+        path = where(f"-print-file-name={lib}")
+        if path is None:
+            continue
+        try:
+            text = _run([readelf, "--dyn-syms", "-W", str(path)])
+        except ObjectToolError:
+            continue
+        for ln in text.splitlines():
+            f = ln.split()
+            if len(f) >= 8 and f[0].rstrip(":").isdigit() and f[6] != "UND":
+                (data if f[3] in ("OBJECT", "TLS") else funcs).add(f[7].split("@")[0])
+    libgcc = where("-print-libgcc-file-name")
+    if libgcc is not None and nm:
+        try:
+            for ln in _run([nm, "-g", "--defined-only", str(libgcc)]).splitlines():
+                f = ln.split()
+                if len(f) == 3:
+                    funcs.add(f[2])
+        except ObjectToolError:
+            pass
+    return frozenset(funcs), frozenset(data)
+
+
+def kit_symbols(build_dir: Path | None) -> frozenset[str]:
+    """The globals the kit's own code defines in a build folder (its static
+    archives: common/'s cml and the CPU path's runtime, each lab's host code
+    and library anchors; the kit-only harnesses' objects). A student object
+    may neither define these (it would replace the kit's) nor call them."""
+    nm = shutil.which("nm")
+    if build_dir is None or nm is None or not build_dir.is_dir():
+        return frozenset()
+    files = [p for p in build_dir.rglob("*.a") if "CMakeFiles" not in p.parts]
+    files += sorted((build_dir / "CMakeFiles").glob("*_harness*.dir/**/*.o"))
+    if not files:
+        return frozenset()
+    out = subprocess.run([nm, "-g", "--defined-only", *map(str, files)], capture_output=True, text=True,
+                         timeout=120).stdout
+    # strong definitions only: the weak ones are template instantiations any C++ object may share
+    return frozenset(f[2] for f in (ln.split() for ln in out.splitlines()) if len(f) == 3 and f[1] in "TDBRGSC")
+
+
+def _refused_call(name: str, demangled: str) -> tuple[str, str] | None:
+    """(what it is, what to do instead) when a referenced name is a
+    capability student code may not use, else None."""
+    for pat, what, fix in REFUSED_CALLS:
+        if pat.search(name):
+            return what, fix
+    return None
+
+
+@dataclass
+class _Context:
+    """What one lab's checks know besides the object: the interface, the
+    student's own definitions across the lab's objects, the kit's symbols
+    and the runtime libraries' exports."""
+    interface: set[str]
+    own: frozenset[str] = frozenset()
+    kit: frozenset[str] = frozenset()
+    lib_funcs: frozenset[str] = frozenset()
+    lib_data: frozenset[str] = frozenset()
+
+
 def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu_path: bool = False,
-                      host_data: bool = True, host_copies_in: frozenset[str] = frozenset()) -> list[str]:
-    """The reasons to refuse one host object (empty: none). host_copies_in:
-    the interface functions that may copy to or from the host even where
-    host_data is False (lab 02's uploads of host tables)."""
-    name = obj.name
+                      host_data: bool = True, host_copies_in: frozenset[str] = frozenset(),
+                      ctx: _Context | None = None) -> list[str]:
+    """The reasons to refuse one host object (empty: none), each naming the
+    symbol, where it is used and what to change. host_copies_in: the
+    interface functions that may copy to or from the host even where
+    host_data is False (lab 02's uploads of host tables). ctx: the lab's
+    context (check_objects makes it; without one, the runtime libraries'
+    exports and no kit symbols)."""
+    if ctx is None:
+        funcs, data = runtime_exports()
+        ctx = _Context(interface, lib_funcs=funcs, lib_data=data)
+    name = source_name(obj)
     syms = read_symbols(tools["readelf"], obj)
     sections = read_sections(tools["readelf"], obj)
     why: list[str] = []
     dem = demangle(sorted({s.name for s in syms if s.name.startswith("_Z")}))
+    rename = "rename it or make it static"
     for s in syms:
         if s.ndx == "UND" or s.bind == "LOCAL" or s.kind in ("SECTION", "FILE") or not s.name:
             continue
         n = s.name
+        d = dem.get(n, n)
         if n == "main" or n.startswith("main@"):
-            why.append(f"defines main")
-        elif KIT_PREFIX.match(n):
-            why.append(f"defines {n}, a symbol of the kit or of Criterion")
+            why.append("defines main (the kit's programs have their own): remove it")
+        elif n.startswith(("__cuda", "__nv_", "__fatbin", "DW.ref.")):
+            continue   # the CUDA compiler's registration code, the C++ compiler's personality reference
+        elif KIT_PREFIX.match(n) or (n in ctx.kit and s.bind == "GLOBAL" and n not in ctx.interface):
+            why.append(f"defines {n}, a symbol of the kit or of Criterion (yours would replace it): {rename}")
         elif NEW_DELETE.match(n):
-            why.append(f"defines {dem.get(n, n)} (replaces the program's allocator)")
+            why.append(f"defines {d} (replaces the program's allocator): remove it")
         elif LIBRARY_NAMESPACE.search(n):
-            why.append(f"defines {dem.get(n, n)[:80]} (CUB/Thrust code: write the technique yourself)")
-        elif (s.kind in ("OBJECT", "TLS") and not n.startswith("_") and n not in LIBC_DATA
-              and s.bind != "WEAK"):
-            continue   # the student's own global variable (plain name in C++), not one of the C library's
-        elif not n.startswith("_Z") and n not in interface and not n.startswith(("__cuda", "__nv_", "__fatbin", "DW.ref.")):
-            why.append(f"defines {n}, which the lab's interface does not declare (a C library or kit name "
-                       f"would replace the real one)")
+            why.append(f"defines {short_name(d, 80)} (CUB/Thrust code: write the technique yourself)")
+        elif re.match(r"^cuda[A-Z]", n) and n not in ctx.interface:
+            why.append(f"defines {n}, a function of the CUDA runtime (yours would replace it): {rename}")
+        elif s.kind in ("OBJECT", "TLS") and s.bind != "WEAK":
+            if n in LIBC_DATA or n in ctx.lib_data:
+                why.append(f"defines {n}, a variable of the C library (yours would replace it): {rename}")
+        elif s.bind == "GLOBAL" and n in ctx.lib_funcs and n not in ctx.interface:
+            why.append(f"defines {short_name(d, 80)}, a function of the C or C++ library (yours would replace it for the "
+                       f"whole program): {rename}")
     for sec in sections:
         if sec.startswith(CTOR_SECTIONS):
-            why.append(f"has a {sec} section (code that runs before or after main)")
+            why.append(f"has a {sec} section (code that runs before or after main): remove the constructor, "
+                       f"destructor or static object with one")
+        elif sec.startswith(MANAGED_SECTION):
+            why.append("declares __managed__ memory, which host code can read: keep a step's data in the device "
+                       "buffers the launcher is given")
     inits = init_targets(tools["readelf"], obj, sections, syms)
     undefined = sorted({s.name for s in syms if s.ndx == "UND" and s.name})
     refs, code = disassemble(tools["objdump"], obj)
     for f, ins in code.items():
         if any(SYSCALL.match(i) for i in ins):
-            why.append(f"makes system calls directly in {dem.get(f, f)[:60]} (inline assembly)")
+            why.append(f"makes system calls directly in {short_name(dem.get(f, f))} (inline assembly): remove them")
+    def benign_init(f: str) -> bool:
+        """A load-time function the compilers make that does nothing of the
+        student's: <iostream>'s stream setup (GCC before 13), the CPU path's
+        race-check start."""
+        return "sub_I_" in f and refs.get(f, set()) <= BENIGN_INIT_REFS
+
     for t in inits:
-        # the CPU path's race-check instrumentation adds a constructor that only calls __tsan_init
-        tsan_init = cpu_path and t.startswith("_sub_I_") and refs.get(t, set()) <= {"__tsan_init"}
-        if not REGISTRATION.search(t) and not tsan_init:
-            why.append(f"runs {dem.get(t, t)} at program start (a constructor)")
+        if not REGISTRATION.search(t) and not benign_init(t):
+            why.append(f"runs {dem.get(t, t)} at program start (a constructor, or a global object whose "
+                       f"constructor calls code): initialize it inside your launcher instead")
+
+    def users_of(u: str, exempt=lambda f: False) -> list[str]:
+        return sorted(f for f, rs in refs.items() if u in rs and not exempt(f))
+
+    def where(users: list[str]) -> str:
+        shown = [short_name(dem.get(f, f)) for f in users[:2]]
+        return f" in {', '.join(shown)}" + (f" (and {len(users) - 2} more)" if len(users) > 2 else "") if users else ""
+
     for u in undefined:
+        d = short_name(dem.get(u, u))
         if u == "exit":  # only the compiler's stub of a __device__ function, exit(1)
-            users = sorted(f for f, rs in refs.items() if u in rs and not _device_stub(code.get(f, [])))
+            users = users_of(u, lambda f: _device_stub(code.get(f, [])))
             if users or not refs:
-                why.append(f"calls exit in {', '.join(dem.get(f, f)[:60] for f in users[:2]) or 'its data'}")
+                why.append(f"calls exit{where(users) or ' in its data'} (leaves the program): return an error code "
+                           f"(cudaError_t) from the interface's function instead")
             continue
-        if u in ("atexit", "__cxa_atexit", "__cxa_thread_atexit"):
-            users = sorted(f for f, rs in refs.items() if u in rs and not REGISTRATION.search(f))
+        if u in ("atexit", "__cxa_atexit", "__cxa_thread_atexit", "__cxa_thread_atexit_impl"):
+            users = users_of(u, lambda f: bool(REGISTRATION.search(f)) or benign_init(f))
             if users or not refs:
-                why.append(f"registers an exit handler ({u}) in {', '.join(users[:2]) or 'its data'}")
+                why.append(f"registers an exit handler ({u}){where(users) or ' in its data'} (code that runs after "
+                           f"main): remove it, and any static object with a destructor")
             continue
-        if u in ALLOWED_UNDEFINED or u.startswith("__cuda"):
+        if u == MANAGED_REGISTRATION:
+            why.append("declares __managed__ memory, which host code can read: keep a step's data in the device "
+                       "buffers the launcher is given")
             continue
-        if not host_data and HOST_DATA.match(u):
-            users = sorted(f for f, rs in refs.items() if u in rs and f not in host_copies_in)
-            if users or not refs:
-                where = f" in {', '.join(dem.get(f, f)[:60] for f in users[:2])}" if users else ""
-                why.append(f"calls {u}{where} (moves data to or from the host: a launcher's work stays on the device"
-                           + (f"; only {', '.join(sorted(host_copies_in))} may copy host data" if host_copies_in
-                              else "") + ")")
+        if KIT_PREFIX.match(u) and not (cpu_path and (u.startswith("cml_cpu_") and u != "cml_cpu_bank_totals")):
+            why.append(f"calls {u}{where(users_of(u))} (the kit's own code): write the step yourself")
             continue
-        if u.startswith("cuda") and not REFUSED_CUDA.match(u):
-            continue
-        if cpu_path and (u.startswith("__tsan_") or u.startswith("cml_cpu_") and u != "cml_cpu_bank_totals"):
+        if cpu_path and (u.startswith("__tsan_") or u.startswith("cml_cpu_")):
             continue  # the CPU path's runtime: launches, barriers, warp operations, the race check's hooks
-        d = dem.get(u, u)
-        what = ("the kit's own code" if u.startswith("cml_") else
-                "a library" if re.match(r"^(cublas|cusparse|cufft|curand|cub|thrust|_ZN\d*(3cub|6thrust))", u) else
-                "loads other code" if u.startswith("dl") else "not on the allow-list")
-        why.append(f"calls {d[:80]} ({what})")
+        if not host_data and HOST_DATA.match(u):
+            users = users_of(u, lambda f: f in host_copies_in)
+            if users or not refs:
+                why.append(f"calls {u}{where(users)} (moves data to or from the host: a launcher's work stays on the "
+                           f"device" + (f"; only {', '.join(sorted(host_copies_in))} may copy host data"
+                                        if host_copies_in else "") + ")")
+            continue
+        if REFUSED_CUDA.match(u):
+            why.append(f"calls {u}{where(users_of(u))} (hands out the CUDA driver's code): use the runtime API")
+            continue
+        if u.startswith(("cuda", "__cuda")):
+            continue   # the CUDA runtime (the CPU path's runtime defines the same names)
+        bad = _refused_call(u, d)
+        if bad is not None:
+            why.append(f"calls {d}{where(users_of(u))} ({bad[0]}): {bad[1]}")
+            continue
+        if LIBRARY_CALL.search(u) or LIBRARY_NAMESPACE.search(u):
+            why.append(f"calls {d}{where(users_of(u))} (a library the lab asks you not to use: cuBLAS, CUB, "
+                       f"Thrust or NVTX): write the technique yourself")
+            continue
+        if u in ctx.kit and u not in ctx.interface:
+            why.append(f"calls {u}{where(users_of(u))} (the kit's own code): write the step yourself")
+            continue
+        if u in ctx.lib_funcs or u in ctx.lib_data or u in LINKER_NAMES or u in ctx.own or u in ctx.interface:
+            continue   # the C and C++ runtime libraries, the student's own code
+        if not ctx.lib_funcs and u in FALLBACK_ALLOWED:
+            continue   # the runtime libraries could not be read here
+        why.append(f"calls {d}{where(users_of(u))}, which is neither in the C or C++ standard library nor in "
+                   f"the CUDA runtime: write it yourself")
     return [f"{name}: {w}" for w in dict.fromkeys(why)]
+
+
+# Where runtime_exports finds no library (no host compiler or readelf): the names honest code commonly calls.
+FALLBACK_ALLOWED = frozenset("""
+memset memcpy memmove memcmp strlen strcmp strncmp strcpy strncpy qsort bsearch malloc calloc realloc free
+__cxa_guard_acquire __cxa_guard_release __cxa_guard_abort __gxx_personality_v0 _Unwind_Resume
+__stack_chk_fail __cxa_begin_catch __cxa_end_catch __cxa_rethrow __cxa_allocate_exception __cxa_throw
+__cxa_free_exception __cxa_pure_virtual __cxa_call_unexpected __assert_fail abort printf puts putchar fprintf fputs
+fputc fflush snprintf sprintf stderr stdout _ZSt9terminatev _Znwm _Znam _ZdlPv _ZdaPv _ZdlPvm _ZdaPvm
+__popcountdi2 __popcountsi2 sqrt sqrtf cbrt cbrtf fabs fabsf floor floorf ceil ceilf round roundf lround lroundf
+trunc truncf fmod fmodf log logf log2 log2f log10 log10f exp expf exp2 exp2f pow powf fmin fminf fmax fmaxf frexp
+frexpf ldexp ldexpf sin sinf cos cosf tan tanf atan atanf atan2 atan2f hypot hypotf nextafter nextafterf rint rintf
+nearbyint abs labs llabs rand srand getenv
+""".split())
+
+
+def short_name(demangled: str, width: int = 60) -> str:
+    """A function's name for a message: without its parameter list, at most
+    `width` characters."""
+    d = demangled.split("(", 1)[0] if not demangled.startswith("(") else demangled
+    return d if len(d) <= width else d[:width - 3] + "..."
+
+
+def source_name(obj: Path) -> str:
+    """The student's file an object was compiled from, as both builds name
+    it: reduction.cu for reduction.cu.o and for the CPU path's translation
+    (labtool cpu-translate names it reduction_<8 hex digits>.cpp)."""
+    return re.sub(r"_[0-9a-f]{8}\.cpp$", ".cu", obj.name.removesuffix(".o"))
 
 
 def check_includes(depfile: Path, allowed_roots: list[Path]) -> list[str]:
@@ -308,7 +531,7 @@ def check_includes(depfile: Path, allowed_roots: list[Path]) -> list[str]:
             bad.append(dep)
         if LIBRARY_HEADER.search(p):
             lib.append(dep)
-    name = depfile.name.removesuffix(".o.d")
+    name = source_name(Path(depfile.name.removesuffix(".d")))
     return ([f"{name}: includes {b}, outside the lab and the kit's public headers" for b in bad[:3]]
             + [f"{name}: includes a library's header ({b}): write the technique yourself" for b in lib[:1]])
 
@@ -343,12 +566,21 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
         rep.note = "not checked: no compiled object of the student's files was found"
         return rep
     try:
-        for obj in objects:
-            rep.refused += check_host_object(obj, interface, tools, obj in cpu_objects, host_data, host_copies_in)
+        funcs, data = runtime_exports()
+        own = frozenset(s.name for o in objects for s in read_symbols(tools["readelf"], o)
+                        if s.ndx != "UND" and s.bind != "LOCAL" and s.name)
+        build = next((p.parent for p in objects[0].parents if p.name == "CMakeFiles"), None)
+        ctx = _Context(interface, own, kit_symbols(build), funcs, data)
+        # the library and include lines first: they say best what a refused file does
         for d in depfiles:
             rep.refused += check_includes(d, allowed_roots)
-    except ObjectToolError as e:
+        for obj in objects:
+            rep.refused += check_host_object(obj, interface, tools, obj in cpu_objects, host_data, host_copies_in,
+                                             ctx)
+    except (ObjectToolError, subprocess.TimeoutExpired) as e:
         rep.refused.append(f"the object could not be read ({e})")
+    # the CUDA build's and the CPU path's objects of one file say the same thing once
+    rep.refused = list(dict.fromkeys(rep.refused))
     rep.checked = True
     device = [o for o in objects if o not in cpu_objects]
     if not device:
@@ -366,7 +598,8 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
             return rep
     lib = [k for k in rep.sass if LIBRARY_NAMESPACE.search(k)]
     if lib:
-        rep.refused.append(f"device code holds {len(lib)} CUB/Thrust kernels (e.g. {demangle(lib[:1])[lib[0]][:80]})")
+        rep.refused.insert(0, f"device code holds {len(lib)} CUB/Thrust kernels (e.g. "
+                              f"{demangle(lib[:1])[lib[0]][:80]}): write the technique yourself")
     return rep
 
 

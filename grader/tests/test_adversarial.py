@@ -103,6 +103,26 @@ FORGERIES = {
     "raw_syscall": ("""
         extern "C" long reduce_helper_sys(void) { long r; __asm__ volatile("syscall" : "=a"(r) : "a"(39L)); return r; }""",
                     "system calls"),
+    # host work through memory the host can read: on the CPU path cuda_runtime.h makes __managed__ this section
+    # (test_objcheck compiles the same with the real header, and with nvcc)
+    "managed_global_host_sum": ("""
+        __attribute__((section(".cml_cpu_managed"), used)) int box[1 << 16];
+        extern "C" int reduce_helper_host_sum(int n) { int s = 0; for (int i = 0; i < n; ++i) s += box[i]; return s; }""",
+                                "__managed__"),
+    "replaces_qsort": ("""
+        #include <stdlib.h>
+        extern "C" void qsort(void *b, size_t n, size_t w, int (*c)(const void *, const void *)) {
+            (void)b; (void)n; (void)w; (void)c; }""", "defines qsort"),
+    "ofstream_writes_a_report": ("""
+        #include <fstream>
+        extern "C" void reduce_helper_report(void) { std::ofstream f("report.json"); f << "PASSED"; }""",
+                                 "file access"),
+    "thread_outlives_the_launch": ("""
+        #include <thread>
+        extern "C" void reduce_helper_later(int *p) { std::thread([p] { *p = 0; }).detach(); }""", "std::thread"),
+    "setenv_turns_off_a_check": ("""
+        #include <stdlib.h>
+        extern "C" void reduce_helper_env(void) { setenv("CML_CPU_CHECK", "none", 1); }""", "environment"),
 }
 
 
