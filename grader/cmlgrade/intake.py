@@ -19,8 +19,15 @@ from pathlib import Path, PurePosixPath
 
 MAX_FILE_BYTES = 1 << 20      # one source file
 MAX_TOTAL_BYTES = 32 << 20    # everything read from one submission
-MAX_MEMBERS = 5000
-MAX_EXPANDED_BYTES = 256 << 20  # everything an archive expands to, read or skipped: more is a bomb
+MAX_MEMBERS = 5000            # files read (lab files and nested archives); any other file is only listed by name
+MAX_ENTRIES = 200_000         # entries looked at in one archive (a whole kit with its vendored trees is far less)
+# Everything a compressed tar expands to, read or skipped (a tar.gz is skipped through by decompressing it, in
+# small pieces, never held in memory): bounded work, so a core dump of a few GiB before labs/ is passed over,
+# and more is a bomb. No gzip stream expands more than 1032 times its size: a tar that declares more than
+# MAX_RATIO times its own size (a bzip2 or xz bomb) is refused by its headers alone.
+MAX_EXPANDED_BYTES = 4 << 30
+MAX_RATIO = 1100
+BIG_MEMBER_BYTES = 16 << 20   # an extra file this large is named in the feedback as skipped
 MAX_NESTING = 2                 # an archive inside the archive is looked into, this deep
 SOURCE_SUFFIXES = (".cu", ".c", ".h", ".cuh", ".cpp", ".cc", ".hpp")
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar")
@@ -82,17 +89,34 @@ class _Reader:
         self.count = 0
         self.over_total = False
         self.expanded = 0      # what the archive expands to, skipped members too (bomb accounting)
+        self.limit = MAX_EXPANDED_BYTES   # _read_tar lowers it to MAX_RATIO times the archive's size
+        self.entries = 0
         self.depth, self.prefix = depth, prefix
 
     def expand(self, size: int) -> bool:
         """Accounts a member's declared size before it is decompressed or
-        skipped; False once the archive expands past MAX_EXPANDED_BYTES."""
+        skipped; False once the archive expands past its limit."""
         self.expanded += max(0, size)
-        if self.expanded > MAX_EXPANDED_BYTES:
-            self.problems.append(f"the archive expands to more than {MAX_EXPANDED_BYTES >> 20} MiB "
+        if self.expanded > self.limit:
+            self.problems.append(f"the archive expands to more than {_mib(self.limit)} "
                                  f"(a decompression bomb?): the rest was not read")
             return False
         return True
+
+    def entry(self) -> bool:
+        """Counts an entry looked at; False past MAX_ENTRIES."""
+        self.entries += 1
+        if self.entries > MAX_ENTRIES:
+            self.problems.append(f"more than {MAX_ENTRIES} entries in the archive: the rest were not looked at")
+            return False
+        return True
+
+    def skip(self, name: str, size: int) -> None:
+        """A member that is not a lab file: listed by name, never read; a
+        large one is named in the feedback."""
+        self.members.append(_Member(self.prefix + name, b""))
+        if size >= BIG_MEMBER_BYTES:
+            self.problems.append(f"{self.prefix + name}: {_mib(size)}, not a lab file: skipped without reading it")
 
     def nested(self, name: str, data: bytes, wanted_names: set[str]) -> None:
         """An archive inside the archive: looked into (MAX_NESTING deep),
@@ -118,16 +142,17 @@ class _Reader:
             self.members.append(m)
 
     def wanted(self, name: str, wanted_names: set[str]) -> bool:
-        base = PurePosixPath(name).name
-        return (base in wanted_names or base.lower().endswith(SOURCE_SUFFIXES)
-                or base.lower().endswith(ARCHIVE_SUFFIXES))
+        """Read: a lab file's name or an archive to look into. Any other file
+        (a look-alike name, a vendored header) needs only its name."""
+        base = name.rpartition("/")[2]   # (not PurePosixPath: a kit's archive lists thousands of names)
+        return base in wanted_names or base.lower().endswith(ARCHIVE_SUFFIXES)
 
     def add(self, name: str, size: int, read, wanted_names: set[str] = frozenset()) -> None:
         name = self.prefix + name
         self.count += 1
         if self.count > MAX_MEMBERS:
             if self.count == MAX_MEMBERS + 1:
-                self.problems.append(f"more than {MAX_MEMBERS} files: the rest were not read")
+                self.problems.append(f"more than {MAX_MEMBERS} lab files and archives: the rest were not read")
             return
         if size > MAX_FILE_BYTES:
             self.problems.append(f"{name}: {size} bytes, over the {MAX_FILE_BYTES >> 10} KiB limit for a file: not read")
@@ -159,6 +184,8 @@ def _read_zip(path: Path, wanted_names: set[str], depth: int = 0, prefix: str = 
             name = info.filename.replace("\\", "/")   # Windows separators
             if info.is_dir() or name.endswith("/"):
                 continue
+            if not r.entry():
+                break
             if not r.expand(info.file_size if r.wanted(name, wanted_names) else 0):
                 break
             why = _unsafe_reason(name)
@@ -173,7 +200,7 @@ def _read_zip(path: Path, wanted_names: set[str], depth: int = 0, prefix: str = 
                 r.problems.append(f"{name}: refused, not a regular file")
                 continue
             if not r.wanted(name, wanted_names):
-                r.members.append(_Member(prefix + name, b""))  # listed as extra, never read
+                r.skip(name, info.file_size)  # listed as extra, never read (a zip member is skipped for free)
                 continue
             try:
                 with zf.open(info) as f:
@@ -189,11 +216,15 @@ def _read_tar(path: Path, wanted_names: set[str], depth: int = 0, prefix: str = 
         tf = tarfile.open(path, "r:*")
     except (tarfile.TarError, OSError) as e:
         raise IntakeError(f"{path.name} is not a readable tar archive ({e})") from e
+    try:
+        r.limit = min(MAX_EXPANDED_BYTES, max(MAX_RATIO * path.stat().st_size, 1 << 20))
+    except OSError:
+        pass
     with tf:
         try:
             for info in tf:
                 name = info.name.replace("\\", "/")
-                if not r.expand(info.size if info.isfile() else 0):  # skipping a member decompresses it too
+                if not r.entry() or not r.expand(info.size if info.isfile() else 0):  # skipping decompresses too
                     break
                 if info.isdir():
                     continue
@@ -208,7 +239,7 @@ def _read_tar(path: Path, wanted_names: set[str], depth: int = 0, prefix: str = 
                     r.problems.append(f"{name}: refused, not a regular file (device, fifo or other)")
                     continue
                 if not r.wanted(name, wanted_names):
-                    r.members.append(_Member(prefix + name, b""))
+                    r.skip(name, info.size)   # the next header is read past it, a piece at a time
                     continue
                 f = tf.extractfile(info)
                 if f is None:
@@ -246,7 +277,7 @@ def _read_dir(root: Path, wanted_names: set[str]) -> _Reader:
                 r.problems.append(f"{rel}: refused, not a regular file")
                 continue
             if not r.wanted(rel, wanted_names):
-                r.members.append(_Member(rel, b""))
+                r.skip(rel, st.st_size)
                 continue
             try:
                 with p.open("rb") as f:
@@ -254,6 +285,10 @@ def _read_dir(root: Path, wanted_names: set[str]) -> _Reader:
             except OSError as e:
                 r.problems.append(f"{rel}: cannot be read ({e.strerror})")
     return r
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1 << 30):.1f} GiB" if n >= 1 << 30 else f"{n >> 20} MiB"
 
 
 def _binary_reason(data: bytes) -> str | None:
@@ -282,7 +317,7 @@ def _score_path(path: str, lab: str) -> tuple[int, int]:
 def _not_the_students(path: str) -> bool:
     """A copy of the kit's solutions/ in a submission (the whole kit zipped)
     is never graded in place of the student's own file."""
-    return "solutions" in PurePosixPath(path).parts
+    return "solutions" in path.split("/")
 
 
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"))
@@ -320,8 +355,8 @@ def read_submission(path: Path, lab_files: dict[str, list[str]], student: str | 
     candidates: dict[str, list[_Member]] = {}
     extras = []
     for m in reader.members:
-        base = PurePosixPath(m.path).name
-        parts = PurePosixPath(m.path).parts
+        parts = m.path.split("/")
+        base = parts[-1]
         if any(p in IGNORED_PARTS or p.startswith("._") for p in parts):
             continue
         if base in wanted and _not_the_students(m.path):
@@ -346,12 +381,16 @@ def read_submission(path: Path, lab_files: dict[str, list[str]], student: str | 
         sub.files.setdefault(lab, {})[base] = chosen.data
     all_names = sorted(wanted)
     folded = {_fold(n): n for n in all_names}
+    looks_like: dict[str, list[str]] = {}   # folded name -> the lab file it looks like (a kit repeats names)
     for x in sorted(extras):
-        base = PurePosixPath(x).name
+        base = x.rpartition("/")[2]
         if base in kit_names or _not_the_students(x):  # the kit's own files in a kit-layout copy
             continue
-        close = [folded[_fold(base)]] if _fold(base) in folded else \
-            [folded[c] for c in difflib.get_close_matches(_fold(base), list(folded), n=1, cutoff=0.75)]
+        f = _fold(base)
+        if f not in looks_like:
+            looks_like[f] = [folded[f]] if f in folded else \
+                [folded[c] for c in difflib.get_close_matches(f, list(folded), n=1, cutoff=0.75)]
+        close = looks_like[f]
         if close:
             also = " (a file of that name was graded)" if close[0] in candidates else " (not graded)"
             shown = x if x.isprintable() and x.translate(_ZERO_WIDTH) == x else ascii(x)  # show invisible characters

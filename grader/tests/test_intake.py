@@ -156,6 +156,71 @@ class ArchiveTests(unittest.TestCase):
             self.assertTrue(any(f"did you mean {want}?" in p for p in sub.problems), (want, sub.problems))
         self.assertTrue(any("\\u200b" in p for p in sub.problems), "the invisible character is shown")
 
+    def test_lab_files_after_a_large_member_are_graded_and_the_skip_is_said(self):
+        """A core dump larger than the old 256 MiB expansion cap before labs/:
+        skipped through (decompressed a piece at a time, never held), the lab
+        file after it graded, and the feedback names what was skipped."""
+        import time
+
+        class Core(io.RawIOBase):   # 300 MiB that compress like a core dump (runs of zeros, some noise)
+            def __init__(self, n):
+                self.left, self.rnd = n, __import__("random").Random(5)
+
+            def readable(self):
+                return True
+
+            def readinto(self, b):
+                k = min(len(b), self.left, 1 << 20)
+                chunk = bytes(k - 64) + self.rnd.randbytes(64) if k > 64 else bytes(k)
+                b[:k] = chunk
+                self.left -= k
+                return k
+
+        size = 300 << 20
+        path = self.d / "core.tar.gz"
+        with tarfile.open(path, "w:gz", compresslevel=1) as tf:
+            info = tarfile.TarInfo("work/core")
+            info.size = size
+            tf.addfile(info, io.BufferedReader(Core(size)))
+            for name, data in [("work/labs/04_reduction/reduction.cu", GOOD), ("work/notes.txt", b"hi\n")]:
+                info = tarfile.TarInfo(name)
+                info.size = len(data)
+                tf.addfile(info, io.BytesIO(data))
+        self.assertGreater(size, 256 << 20, "past the expansion cap that used to stop here")
+        t0 = time.monotonic()
+        sub = read_submission(path, LAB_FILES)
+        self.assertLess(time.monotonic() - t0, 20.0)
+        self.assertEqual(sub.files.get("04_reduction", {}).get("reduction.cu"), GOOD, sub.problems)
+        self.assertTrue(any(p.startswith("work/core: 300 MiB") and "skipped" in p for p in sub.problems), sub.problems)
+        self.assertFalse(any("nothing graded" in p or "bomb" in p for p in sub.problems), sub.problems)
+        self.assertIn("work/core", sub.ignored)
+
+    def test_a_whole_kit_with_thousands_of_vendored_headers_is_graded(self):
+        """More headers than MAX_MEMBERS before labs/ (lowered to 200 here, to
+        keep the test fast): they are listed by name (never read), the lab
+        file after them graded."""
+        from unittest import mock
+        self.enterContext(mock.patch.object(intake, "MAX_MEMBERS", 200))
+        n = intake.MAX_MEMBERS + 100
+        members = [(f"kit/third_party/cutlass/include/h{i}.h", b"#pragma once\n") for i in range(n)]
+        members.append(("kit/labs/06_transpose/transpose.cu", GOOD))
+        for make, name in ((make_tar, "kit.tar.gz"), (make_zip, "kit.zip")):
+            sub = read_submission(make(self.d / name, members), LAB_FILES)
+            self.assertEqual(sub.files.get("06_transpose", {}).get("transpose.cu"), GOOD, (name, sub.problems[:3]))
+            self.assertEqual(len([x for x in sub.ignored if x.endswith(".h")]), n, name)
+            self.assertFalse(any("not read" in p for p in sub.problems), sub.problems[:3])
+
+    def test_an_archive_of_too_many_entries_stops_and_says_so(self):
+        from unittest import mock
+        self.enterContext(mock.patch.object(intake, "MAX_ENTRIES", 300))   # 200,000 in use: slow to make here
+        members = [(f"d/f{i}", b"") for i in range(intake.MAX_ENTRIES + 1)] + [("reduction.cu", GOOD)]
+        path = self.d / "many.zip"
+        with zipfile.ZipFile(path, "w") as zf:
+            for name, data in members:
+                zf.writestr(name, data)
+        sub = read_submission(path, LAB_FILES)
+        self.assertTrue(any(f"more than {intake.MAX_ENTRIES} entries" in p for p in sub.problems), sub.problems[:3])
+
     def test_partial_lab_says_which_file_is_missing(self):
         z = make_zip(self.d / "d.zip", [("bank_model.c", b"int bank_of(unsigned a) { return 0; }\n")])
         s = read_submission(z, LAB_FILES)
