@@ -42,6 +42,8 @@ class Mistake:
     feedback: str = ""   # the line a student reads when the results show this mistake
     kernel: str = ""     # regex: a sanitizer finding must name a matching kernel or device function
     finding: str = ""    # regex: ... and its first line must match
+    tests: str = ""      # regex: a test (suite::name) whose failure is this mistake's signature (score.py)
+    message: str = ""    # regex: ... and a message of that test's own that shows it
 
 
 @dataclass(frozen=True)
@@ -236,7 +238,7 @@ def load_mistakes(path: Path, default_file: str) -> tuple[Mistake, ...]:
         extra.update(fb.get(m["name"], {}))
         if not extra.get("feedback"):
             raise LabError(f"{fb_path}: mistake {m['name']} has no feedback line ([{m['name']}] feedback = \"...\")")
-        for key in ("kernel", "finding"):
+        for key in ("kernel", "finding", "tests", "message"):
             try:
                 re.compile(extra.get(key, ""))
             except re.error as e:
@@ -245,7 +247,8 @@ def load_mistakes(path: Path, default_file: str) -> tuple[Mistake, ...]:
                            summary=m.get("summary", ""), caught_by=m["caught_by"],
                            expect_failing=m.get("expect_failing", ""), expect_message=m.get("expect_message", ""),
                            feedback=extra["feedback"], kernel=extra.get("kernel", ""),
-                           finding=extra.get("finding", "")))
+                           finding=extra.get("finding", ""), tests=extra.get("tests", ""),
+                           message=extra.get("message", "")))
     return tuple(out)
 
 
@@ -259,7 +262,7 @@ def _with_overrides(mistakes: tuple[Mistake, ...], rubric: Rubric, lab: str) -> 
         o = rubric.mistakes.get(m.name)
         if o is not None:
             m = Mistake(m.name, m.file, m.step, m.summary, m.caught_by, m.expect_failing, m.expect_message,
-                        o.feedback, o.kernel or m.kernel, o.finding or m.finding)
+                        o.feedback, o.kernel or m.kernel, o.finding or m.finding, m.tests, m.message)
         out.append(m)
     return tuple(out)
 
