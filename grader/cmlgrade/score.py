@@ -25,6 +25,7 @@ import re
 from .labs import Lab
 from .parsers import TestOutcome, finding_blocks, names_in
 from .results import Item, LabRun, LabScore
+from .trust import _verdict_lines
 
 MAX_MESSAGES = 3
 # What a GPU check says on a machine without a usable GPU: the reason itself
@@ -47,34 +48,28 @@ def _short(msg: str) -> str:
     return re.sub(r"^\S*?/?tests/\w+\.c:\d+: ", "", msg.strip())
 
 
-def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, failing_keys: list[str], text: str,
-                   findings: list[tuple[str, list[str]]] | None = None, up_to_step: int | None = None) -> list[str]:
-    """The catalogue's line for each mistake whose signature (failing tests,
-    message, and for a sanitizer one finding that names the mistake's
-    `kernel` and matches its `finding` regex) the results show. up_to_step
-    leaves out mistakes made in a later step (staged code calls only what
-    earlier steps wrote). None for an untouched skeleton file or a step not
-    started: their failures are unfinished work, not mistakes."""
+def _catalogue_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, shows,
+                     up_to_step: int | None = None) -> list[str]:
+    """The catalogue's line for each mistake caught by `caught_by` whose
+    signature the results show (shows(mistake) -> bool). step: only that
+    step's mistakes; up_to_step leaves out mistakes made in a later step
+    (staged code calls only what earlier steps wrote). None for an untouched
+    skeleton file or a step not started: their failures are unfinished work,
+    not mistakes."""
     out: list[str] = []
     seen: dict[tuple, int] = {}   # a signature two mistakes share (results that cannot tell them apart): one line
     for m in lab.mistakes:
         if not m.feedback or m.caught_by != caught_by or m.file in run.untouched:
             continue
-        if step is not None and m.step != step and caught_by in ("tests", "counters"):
+        if step is not None and m.step != step:
             continue
         if up_to_step is not None and m.step and m.step > up_to_step:
             continue
         if m.step in run.not_started:  # unfinished work, not a mistake
             continue
-        if m.expect_failing and not any(re.search(m.expect_failing, k) for k in failing_keys):
+        if not shows(m):
             continue
-        if m.expect_message and not re.search(m.expect_message, text):
-            continue
-        if findings is not None and (m.kernel or m.finding) and not any(
-                (not m.kernel or any(re.search(m.kernel, k) for k in kernels))
-                and (not m.finding or re.search(m.finding, head)) for head, kernels in findings):
-            continue
-        sig = (m.step, m.caught_by, m.expect_failing, m.expect_message, m.kernel, m.finding)
+        sig = (m.step, m.caught_by, m.tests or m.expect_failing, m.message or m.expect_message, m.kernel, m.finding)
         if sig in seen:
             k = seen[sig]
             head, _, rest = out[k].partition("): ")
@@ -83,6 +78,81 @@ def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, fail
         seen[sig] = len(out)
         out.append(f"Likely mistake ({m.name}): {m.feedback}")
     return out
+
+
+def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int, failing: list[TestOutcome]) -> list[str]:
+    """The mistakes of a step caught by its tests whose signature the
+    failing tests show: one failing test that the mistake makes fail (its
+    feedback.toml `tests` regex over the test's key, else the catalogue's
+    expect_failing) says, in a message of its own, what that mistake makes
+    it see (`message`, else expect_message). The words of one test's hint
+    never name a mistake another test's failure shows, and a step's
+    failures as a whole never do."""
+    def shows(m) -> bool:
+        which, says = m.tests or m.expect_failing, m.message or m.expect_message
+        return any((not which or re.search(which, o.key))
+                   and (not says or any(re.search(says, _short(x)) for x in o.messages)) for o in failing)
+    return _catalogue_lines(lab, run, caught_by, step, shows)
+
+
+def _sanitizer_mistake_lines(lab: Lab, run: LabRun, tool: str, rep, up_to_step: int | None = None) -> list[str]:
+    """The mistakes caught by a sanitizer whose signature its report shows:
+    its text matches the mistake's expect_message, and one finding names the
+    mistake's `kernel` and its first line matches `finding`."""
+    findings = _findings(rep, lab.kernels)
+
+    def shows(m) -> bool:
+        if m.expect_message and not re.search(m.expect_message, rep.text or ""):
+            return False
+        return not (m.kernel or m.finding) or any(
+            (not m.kernel or any(re.search(m.kernel, k) for k in kernels))
+            and (not m.finding or re.search(m.finding, head)) for head, kernels in findings)
+    return _catalogue_lines(lab, run, tool, None, shows, up_to_step)
+
+
+def _once(msg: str, said: set[str]) -> str:
+    """A test message without a likely cause an earlier message of the same
+    line already gave: a cause is said once."""
+    head, sep, cause = msg.partition("Likely cause: ")
+    if not sep:
+        return msg
+    if cause in said:
+        return head.rstrip(" .;") + " (likely cause as above)"
+    said.add(cause)
+    return msg
+
+
+def checker_share(v) -> float:
+    """The share of a step's points the kit-only checker's verdict supports:
+    its share of right cases, or 0 when half of them or more are wrong. An
+    untouched skeleton gets some cases right (the argument checks that must
+    return an error, a one-element sum: up to 3 of 10 in a step of this kit),
+    so partial credit needs most of the step's cases right: a forged report
+    on a skeleton earns nothing."""
+    if v is None or v.ok is not False:
+        return 1.0
+    if v.total <= 0:
+        return 0.0
+    right = (v.total - v.failed) / v.total
+    return right if right > PARTIAL_NEEDS else 0.0
+
+
+# a step the kit-only checker fails earns partial credit only above this share of right cases (checker_share)
+PARTIAL_NEEDS = 0.5
+
+
+def _cap_line(v, share: float, kit_share: float, passed: int, total: int, hidden: bool) -> str:
+    right = v.total - v.failed
+    if hidden:
+        return (f"the kit-only check on secret data: {right} of {v.total} cases right"
+                + ("" if kit_share > 0 else " (partial credit needs more than half of them right)"))
+    if kit_share <= 0:
+        return (f"no credit: the kit-only check finds {v.failed} of {v.total} cases wrong (partial credit needs "
+                f"more than half of them right), whatever the tests below report")
+    if kit_share < share:
+        return (f"credit capped by the kit-only check: {right} of {v.total} cases right"
+                + (f", though {passed} of {total} tests pass" if passed else ""))
+    return f"the kit-only check also finds {v.failed} of {v.total} cases wrong"
 
 
 def _findings(rep, kernels: str) -> list[tuple[str, list[str]]]:
@@ -134,20 +204,41 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
             elif o.status != "PASSED":
                 failing.append(o)
         bad = len(failing) + len(missing)
-        got = pts * (len(counted) - bad) / len(counted)
-        status = "passed" if bad == 0 else ("failed" if bad == len(counted) else "partial")
+        verdict = run.checks.get(seed, {}).get(step.num)
+        if verdict is not None and verdict.ok is None:
+            verdict = None   # not measured by the checker: the tests alone
+        if hidden and verdict is not None:   # the hidden tests are the checker's verdict, not a test each
+            failing, missing, bad = [], [], 0
+        tests_share = (len(counted) - bad) / len(counted)
+        capped = verdict is not None and verdict.ok is False
+        kit_share = checker_share(verdict) if capped else 1.0
+        got = pts * min(tests_share, kit_share)
+        status = "passed" if got >= pts else ("failed" if got <= 0 else "partial")
         fb, details = [], []
         if bad:
             line = tr.step_feedback.get(step.num, tr.feedback)
             fb.append(line.format(step=step.num, ident=step.ident, what=step.what, failed=bad, total=len(counted)))
+        if capped:
+            fb.append(_cap_line(verdict, tests_share, kit_share, len(counted) - bad, len(counted), hidden))
+        if bad and step.num in run.not_started:   # unfinished work: said once, not under every test
+            o = failing[0] if failing else None
+            details.append(f"{bad} of {len(counted)} tests fail: step {step.num} is not started yet (its "
+                           f"TODO(step {step.num}) blocks are as in the skeleton)"
+                           + (f"; e.g. {o.key}: {_short(o.messages[0])}" if o and o.messages else ""))
+        elif bad:
+            said: set[str] = set()
             for o in failing[:MAX_MESSAGES]:
                 kind = {"TIMEOUT": "timed out", "CRASHED": "crashed"}.get(o.status, "failed")
-                msg = "; ".join(_short(m) for m in o.messages[:MAX_MESSAGES]) or "(no message)"
+                msg = "; ".join(_once(_short(m), said) for m in o.messages[:MAX_MESSAGES]) or "(no message)"
                 details.append(f"{o.key} {kind}: {msg}")
+            if len(failing) > MAX_MESSAGES:
+                details.append(f"... and {len(failing) - MAX_MESSAGES} more failing tests")
             for k in missing[:MAX_MESSAGES]:
                 details.append(f"{k}: no result ({_binary_problem(run, seed, k) or 'not run'})")
-            text = "\n".join(m for o in failing for m in o.messages)
-            fb += _mistake_lines(lab, run, "tests", step.num, [o.key for o in failing], text)
+        if capped:
+            details.append("; ".join(_verdict_lines(verdict)))
+        if bad:
+            fb += _mistake_lines(lab, run, "tests", step.num, failing)
             if not hidden:
                 for tool, (steps, rep) in sorted(run.diagnoses.items()):
                     if step.num not in steps or rep.state != "errors":
@@ -157,8 +248,8 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
                     where += f" at {first.location}" if first and first.location else ""
                     details.append(f"compute-sanitizer {tool} on step {step.num} ({', '.join(map(str, steps))} run): "
                                    f"{rep.summary}" + (f"; first{where}: {first.what}" if first else ""))
-                    fb += [line for line in _mistake_lines(lab, run, tool, None, [], rep.text, _findings(rep, lab.kernels),
-                                                          up_to_step=step.num) if line not in fb]
+                    fb += [line for line in _sanitizer_mistake_lines(lab, run, tool, rep, up_to_step=step.num)
+                           if line not in fb]
         items.append(Item(name, "hidden" if hidden else "tests", r2(pts), r2(got), status, vis, fb, details))
     return items
 
@@ -225,7 +316,7 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
             details.append(f"runner arguments: {cfg} --check-only")
         if rep.state == "incomplete":
             fb = [f"compute-sanitizer {tool} did not finish: {rep.summary}"]
-        fb += _mistake_lines(lab, run, tool, None, [], rep.text, _findings(rep, lab.kernels))
+        fb += _sanitizer_mistake_lines(lab, run, tool, rep)
         items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility, fb, details))
     return items
 
@@ -278,7 +369,8 @@ def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -
             items.append(Item(name, "counters", chk.points, chk.points, "passed", cr.visibility, [], detail))
         else:
             line = f"step {chk.step} {step.ident if step else ''}: shared-load bank conflicts {v:.0f}"
-            fb = [chk.feedback or f"expected {want}"] + _mistake_lines(lab, run, "counters", chk.step, [], line)
+            fb = [chk.feedback or f"expected {want}"] + _catalogue_lines(
+                lab, run, "counters", chk.step, lambda m: not m.expect_message or re.search(m.expect_message, line))
             items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility, fb, detail))
     return items
 

@@ -129,14 +129,23 @@ def student_seed(secret: int | None, seed: int | None, student: str, lab: str, f
     return derived_seed(secret, student, lab, digest)
 
 
+# The kit-only checker's line among a run's test results (run_kit_checks): a test binary of its own, so a step
+# whose checker fails is not a passing step for the sanitizers and timings, while Criterion's tests keep theirs.
+KIT_CHECK_BINARY = "kit-only checker"
+KIT_CHECK_TEST = "kit_only_check"
+
+
 def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str, int | None]], public_seed: int,
                    out: Path, step_limit: float, deadline, env: dict[str, str], readable: list[Path],
                    cpu: bool) -> None:
     """Each step's verdict from the kit-only checker, public and (with a
-    secret seed) hidden data, then merged into the test results: a public
-    test passes only if the checker passes its step too (Criterion's report
-    can lower a grade, never raise it); the hidden tests are the checker's
-    verdict alone (no student process ever gets the secret seed)."""
+    secret seed) hidden data, kept in run.checks. Public data: Criterion's
+    outcomes stay what each test saw; a step the checker fails gets one more
+    failing outcome of its own (binary KIT_CHECK_BINARY, its failing cases),
+    and score.py caps the step's credit at the checker's share of right cases
+    (Criterion's report can lower a grade, never raise it). The hidden tests
+    are the checker's verdict alone (no student process ever gets the secret
+    seed)."""
     from .checker import check_step
     from .parsers import TestOutcome
     from .results import BinaryRun
@@ -150,12 +159,15 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
             verdicts[s.num] = check_step(exe, harness, lab.name, s.num, public_seed if seed is None else seed, out,
                                          deadline.limit(step_limit), env, readable, cpu, kind)
     _technique(exe, lab, run, harness, public_seed, out, step_limit, deadline, env, readable, cpu)
-    # public: Criterion's outcomes can only lose to the checker's verdict
-    for br in run.tests.get("public", {}).values():
-        for key, o in list(br.outcomes.items()):
-            v = run.checks.get("public", {}).get(lab.step_of_suite(o.suite) or 0)
-            if v is not None and v.ok is False and o.status == "PASSED":
-                br.outcomes[key] = TestOutcome(o.suite, o.name, "FAILED", _verdict_lines(v))
+    # public: the checker's failing cases are a line of their own, not every test's message
+    mine = BinaryRun(KIT_CHECK_BINARY, True)
+    for s in lab.steps:
+        v = run.checks.get("public", {}).get(s.num)
+        if v is not None and v.ok is False:
+            o = TestOutcome(lab.suite.format(num=s.num), KIT_CHECK_TEST, "FAILED", _verdict_lines(v))
+            mine.outcomes[o.key] = o
+    if mine.outcomes:
+        run.tests.setdefault("public", {})[KIT_CHECK_BINARY] = mine
     if "hidden" not in run.checks:
         return
     # hidden: the reference's hidden test list, each test the checker's verdict on its step

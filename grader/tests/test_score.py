@@ -1,5 +1,6 @@
 """Score arithmetic on synthetic facts (no build, no GPU)."""
 import unittest
+from pathlib import Path
 
 from helpers import labs
 
@@ -243,10 +244,141 @@ class MistakeLineTests(unittest.TestCase):
         from cmlgrade.score import _mistake_lines
         lab = labs(["01_shared_banks"])["01_shared_banks"]
         run = lab_run(lab, all_tests(lab))
-        keys = [k for k in all_tests(lab) if k.startswith("step7::")]
-        lines = _mistake_lines(lab, run, "tests", 7, keys, "the swizzle is applied on one side only (C cannot tell which)")
+        failing = [TestOutcome("step7", k.split("::")[1], "FAILED",
+                               ["the swizzle is applied on one side only (C cannot tell which)"])
+                   for k in all_tests(lab) if k.startswith("step7::")]
+        lines = _mistake_lines(lab, run, "tests", 7, failing)
         self.assertEqual(len(lines), 1, lines)
         self.assertIn("swizzle_not_undone_on_read or swizzle_read_from_a_plain_tile", lines[0])
+
+
+# lab 04's tests of a step, as its tests/gpu.c names them
+RED_TESTS = ("sums_ints_exactly_at_sizes_that_are_not_multiples_of_the_block",
+             "sums_integer_valued_floats_exactly_at_awkward_sizes", "sums_random_floats_within_the_rounding_bound",
+             "sums_ints_whose_partial_sums_pass_2_pow_24", "sums_positive_reals_within_a_bound_one_dropped_element_breaks",
+             "sums_2_pow_20_plus_1_ints_exactly")
+
+
+class KitCheckTests(unittest.TestCase):
+    """The kit-only checker's verdict against Criterion's report
+    (trust.run_kit_checks, then score_lab): each test's line says what that
+    test saw, partial credit follows the tests that pass up to the checker's
+    share of right cases, the checker's failing cases are a line of their
+    own, and a forged report earns no more than the checker supports."""
+    lab = LABS["04_reduction"]
+
+    def spec_of(self, status="PASSED", fail=()):
+        """Every step's six tests; fail: {key: message} of those that fail."""
+        spec = {f"step{s.num}::{t}": status for s in self.lab.steps for t in RED_TESTS}
+        spec.update({k: ("FAILED", m) for k, m in dict(fail).items()})
+        return spec
+
+    def graded(self, spec, verdicts, hidden=None, **kw):
+        """score_lab after run_kit_checks with these checker verdicts (step ->
+        (failed, total), missing steps right): the harness is not run."""
+        from unittest import mock
+        from cmlgrade import trust
+        from cmlgrade.checker import StepVerdict
+        from cmlgrade.run import Deadline
+
+        def verdict(step, table):
+            failed, total = table.get(step, (0, 20))
+            msgs = [f"step {step}, n = {33 + i} int: got 0, expected {7 + i}" for i in range(min(failed, 3))]
+            return StepVerdict(failed == 0, failed, total, msgs)
+
+        def check_step(exe, harness, lab, step, seed, out, limit, env, readable, cpu, kind):
+            return verdict(step, hidden if kind == "hidden" else verdicts)
+
+        ref = lab_run(self.lab, self.spec_of())
+        run = lab_run(self.lab, spec, **kw)
+        seeds = [("public", None)]
+        if hidden is not None:
+            ref.tests["hidden"] = {"b": BinaryRun("b", True, outcomes(self.spec_of()))}
+            seeds.append(("hidden", 12345))
+        with mock.patch("cmlgrade.checker.check_step", check_step), mock.patch.object(trust, "_technique"):
+            trust.run_kit_checks(None, self.lab, run, ref, Path("/nonexistent"), seeds, 1, Path("/nonexistent"), 60,
+                                 Deadline(600), {}, [], True)
+        return run, score_lab(self.lab, run, ref)
+
+    def test_partial_credit_follows_the_tests_that_pass(self):
+        key = f"step3::{RED_TESTS[0]}"
+        run, ls = self.graded(self.spec_of(fail={key: "n = 257: expected 1234, got 1000 (the last partial block "
+                                                    "is dropped)"}), {3: (3, 20)})
+        it = item(ls, "step 3 sequential")
+        self.assertEqual((it.status, it.points), ("partial", round(10 * 5 / 6, 2)),
+                         "5 of 6 tests pass and 17 of 20 cases are right: the tests' share")
+        self.assertEqual([d for d in it.details if d.startswith("step3::")],
+                         [f"{key} failed: n = 257: expected 1234, got 1000 (the last partial block is dropped)"],
+                         "only the test that failed is reported failed, with its own message")
+        self.assertTrue(any(d.startswith("kit-only check: 3 of 20 cases wrong") for d in it.details), it.details)
+        outcomes_ = run.outcomes("public")
+        self.assertEqual(sum(o.status == "PASSED" for k, o in outcomes_.items() if k.startswith("step3::")), 5,
+                         "the checker turns no passing test into a failure")
+        from cmlgrade.run import passing_steps
+        self.assertNotIn(3, passing_steps(run.tests["public"], self.lab.step_of_suite),
+                         "a step the checker fails is not a passing step (no sanitizer or timing credit)")
+        self.assertEqual(item(ls, "step 2 strided_index").status, "passed")
+
+    def test_the_checkers_failing_case_is_its_own_line_when_every_test_passes(self):
+        run, ls = self.graded(self.spec_of(), {5: (1, 25)})
+        it = item(ls, "step 5 last_warp")
+        self.assertEqual((it.status, it.points), ("partial", 9.6), "24 of 25 cases right")
+        self.assertEqual(it.feedback, ["credit capped by the kit-only check: 24 of 25 cases right, though 6 of 6 "
+                                       "tests pass"])
+        self.assertEqual([d for d in it.details if d.startswith("step5::")], [], "no test is reported failed")
+        self.assertIn("kit-only check: 1 of 25 cases wrong; step 5, n = 33 int: got 0, expected 7", it.details)
+
+    def test_a_forged_all_passed_report_stays_at_the_skeletons_score(self):
+        """The untouched skeleton's real verdicts (CPU path, public seed):
+        18 of 20 cases wrong at every step but step 7 (20 of 20)."""
+        skeleton = {s.num: (18, 20) for s in self.lab.steps}
+        skeleton[7] = (20, 20)
+        _, honest = self.graded(self.spec_of("FAILED"), skeleton)
+        _, forged = self.graded(self.spec_of("PASSED"), skeleton)
+        tests_points = lambda ls: sum(i.points for i in ls.items if i.category == "tests")  # noqa: E731
+        self.assertEqual(tests_points(honest), 0.0)
+        self.assertEqual(tests_points(forged), tests_points(honest))
+        self.assertLessEqual(forged.points, honest.points)
+        it = item(forged, "step 1 interleaved")
+        self.assertIn("no credit: the kit-only check finds 18 of 20 cases wrong", it.feedback[0])
+
+    def test_the_skeletons_right_cases_of_the_other_labs_earn_nothing(self):
+        """The largest shares of right cases an untouched skeleton gets (lab 01
+        step 4: the three argument checks of ten cases; lab 05 step 3: 3 of
+        17) are under checker_share's floor."""
+        from cmlgrade.checker import StepVerdict
+        from cmlgrade.score import checker_share
+        for failed, total in ((7, 10), (5, 7), (14, 17), (13, 15), (18, 20)):
+            self.assertEqual(checker_share(StepVerdict(False, failed, total)), 0.0, (failed, total))
+        self.assertEqual(checker_share(StepVerdict(False, 1, 25)), 0.96)
+
+    def test_hidden_data_earns_the_checkers_share_and_says_it_once(self):
+        _, ls = self.graded(self.spec_of(), {}, hidden={4: (2, 20), 6: (15, 20)})
+        it = item(ls, "step 4 first_add (hidden data)")
+        self.assertEqual((it.status, it.points), ("partial", round(10 * 0.3 * 0.9, 2)))
+        self.assertEqual(len(it.details), 1, it.details)
+        self.assertEqual(item(ls, "step 6 complete_unroll (hidden data)").points, 0.0)
+        self.assertEqual(item(ls, "step 5 last_warp (hidden data)").status, "passed")
+
+    def test_a_step_not_started_says_so_once(self):
+        race = "n = 33: expected 528, got 0. Likely cause: a race between threads of the block"
+        spec = self.spec_of(fail={f"step6::{t}": (race + f" at n = {i}") for i, t in enumerate(RED_TESTS)})
+        spec = {k: (("FAILED", race, race, race) if k.startswith("step6::") else v) for k, v in spec.items()}
+        _, ls = self.graded(spec, {6: (20, 20)}, not_started=[6])
+        it = item(ls, "step 6 complete_unroll")
+        text = "\n".join(it.feedback + it.details)
+        self.assertEqual(text.count("Likely cause"), 1, text)
+        self.assertIn("not started yet", text)
+        self.assertFalse(any("Likely mistake" in f for f in it.feedback))
+
+    def test_a_likely_cause_is_said_once_per_line(self):
+        race = "n = 33: expected 528, got 0. Likely cause: a race between threads of the block"
+        spec = self.spec_of(fail={f"step6::{t}": race for t in RED_TESTS[:4]})
+        spec = {k: (("FAILED", race, race) if v != "PASSED" else v) for k, v in spec.items()}
+        _, ls = self.graded(spec, {6: (20, 20)})
+        text = "\n".join(item(ls, "step 6 complete_unroll").details)
+        self.assertEqual(text.count("Likely cause"), 1, text)
+        self.assertIn("... and 1 more failing tests", text)
 
 
 class CounterScoreTests(unittest.TestCase):
