@@ -87,8 +87,9 @@ int mistake_cmake(const struct mistake *m, char **out, size_t *out_len);
 /* The CPU path's source pass (labtool_cpu.c): translates the CUDA file SRC
  * (LEN bytes, named SRC_NAME in #line and messages) into C++ for the CPU
  * runtime in common/cpu/: `K<<<cfg>>>(args)` becomes a call of
- * cml_cpu_launch and `extern __shared__ T x[];` a pointer to the block's
- * dynamic shared memory; every line keeps its number.  Returns 0 and sets
+ * cml_cpu_launch, `extern __shared__ T x[];` a pointer to the block's
+ * dynamic shared memory and `__shared__ T a[N];` a reference to the
+ * runtime's bounds-checked shared memory; every line keeps its number.  Returns 0 and sets
  * *OUT / *OUT_LEN, or -1 with "SRC_NAME:LINE: ..." in ERR. */
 int cpu_translate(const char *src, size_t len, const char *src_name, char **out, size_t *out_len, char *err,
                   size_t errlen);

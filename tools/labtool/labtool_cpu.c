@@ -5,13 +5,27 @@
  *
  * Two rewrites, nothing else (everything else is done by the header):
  *   K<<<grid, block[, smem[, stream]]>>>(args)
- *       -> cml_cpu_launch(K, "K", __FILE__, __LINE__, cml_cpu_cfg(grid, block...), args)
+ *       -> cml_cpu_launch(CML_CPU_KERNEL(K), "K", __FILE__, __LINE__, cml_cpu_cfg(grid, block...), args)
+ *      (CML_CPU_KERNEL, in cuda_runtime.h: K's address where it has one,
+ *      else a call that deduces K's template arguments from the args)
  *      K is found by scanning back from <<< over a name, '::' and nested
  *      template arguments (k<512, T>, ns::k, a launch inside a macro). No
  *      macro can do this: <<< is not a token a macro can catch.
  *   extern __shared__ [__align__(n)] T name[];
  *       -> T *name = (T *)cml_cpu_dynamic_shared();      (inside a function)
  *       -> #define name ((T *)cml_cpu_dynamic_shared())  (at file scope)
+ *   [volatile|static] __shared__ [__align__(n)] T a[D1][D2]..., *p, x;
+ *       -> static thread_local auto &a = cml_cpu_static_shared_ref<T[D1][D2], n>("T a[D1][D2]"); ...
+ *      (in a function or at namespace scope) the worker's copy of the
+ *      variable in the runtime's shared memory, ending where a guard page
+ *      starts, so that an index past the end of an array's flat extent
+ *      faults and is reported; the checks count that memory as shared and
+ *      ignore the thread-local block, where only the references live now.
+ *      A static reference, not a local one: a lambda that captures [=]
+ *      uses it as it would the array, instead of copying the array.
+ *      Declarations of another form (an initializer, a struct defined in
+ *      place, a function pointer) keep the header's macro (a thread_local,
+ *      unchecked).
  * Comments, string and character literals are copied untouched. */
 #include "labtool.h"
 
@@ -235,6 +249,248 @@ static int rewrite_extern_shared(sbuf *b, const char *s, size_t from, size_t dec
     return 0;
 }
 
+/* 1 when position i lies on a preprocessor directive's line (continued
+ * lines included), e.g. in the body of a #define that stamps out kernels. */
+static int in_directive(const char *s, size_t i)
+{
+    size_t k = i;
+    for (;;) {
+        while (k > 0 && s[k - 1] != '\n')
+            --k;
+        /* the line before ends in a backslash: this line continues it */
+        if (k >= 2 && s[k - 2] == '\\') {
+            k -= 1;
+            continue;
+        }
+        break;
+    }
+    while (s[k] == ' ' || s[k] == '\t')
+        ++k;
+    return s[k] == '#';
+}
+
+/* The first position in [from, to) that is not white space, a comment or
+ * a preprocessor directive's line (`#pragma unroll` before a declaration). */
+static size_t skip_gap(const char *s, size_t from, size_t to)
+{
+    while (from < to) {
+        size_t k = skip_opaque(s, to, from);
+        if (k != from && (s[from] == '/')) {
+            from = k;
+        } else if (isspace((unsigned char)s[from]) || (s[from] == '\\' && from + 1 < to && s[from + 1] == '\n')) {
+            ++from; /* (a macro body's line continuation counts as white space) */
+        } else if (s[from] == '#' && in_directive(s, from)) {
+            while (from < to && !(s[from] == '\n' && s[from - 1] != '\\'))
+                ++from;
+        } else {
+            break;
+        }
+    }
+    return from;
+}
+
+/* What a '{' opens: code (a function body, a block, a lambda), a namespace
+ * or linkage block, or a class; an initializer list is what encloses it. */
+enum { SCOPE_CODE = 1, SCOPE_NAMESPACE = 2, SCOPE_CLASS = 3 };
+
+static int word_in(const char *s, size_t from, size_t to, const char *w)
+{
+    size_t n = strlen(w);
+    for (size_t k = from; k + n <= to; ++k)
+        if (strncmp(s + k, w, n) == 0 && (k == from || !is_ident(s[k - 1])) && (k + n == to || !is_ident(s[k + n])))
+            return (int)(k - from) + 1;
+    return 0;
+}
+
+static int scope_of_brace(const char *s, size_t brace, int enclosing)
+{
+    size_t head = brace;
+    while (head > 0 && s[head - 1] != ';' && s[head - 1] != '{' && s[head - 1] != '}')
+        --head;
+    size_t last = back_ws(s, brace);
+    char before = last > head ? s[last - 1] : '\0';
+    if (before == '\0' || before == '=' || before == ',' || before == '(' || before == '[' || before == '{' ||
+        word_in(s, head, brace, "return"))
+        return enclosing; /* an initializer (or a braced argument) */
+    if (word_in(s, head, brace, "namespace") || word_in(s, head, brace, "extern"))
+        return SCOPE_NAMESPACE;
+    static const char *const keys[] = {"struct", "class", "union", "enum"};
+    for (int k = 0; k < 4; ++k) {
+        int at = word_in(s, head, brace, keys[k]);
+        if (at && memchr(s + head + at, '(', brace - (head + at)) == NULL)
+            return SCOPE_CLASS;
+    }
+    return SCOPE_CODE;
+}
+
+/* Rewrites the static shared array declaration whose `__shared__` is at
+ * position at (declaration text [from, semi), `;` at semi) into references
+ * to the runtime's guarded shared memory (see the file comment). Returns 0,
+ * or -1 when it is not `[qualifiers] __shared__ [qualifiers] T a[..]..., b[..]...;`
+ * (a scalar, a pointer, an initializer: left to the header's macro). */
+static int rewrite_static_shared(sbuf *b, const char *s, size_t from, size_t at, size_t semi)
+{
+    char type[600] = "", align[120] = "0";
+    size_t t = 0;
+    /* qualifiers before __shared__: volatile/const kept, static dropped */
+    for (size_t k = from; k < at;) {
+        if (isspace((unsigned char)s[k])) {
+            ++k;
+            continue;
+        }
+        size_t e = k;
+        while (e < at && is_ident(s[e]))
+            ++e;
+        if (e == k)
+            return -1;
+        if ((e - k == 8 && strncmp(s + k, "volatile", 8) == 0) || (e - k == 5 && strncmp(s + k, "const", 5) == 0)) {
+            if (t + (e - k) + 2 >= sizeof type)
+                return -1;
+            memcpy(type + t, s + k, e - k);
+            t += e - k;
+            type[t++] = ' ';
+        } else if (!(e - k == 6 && strncmp(s + k, "static", 6) == 0)) {
+            return -1;
+        }
+        k = e;
+    }
+    /* after __shared__: [__align__(n)|alignas(n)] TYPE declarators */
+    size_t i = at + 10, decl_end = semi;
+    for (;;) {
+        while (i < decl_end && isspace((unsigned char)s[i]))
+            ++i;
+        size_t kw = strncmp(s + i, "__align__", 9) == 0 ? 9 : strncmp(s + i, "alignas", 7) == 0 ? 7 : 0;
+        if (kw == 0 || is_ident(s[i + kw]))
+            break;
+        size_t open = i + kw;
+        while (open < decl_end && isspace((unsigned char)s[open]))
+            ++open;
+        if (open >= decl_end || s[open] != '(')
+            return -1;
+        int d = 0;
+        size_t close = open;
+        for (; close < decl_end; ++close) {
+            d += s[close] == '(' ? 1 : s[close] == ')' ? -1 : 0;
+            if (d == 0)
+                break;
+        }
+        if (close >= decl_end || close - open + 1 >= sizeof align)
+            return -1;
+        memcpy(align, s + open, close - open + 1);
+        align[close - open + 1] = '\0';
+        i = close + 1;
+    }
+    /* the declarators: split at commas outside (), [], {} and <> */
+    size_t starts[32], ends[32];
+    int n = 0, depth = 0, angle = 0;
+    size_t d0 = i;
+    for (size_t k = i; k <= decl_end; ++k) {
+        char c = k < decl_end ? s[k] : ',';
+        if (c == '(' || c == '[' || c == '{')
+            ++depth;
+        else if (c == ')' || c == ']' || c == '}')
+            --depth;
+        else if (depth == 0 && c == '<')
+            ++angle;
+        else if (depth == 0 && c == '>' && angle > 0)
+            --angle;
+        else if (depth == 0 && (c == '=' || c == '&' || c == '('))
+            return -1;
+        else if (depth == 0 && angle == 0 && c == ',') {
+            if (n == 32)
+                return -1;
+            starts[n] = d0;
+            ends[n++] = k;
+            d0 = k + 1;
+        }
+    }
+    /* each declarator: [*...] NAME [[..]...]; the first one's text before
+     * its stars and NAME is the type */
+    size_t name_at[32], name_end[32], dims_at[32];
+    char stars[32][8];
+    for (int k = 0; k < n; ++k) {
+        size_t e = ends[k];
+        while (e > starts[k] && isspace((unsigned char)s[e - 1]))
+            --e;
+        size_t first_bracket = e;
+        int ang = 0;
+        for (size_t q = starts[k]; q < e; ++q) {
+            if (s[q] == '<')
+                ++ang;
+            else if (s[q] == '>' && ang > 0)
+                --ang;
+            else if (s[q] == '[' && ang == 0) {
+                first_bracket = q;
+                break;
+            }
+        }
+        if (first_bracket < e && s[e - 1] != ']')
+            return -1;
+        size_t ne = back_ws(s, first_bracket), na = ne;
+        while (na > starts[k] && is_ident(s[na - 1]))
+            --na;
+        if (na == ne || isdigit((unsigned char)s[na]))
+            return -1;
+        /* the stars before NAME */
+        size_t st = na;
+        int ns = 0;
+        for (;;) {
+            st = back_ws(s, st);
+            if (st > starts[k] && s[st - 1] == '*' && ns < 7) {
+                --st;
+                ++ns;
+            } else {
+                break;
+            }
+        }
+        memset(stars[k], '*', (size_t)ns);
+        stars[k][ns] = '\0';
+        name_at[k] = na;
+        name_end[k] = ne;
+        dims_at[k] = first_bracket;
+        ends[k] = e;
+        if (k == 0) {
+            size_t te = back_ws(s, st);
+            if (te <= starts[0])
+                return -1;
+            for (size_t c = starts[0]; c < te && t + 2 < sizeof type; ++c) {
+                char ch = isspace((unsigned char)s[c]) ? ' ' : s[c];
+                if (!(ch == ' ' && (t == 0 || type[t - 1] == ' ')))
+                    type[t++] = ch;
+            }
+            if (t + 2 >= sizeof type)
+                return -1;
+            type[t] = '\0';
+        } else if (back_ws(s, st) > starts[k]) {
+            return -1; /* a type again, or a qualifier: not a plain declarator */
+        }
+    }
+    char line[2400];
+    for (int k = 0; k < n; ++k) {
+        char dims[700] = "", name[200] = "", shown[1000] = "";
+        size_t dl = ends[k] - dims_at[k], nl = name_end[k] - name_at[k];
+        if (dl >= sizeof dims || nl >= sizeof name)
+            return -1;
+        memcpy(dims, s + dims_at[k], dl);
+        memcpy(name, s + name_at[k], nl);
+        for (char *c = dims; *c; ++c)
+            if (*c == '\n' || *c == '\r' || *c == '\t')
+                *c = ' ';
+        /* the declaration as the report shows it, as a string literal */
+        sbuf lit = {0};
+        char decl[1000];
+        snprintf(decl, sizeof decl, "%s %s%s%s", type, stars[k], name, dims);
+        put_name(&lit, decl, strlen(decl));
+        snprintf(shown, sizeof shown, "%s", lit.p != NULL ? lit.p : "");
+        free(lit.p);
+        snprintf(line, sizeof line, "static thread_local auto &%s = cml_cpu_static_shared_ref<%s%s%s, %s>(\"%s\");%s",
+                 name, type, stars[k], dims, align, shown, k + 1 < n ? " " : "");
+        puts_(b, line);
+    }
+    put_newlines(b, s + from, semi + 1 - from);
+    return 0;
+}
+
 int cpu_translate(const char *src, size_t len, const char *src_name, char **out, size_t *out_len, char *err,
                   size_t errlen)
 {
@@ -245,7 +501,13 @@ int cpu_translate(const char *src, size_t len, const char *src_name, char **out,
     snprintf(head, sizeof head, "#include <cuda_runtime.h>\n#line 1 \"%s\"\n", src_name);
     puts_(&b, head);
     size_t copied = 0, i = 0;
+    /* what each open '{' is: code (where a __shared__ array is rewritten)
+     * or a namespace, linkage block or class */
+    unsigned char scope[512];
     int depth = 0;
+    size_t stmt = 0; /* where the current statement starts */
+#define SCOPE (depth > 0 ? scope[(depth <= 512 ? depth : 512) - 1] : SCOPE_NAMESPACE)
+#define IN_CODE (SCOPE == SCOPE_CODE)
     while (i < len) {
         size_t k = skip_opaque(src, len, i);
         if (k != i) {
@@ -253,10 +515,39 @@ int cpu_translate(const char *src, size_t len, const char *src_name, char **out,
             continue;
         }
         char c = src[i];
+        if (c == '{' || c == ';' || c == '}')
+            stmt = i + 1;
         if (c == '{') {
+            int kind = scope_of_brace(src, i, SCOPE);
+            if (depth < 512)
+                scope[depth] = (unsigned char)kind;
             ++depth;
         } else if (c == '}') {
             --depth;
+        } else if (c == '_' && (i == 0 || !is_ident(src[i - 1])) && i + 10 <= len &&
+                   strncmp(src + i, "__shared__", 10) == 0 && (i + 10 == len || !is_ident(src[i + 10])) &&
+                   SCOPE != SCOPE_CLASS) {
+            size_t from = skip_gap(src, stmt, i);
+            size_t semi = i + 10;
+            while (semi < len && src[semi] != ';' && src[semi] != '{' && src[semi] != '}')
+                ++semi;
+            /* a label or a line of another directive before it: not a plain
+             * declaration; in a macro's body (kernels stamped out by a
+             * #define), only a declaration on one line (the rewrite keeps
+             * lines, and a macro's lines end in backslashes) */
+            int directive = in_directive(src, i);
+            if (semi < len && src[semi] == ';' && from >= copied && !memchr(src + from, '#', i - from) &&
+                !memchr(src + from, ':', i - from) && !(directive && memchr(src + from, '\n', semi - from))) {
+                size_t mark = b.len;
+                put(&b, src + copied, from - copied);
+                if (rewrite_static_shared(&b, src, from, i, semi) == 0) {
+                    copied = i = stmt = semi + 1;
+                    continue;
+                }
+                b.len = mark; /* not an array declaration: copied as it is */
+                if (b.p != NULL)
+                    b.p[b.len] = '\0';
+            }
         } else if (c == '<' && i + 2 < len && src[i + 1] == '<' && src[i + 2] == '<') {
             size_t s = kernel_start(src, i);
             size_t q = config_end(src, len, i + 3);
@@ -283,9 +574,9 @@ int cpu_translate(const char *src, size_t len, const char *src_name, char **out,
             while (peek < len && isspace((unsigned char)src[peek]))
                 ++peek;
             put(&b, src + copied, s - copied);
-            puts_(&b, "cml_cpu_launch(");
+            puts_(&b, "cml_cpu_launch(CML_CPU_KERNEL(");
             put(&b, src + s, i - s);
-            puts_(&b, ", \"");
+            puts_(&b, "), \"");
             put_name(&b, src + s, i - s);
             puts_(&b, "\", __FILE__, __LINE__, cml_cpu_cfg(");
             put(&b, src + i + 3, q - (i + 3));
@@ -305,18 +596,20 @@ int cpu_translate(const char *src, size_t len, const char *src_name, char **out,
                 while (semi < len && src[semi] != ';')
                     ++semi;
                 put(&b, src + copied, i - copied);
-                if (semi >= len || rewrite_extern_shared(&b, src, i, j + 10, semi, depth == 0) != 0) {
+                if (semi >= len || rewrite_extern_shared(&b, src, i, j + 10, semi, !IN_CODE) != 0) {
                     snprintf(err, errlen, "%s:%d: expected 'extern __shared__ TYPE NAME[];'", src_name,
                              line_of(src, i));
                     free(b.p);
                     return -1;
                 }
-                copied = i = semi + 1;
+                copied = i = stmt = semi + 1;
                 continue;
             }
         }
         ++i;
     }
+#undef IN_CODE
+#undef SCOPE
     put(&b, src + copied, len - copied);
     if (b.oom) {
         free(b.p);

@@ -59,6 +59,13 @@ cudaError_t cml_cpu_host_pointer_argument(const cml_cpu_launch_desc *d, int inde
 
 /* Inside a kernel: the block's dynamic shared memory (extern __shared__). */
 void *cml_cpu_dynamic_shared(void);
+/* Inside a kernel: a new static __shared__ array of `bytes` for the calling
+ * worker (one OS thread runs one block at a time), aligned to `align` (or
+ * more), ending where a guard page starts: an access past its end faults
+ * and is reported with `decl` ("float tile[32][33]"). What `labtool
+ * cpu-translate` makes of `__shared__ T a[N]...;` calls it once per worker
+ * and declaration (through cml_cpu_static_shared_ref, cuda_runtime.h). */
+void *cml_cpu_static_shared(size_t bytes, size_t align, const char *decl);
 /* __syncthreads(): every thread of the block that has not exited arrives. */
 void cml_cpu_syncthreads(void);
 

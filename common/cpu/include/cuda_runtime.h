@@ -38,6 +38,17 @@
 // CUDA threads as fibers), so a thread-local static is per block for free.
 #define __shared__ static thread_local
 
+// A static __shared__ array inside a function, as `labtool cpu-translate`
+// rewrites it (`static thread_local auto &a = cml_cpu_static_shared_ref<T[N],
+// align>("T a[N]")`): bounds-checked storage from the runtime, one copy per
+// worker like the thread_local above. Scalars and arrays at file scope
+// keep the macro.
+template <typename T, size_t Align>
+static inline T &cml_cpu_static_shared_ref(const char *decl)
+{
+    return *static_cast<T *>(cml_cpu_static_shared(sizeof(T), Align > alignof(T) ? Align : alignof(T), decl));
+}
+
 // ------------------------------------------------------------ coordinates
 
 struct dim3 {

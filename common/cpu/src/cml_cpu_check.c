@@ -13,9 +13,12 @@
  * starts a new interval (older records no longer count); lanes of one warp
  * are ordered by the warp operations they pass together (__syncwarp,
  * shuffles, votes), tracked with a vector clock over the 32 lanes. Shared
- * memory is the worker's thread-local block (static __shared__) and the
- * dynamic shared array; every other address that is not the thread's own
- * stack counts as global memory (checked within the block, like shared).
+ * memory is the worker's arena of static __shared__ variables
+ * (cml_cpu_static_shared: `labtool cpu-translate` puts them there) and the
+ * dynamic shared array; the program's thread-local block holds only the
+ * references to them (and cml_cpu_coord) and is not checked; every other
+ * address that is not the thread's own stack counts as global memory
+ * (checked within the block, like shared).
  * Atomics are not checked. Each distinct pair of code addresses is one
  * hazard, printed once, after the grid, on the launching thread. */
 #define _GNU_SOURCE
@@ -46,8 +49,8 @@ typedef struct check_state {
     const cml_cpu_launch_desc *d;
     cml_cpu_uint3 block;
     uintptr_t dyn_lo, dyn_len;   /* dynamic shared memory */
-    uintptr_t tls_lo, tls_len;   /* the program's thread-local block: static __shared__ */
-    uintptr_t coord_lo;          /* cml_cpu_coord: thread-local too, not shared memory */
+    uintptr_t tls_lo, tls_len;   /* the program's thread-local block: not checked */
+    uintptr_t arena_lo, arena_len; /* the worker's static __shared__ arrays */
     /* race check */
     uint32_t epoch;
     shadow *tab;
@@ -84,7 +87,6 @@ static check_state *state(void)
     c->tls_lo = tp - tls_block_bytes;
     c->tls_len = tls_block_bytes;
 #endif
-    c->coord_lo = (uintptr_t)&cml_cpu_coord;
     ck = c;
     return c;
 }
@@ -340,6 +342,15 @@ void cml_cpu_check_block_begin(const cml_cpu_launch_desc *d, cml_cpu_uint3 block
     c->active = 1;
 }
 
+void cml_cpu_check_static_shared(char *arena, size_t bytes)
+{
+    check_state *c = state();
+    if (c == NULL)
+        return;
+    c->arena_lo = (uintptr_t)arena;
+    c->arena_len = bytes;
+}
+
 void cml_cpu_check_barrier(void)
 {
     check_state *c = ck;
@@ -392,14 +403,14 @@ static inline __attribute__((always_inline)) void access_hook(const volatile voi
     char here;
     if (((a ^ (uintptr_t)&here) & ~(uintptr_t)(CML_CPU_STACK_BYTES - 1)) == 0)
         return; /* the CUDA thread's own stack (aligned to its size): locals */
-    int shared = (a - c->dyn_lo < c->dyn_len || a - c->tls_lo < c->tls_len) &&
-                 a - c->coord_lo >= sizeof(cml_cpu_coords);
+    if (a - c->tls_lo < c->tls_len)
+        return; /* thread-locals: the references to __shared__ variables, cml_cpu_coord */
+    int shared = a - c->arena_lo < c->arena_len || a - c->dyn_lo < c->dyn_len;
     cml_cpu_uint3 t = cml_cpu_coord.thread_idx, bd = cml_cpu_coord.block_dim;
     unsigned u = t.x + bd.x * (t.y + bd.y * t.z);
     if (shared && (cml_cpu_check_mode & CML_CPU_CHECK_BANKS))
         cml_cpu_banks_access(u, (uint32_t)a, (int)size, store, pc);
-    if ((cml_cpu_check_mode & CML_CPU_CHECK_RACE) && c->tab != NULL &&
-        (shared || a - c->coord_lo >= sizeof(cml_cpu_coords)))
+    if ((cml_cpu_check_mode & CML_CPU_CHECK_RACE) && c->tab != NULL)
         race_access(c, a, size, store, u, pc, !shared);
 }
 

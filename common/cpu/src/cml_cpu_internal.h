@@ -29,6 +29,9 @@ void cml_cpu_banks_report(FILE *out);
 /* The scheduler tells the checks about the order it imposes. All calls are
  * made on the worker thread that runs the block. */
 void cml_cpu_check_block_begin(const cml_cpu_launch_desc *d, cml_cpu_uint3 block, char *dyn, size_t dyn_bytes);
+/* The calling worker's static __shared__ arena (reserved once, then fixed):
+ * accesses inside it are shared memory to the checks. */
+void cml_cpu_check_static_shared(char *arena, size_t bytes);
 void cml_cpu_check_barrier(void);                         /* a __syncthreads released */
 void cml_cpu_check_warp_sync(unsigned warp, unsigned go); /* lanes `go` of `warp` passed a warp operation */
 void cml_cpu_check_block_end(int completed);              /* 0: the block was abandoned (a fault) */

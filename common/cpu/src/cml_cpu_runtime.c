@@ -584,6 +584,10 @@ typedef struct worker {
     size_t dyn_cap;
     char *dyn_ptr;
     size_t dyn_bytes;
+    char *arena;          /* static __shared__ arrays (cml_cpu_static_shared) */
+    size_t arena_used;
+    struct shared_array *arrays;
+    size_t n_arrays, cap_arrays;
     void *altstack;
     /* the block being run */
     unsigned n_threads, alive, at_barrier;
@@ -833,6 +837,66 @@ static int ensure_dynamic_shared(worker *w, size_t bytes)
 }
 
 void *cml_cpu_dynamic_shared(void) { return self != NULL ? self->dyn_ptr : NULL; }
+
+/* Static __shared__ arrays: each worker reserves an arena (address space
+ * only) and gives each array it is asked for (once per declaration: the
+ * caller keeps the reference) its own pages, the array ending where a
+ * guard page starts, so that an index one past the flat extent faults like
+ * the dynamic array's. Arrays live as long as the worker: a worker runs
+ * one block at a time, as with the thread_local they replace. Underflow
+ * (an index before the start) lands in the page's slack: not caught. */
+enum { ARENA_BYTES = 64 << 20 };
+typedef struct shared_array {
+    char *ptr;
+    size_t bytes;
+    const char *decl;
+} shared_array;
+
+/* The largest power of two up to 16 that divides n: an array of float[31]
+ * ends exactly at its guard; one of 16-byte multiples stays 16-aligned
+ * (a float4 view of it, as on a GPU). */
+static size_t natural_align(size_t n)
+{
+    size_t a = 16;
+    while (a > 1 && n % a != 0)
+        a /= 2;
+    return a;
+}
+
+void *cml_cpu_static_shared(size_t bytes, size_t align, const char *decl)
+{
+    worker *w = self;
+    if (w == NULL) {
+        /* host code calling a __device__ function: no block, no check */
+        void *p = NULL;
+        return posix_memalign(&p, align < 16 ? 16 : align, bytes ? bytes : 1) == 0 ? p : NULL;
+    }
+    if (w->arena == NULL) {
+        void *m = mmap(NULL, ARENA_BYTES, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (m == MAP_FAILED)
+            cml_cpu_trap("out of address space for static __shared__ arrays");
+        w->arena = m;
+        cml_cpu_check_static_shared(w->arena, ARENA_BYTES); /* the checks count it as shared memory */
+    }
+    if (align < natural_align(bytes))
+        align = natural_align(bytes);
+    size_t body = (bytes + align - 1 + page) / page * page; /* room for any alignment slack */
+    if (w->arena_used + body + page > ARENA_BYTES || w->n_arrays == w->cap_arrays) {
+        size_t cap = w->cap_arrays ? 2 * w->cap_arrays : 16;
+        shared_array *grown = w->arena_used + body + page > ARENA_BYTES ? NULL : realloc(w->arrays, cap * sizeof *grown);
+        if (grown == NULL)
+            cml_cpu_trap("out of memory for static __shared__ arrays");
+        w->arrays = grown;
+        w->cap_arrays = cap;
+    }
+    char *pages = w->arena + w->arena_used;
+    if (mprotect(pages, body, PROT_READ | PROT_WRITE) != 0)
+        cml_cpu_trap("out of memory for static __shared__ arrays");
+    w->arena_used += body + page; /* the page after stays PROT_NONE: the guard */
+    char *p = (char *)(((uintptr_t)(pages + body - bytes)) & ~(uintptr_t)(align - 1));
+    w->arrays[w->n_arrays++] = (shared_array){p, bytes, decl};
+    return p;
+}
 
 static grid *running_grid; /* for reports from fibers (one grid at a time) */
 
@@ -1194,6 +1258,21 @@ static const char *fault_kind(int sig, const siginfo_t *si, const worker *w, con
                  "out-of-bounds access to dynamic shared memory (extern __shared__, %zu bytes): byte %td past its "
                  "end",
                  w->dyn_bytes, addr - (w->dyn_ptr + w->dyn_bytes));
+        return buf;
+    }
+    if (w->arena != NULL && addr >= w->arena && addr < w->arena + ARENA_BYTES) {
+        for (size_t i = 0; i < w->n_arrays; ++i) {
+            const shared_array *a = &w->arrays[i];
+            char *guard = (char *)(((uintptr_t)(a->ptr + a->bytes) + page - 1) & ~(uintptr_t)(page - 1));
+            if (addr >= a->ptr + a->bytes && addr < guard + page) {
+                snprintf(buf, len,
+                         "out-of-bounds access to shared memory (__shared__ %s, %zu bytes): byte %td past its end",
+                         a->decl, a->bytes, addr - (a->ptr + a->bytes));
+                return buf;
+            }
+        }
+        snprintf(buf, len, "out-of-bounds access to static shared memory at %p (outside every __shared__ array)",
+                 (const void *)addr);
         return buf;
     }
     if (f != NULL && addr >= f->stack - page && addr < f->stack) {
