@@ -143,6 +143,8 @@ PARTIAL_NEEDS = 0.5
 
 def _cap_line(v, share: float, kit_share: float, passed: int, total: int, hidden: bool) -> str:
     right = v.total - v.failed
+    if v.total <= 0:   # no case was judged (the harness did not build, the lab's time ran out)
+        return f"no credit: the kit-only check judged no case ({v.note or 'no verdict'})"
     if hidden:
         return (f"the kit-only check on secret data: {right} of {v.total} cases right"
                 + ("" if kit_share > 0 else " (partial credit needs more than half of them right)"))

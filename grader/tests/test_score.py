@@ -352,6 +352,13 @@ class KitCheckTests(unittest.TestCase):
             self.assertEqual(checker_share(StepVerdict(False, failed, total)), 0.0, (failed, total))
         self.assertEqual(checker_share(StepVerdict(False, 1, 25)), 0.96)
 
+    def test_a_step_the_checker_could_not_judge_earns_nothing_and_says_why(self):
+        from cmlgrade.checker import StepVerdict
+        from cmlgrade.score import _cap_line
+        v = StepVerdict(False, note="not run: the lab's time limit ran out")
+        self.assertEqual(_cap_line(v, 1.0, 0.0, 6, 6, False),
+                         "no credit: the kit-only check judged no case (not run: the lab's time limit ran out)")
+
     def test_hidden_data_earns_the_checkers_share_and_says_it_once(self):
         _, ls = self.graded(self.spec_of(), {}, hidden={4: (2, 20), 6: (15, 20)})
         it = item(ls, "step 4 first_add (hidden data)")
