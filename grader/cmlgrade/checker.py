@@ -293,23 +293,103 @@ def counters_report(exe: Executor, harness: Path, lab, steps: list[int], seed: i
     return rep
 
 
-# ------------------------------------------------------------ technique: does a step use shared memory?
+# ------------------------------------------------------------ technique: what a step's launches did
 
 SHARED_METRICS = ("smsp__sass_inst_executed_op_shared_ld.sum", "smsp__sass_inst_executed_op_shared_st.sum")
 
 
-def shared_use(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, out_dir: Path, timeout: float,
-               env: dict[str, str], readable: list[Path], cpu: bool) -> tuple[tuple[float, float] | None, str]:
-    """The shared-memory loads and stores every launch of a step made, over
-    the step's two largest checked cases, measured outside what the
-    student's code can print: on a GPU by the grader's own Nsight Compute run
-    on the harness (every kernel, not only the lab's names), on the CPU path
-    by the runtime's bank tracing written to a file of the grader's folder
-    (CML_CPU_CHECK=banks, CML_CPU_BANKS_LOG). ((loads, stores), "") or
-    (None, why not)."""
+@dataclass
+class KernelUse:
+    """One kernel's launches in a step's trace and their shared-memory
+    requests (the CPU runtime's phases; on a GPU, warp instructions)."""
+    launches: int = 0
+    loads: float = 0.0
+    stores: float = 0.0
+
+
+@dataclass
+class StepTrace:
+    """Every launch a step made while the harness ran its traced cases, by
+    kernel: the name as the tool gives it (the CPU runtime's demangled name
+    without parameters or spaces, e.g. conv_kernel<3,constant_filter>; on a
+    GPU, ncu's mangled name). static.step_kernels maps them to the SASS."""
+    kernels: dict[str, KernelUse] = field(default_factory=dict)
+    cases: int = 0      # how many cases the harness ran
+
+    @property
+    def loads(self) -> float:
+        return sum(k.loads for k in self.kernels.values())
+
+    @property
+    def stores(self) -> float:
+        return sum(k.stores for k in self.kernels.values())
+
+
+def trace_cases(lab_name: str, seed: int, cpu: bool, step: int) -> list[Case]:
+    """The cases a step is traced on: its two largest checked cases (the
+    same for the student's harness and the reference's)."""
     chk = CHECKERS[lab_name]
-    cases = sorted(chk.step_cases(make_cases(lab_name, seed, cpu), step), key=lambda c: c.count)[-2:]
-    work = out_dir / f"technique-step{step}"
+    return sorted(chk.step_cases(make_cases(lab_name, seed, cpu), step), key=lambda c: c.count)[-2:]
+
+
+def parse_cpu_launches(text: str) -> dict[str, KernelUse]:
+    """The CPU runtime's CML_CPU_BANKS_LOG lines ("launch <kernel> ld
+    requests=N st requests=N ..."), summed by kernel."""
+    import re
+    out: dict[str, KernelUse] = {}
+    for name, ld, st in re.findall(r"^launch (\S+) ld requests=(\d+) st requests=(\d+)", text, re.M):
+        k = out.setdefault(name, KernelUse())
+        k.launches += 1
+        k.loads += int(ld)
+        k.stores += int(st)
+    return out
+
+
+def parse_ncu_launches(text: str) -> dict[str, KernelUse]:
+    """ncu's CSV (--print-kernel-base mangled, SHARED_METRICS), summed by
+    kernel; a launch is one "ID" of the table."""
+    import csv
+    import io
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    start = next((i for i, r in enumerate(rows) if "Metric Name" in r and "Kernel Name" in r), None)
+    if start is None:
+        return {}
+    head = rows[start]
+    at = {c: head.index(c) for c in ("ID", "Kernel Name", "Metric Name", "Metric Value") if c in head}
+    if len(at) < 4:
+        return {}
+    out: dict[str, KernelUse] = {}
+    seen: set[tuple[str, str]] = set()
+    for r in rows[start + 1:]:
+        if len(r) <= max(at.values()) or r[at["Metric Name"]] not in SHARED_METRICS:
+            continue
+        try:
+            v = float(r[at["Metric Value"]].replace(",", ""))
+        except ValueError:
+            continue
+        name = r[at["Kernel Name"]]
+        k = out.setdefault(name, KernelUse())
+        if (r[at["ID"]], name) not in seen:
+            seen.add((r[at["ID"]], name))
+            k.launches += 1
+        if r[at["Metric Name"]] == SHARED_METRICS[0]:
+            k.loads += v
+        else:
+            k.stores += v
+    return out
+
+
+def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, out_dir: Path, timeout: float,
+               env: dict[str, str], readable: list[Path], cpu: bool, tag: str = "student") -> tuple[StepTrace | None, str]:
+    """Which kernels a step launches and the shared-memory loads and stores
+    they make, over trace_cases, measured outside what the student's code
+    can print: on a GPU by the grader's own Nsight Compute run on the
+    harness (every kernel, not only the lab's names), on the CPU path by the
+    runtime's bank tracing written to a file of the grader's folder
+    (CML_CPU_CHECK=banks, CML_CPU_BANKS_LOG). (StepTrace, "") or (None, why
+    not)."""
+    cases = trace_cases(lab_name, seed, cpu, step)
+    work = out_dir / f"technique-{tag}-step{step}"
     work.mkdir(parents=True, exist_ok=True)
     inp, outp, log = work / "input.bin", work / "output.bin", work / ("banks.log" if cpu else "ncu.csv")
     write_input(inp, step, cases)
@@ -323,8 +403,9 @@ def shared_use(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         ncu = find_tool("ncu")
         if ncu is None:
             return None, "ncu not found"
-        cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", ",".join(SHARED_METRICS),
-               str(harness), str(inp), str(outp)]
+        # mangled names: what cuobjdump calls the same functions (static.step_kernels)
+        cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
+               "--metrics", ",".join(SHARED_METRICS), str(harness), str(inp), str(outp)]
     r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
     try:
         text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
@@ -332,17 +413,21 @@ def shared_use(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         text = ""
     if r.timed_out:
         return None, f"timed out after {timeout:.0f} s"
-    if cpu:
-        import re
-        launches = re.findall(r"^launch \S+ ld requests=(\d+) st requests=(\d+)", text, re.M)
-        if not launches:
-            return (0.0, 0.0), ""   # no launch at all: no shared memory either
-        return (float(sum(int(a) for a, _ in launches)), float(sum(int(b) for _, b in launches))), ""
-    (ld, n), (st, _) = (parse_ncu_csv(text, m) for m in SHARED_METRICS)
-    if n == 0:
+    if cpu:   # no launch line at all: no launch, no shared memory either
+        return StepTrace(parse_cpu_launches(text), len(cases)), ""
+    kernels = parse_ncu_launches(text)
+    if not kernels:
         why = next((ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "ERR_" in ln or "==ERROR==" in ln), "")
-        return ((0.0, 0.0), "") if not why and r.rc == 0 else (None, why or f"ncu ended with status {r.rc}")
-    return (ld, st), ""
+        return (StepTrace({}, len(cases)), "") if not why and r.rc == 0 else (None, why or f"ncu ended with status {r.rc}")
+    return StepTrace(kernels, len(cases)), ""
+
+
+def shared_use(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, out_dir: Path, timeout: float,
+               env: dict[str, str], readable: list[Path], cpu: bool) -> tuple[tuple[float, float] | None, str]:
+    """The shared-memory loads and stores every launch of a step made
+    (trace_step's sums). ((loads, stores), "") or (None, why not)."""
+    t, why = trace_step(exe, harness, lab_name, step, seed, out_dir, timeout, env, readable, cpu)
+    return (None, why) if t is None else ((t.loads, t.stores), "")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -35,7 +35,7 @@ from .sandbox import Executor, Sandbox, become_subreaper, detect_sandbox, run_pr
 from .score import r2, score_lab
 from .skeleton import Skeletons, make_skeletons, not_started
 from .static import run_sass_checks, run_static
-from .trust import check_lab, harness_target, run_kit_checks, scrub_outcomes, student_seed
+from .trust import check_lab, harness_target, reference_traces, run_kit_checks, scrub_outcomes, student_seed
 
 HARNESS_REPEATS = 20   # timed launches per harness run (after harness.h's warm-up)
 
@@ -142,6 +142,12 @@ class Progress:
                 self.done += 1
             if self.enabled:
                 print(f"[{self.done}/{self.total}] {student} {lab}: {what}", file=sys.stderr, flush=True)
+
+
+def _shares(lab: Lab) -> bool:
+    """The lab's shared steps are compared with the reference's (a
+    [technique] min_share): its reference harness is built and traced."""
+    return bool(lab.rubric.technique.shared_steps and lab.rubric.technique.min_share)
 
 
 def _note_build(run: LabRun, tb) -> None:
@@ -288,7 +294,10 @@ class Pipeline:
         targets = [t for lab in with_ref for t in lab.ref_targets()]
         if not self.cpu_path:   # the reference's harness times the reference where the checker times a step
             targets += [f"{lab.stem}_harness_ref" for lab in with_ref
-                        if lab.name in CHECKERS and (self._timed_steps(lab) or lab.counter_checks)]
+                        if lab.name in CHECKERS and (self._timed_steps(lab) or lab.counter_checks
+                                                     or _shares(lab))]
+        else:   # and traces its shared steps, which the student's are compared with (trust._technique)
+            targets += [f"{lab.stem}_harness_ref_cpu" for lab in with_ref if lab.name in CHECKERS and _shares(lab)]
         if any(lab.solution_dir for lab in self.labs):
             targets.append("labtool")   # makes the pristine skeletons from the solutions
         timeout = max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2 if self.labs else 900
@@ -489,6 +498,10 @@ class Pipeline:
                 br = R.run_tests(self.trusted, self.ref_build / lab.ref_name(b), out, kind,
                                  seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
                 ref.tests[kind][b] = br
+        if lab.harness and (self.gpu_ok or lab.cpu) and _shares(lab):   # what a student's shared steps must reach
+            cpu = lab.harness.endswith("_cpu")
+            ref.traces = reference_traces(self.trusted, lab, self.ref_build / f"{lab.stem}_harness_ref{'_cpu' if cpu else ''}",
+                                          PUBLIC_SEED, out, lab.rubric.tests.step_time_limit_s, env, cpu)
         if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab):
             ref.counters = counters_report(self.trusted, self.ref_build / f"{lab.stem}_harness_ref", lab,
                                            [c.step for c in lab.counter_checks], PUBLIC_SEED, out,

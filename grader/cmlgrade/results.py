@@ -65,7 +65,8 @@ class LabRun:
     objects: ObjectReport | None = None   # the checks on the compiled objects (objcheck.py)
     refused: list[str] = field(default_factory=list)   # why none of the student's code was run
     checks: dict[str, dict[int, object]] = field(default_factory=dict)  # seed kind -> step -> checker.StepVerdict
-    technique: dict[int, str] = field(default_factory=dict)  # step -> what checker.shared_use measured
+    technique: dict[int, str] = field(default_factory=dict)  # step -> what checker.trace_step measured
+    traces: dict[int, object] = field(default_factory=dict)  # the reference's: step -> checker.StepTrace
 
     def outcomes(self, seed: str) -> dict[str, TestOutcome]:
         merged: dict[str, TestOutcome] = {}

@@ -92,12 +92,14 @@ class CountersRubric:
 
 @dataclass
 class StaticCheck:
-    """A check of the student's code. With `sass_kernel` (the kit's kind) it
-    reads what was compiled: every device function whose demangled name
-    matches sass_kernel must hold (require) or must not hold (forbid) an
-    instruction matching each of `patterns` in its SASS. Without it, a regex
-    over the source text after comments are removed (an instructor's own
-    check; the kit's rubrics use none)."""
+    """A check of the student's code. With `steps` (the kit's kind) it reads
+    what was compiled: the kernels each of those steps launches while the
+    kit-only harness runs it (whatever their names) must together hold
+    (require) an instruction matching each of `patterns` in their SASS, or
+    none of them one (forbid); static.run_sass_checks. With `sass_kernel`,
+    the same of every device function whose demangled name matches that
+    regex. With neither, a regex over the source text after comments are
+    removed (an instructor's own check; the kit's rubrics use none)."""
     name: str
     file: str  # a student file, or "*" for all of them
     pattern: str
@@ -108,6 +110,8 @@ class StaticCheck:
     strings: str  # "strip" | "keep": string literals removed before matching
     visibility: str
     sass_kernel: str = ""                                  # regex over demangled device function names
+    steps: list[int] = field(default_factory=list)         # the kernels these steps launch (SASS checks)
+    scope: str = "launched"   # "template": the launched kernels' other instantiations count too
     patterns: list[str] = field(default_factory=list)     # instruction regexes (SASS checks)
     step: int | None = None                                # credit needs this step's tests to pass
 
@@ -125,6 +129,19 @@ class PerformanceRubric:
 
 
 @dataclass
+class TechniqueSass:
+    """A rule on the compiled kernels a step launches that decides the
+    step's verdict (a technique the step is about, not a point of its own):
+    together they must hold an instruction matching each of `require`, and
+    none of them one matching `forbid` (e.g. lab 02's global-memory steps:
+    LDG, and no read of the constant bank c[0x3])."""
+    steps: list[int]
+    require: list[str]
+    forbid: list[str]
+    feedback: str
+
+
+@dataclass
 class TechniqueRubric:
     """Steps whose launches must load from and store to shared memory
     (measured: Nsight Compute on a GPU, the runtime's tracing on the CPU
@@ -132,6 +149,13 @@ class TechniqueRubric:
     shared_steps: list[int] = field(default_factory=list)
     feedback: str = ("step {step} must stage its data in shared memory, but its launches made "
                      "{loads:.0f} shared-memory loads and {stores:.0f} stores")
+    # a step's shared loads must be at least min_share x the fewest the reference's shared steps make on the
+    # same cases (0: only more than none); the rubric says why its lab's share is what it is
+    min_share: float = 0.125
+    sass: list[TechniqueSass] = field(default_factory=list)
+    share_feedback: str = ("step {step} must do its work from shared memory, but its launches made "
+                           "{loads:.0f} shared-memory loads where the reference's make at least {ref:.0f} on the "
+                           "same cases (a result staged once in shared memory is not a tile)")
 
 
 @dataclass
@@ -158,7 +182,10 @@ class Rubric:
         known = set(nums)
         used = ([("tests.points", s) for s in self.tests.points]
                 + [("tests.step_feedback", s) for s in self.tests.step_feedback]
-                + [("performance.steps", s) for s in self.performance.steps])
+                + [("performance.steps", s) for s in self.performance.steps]
+                + [("technique.shared_steps", s) for s in self.technique.shared_steps]
+                + [("technique.sass: steps", s) for x in self.technique.sass for s in x.steps]
+                + [(f"static {c.name}: steps", s) for c in self.static for s in c.steps])
         for where, s in used:
             if s not in known:
                 raise RubricError(f"{self.source}: {where} names step {s}, but the lab's manifest has "
@@ -300,12 +327,19 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
             raise r.err(where, "give exactly one of require = '<regex>' or forbid = '<regex>'")
         mode = "require" if "require" in st else "forbid"
         sass = r.get(st, "sass_kernel", str, where, "")
+        ksteps = r.get(st, "steps", list, where, [])
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in ksteps):
+            raise r.err(f"{where}.steps", "a list of step numbers")
+        if sass and ksteps:
+            raise r.err(where, "give steps = [...] (the kernels those steps launch) or sass_kernel = '<regex>', "
+                               "not both")
+        scope = r.get(st, "scope", str, where, "launched", lambda v: v in ("launched", "template"))
         pats = st.get(mode)
         pats = [pats] if isinstance(pats, str) else pats
         if not isinstance(pats, list) or not pats or not all(isinstance(x, str) for x in pats):
-            raise r.err(f"{where}.{mode}", "a regex, or (with sass_kernel) a list of regexes")
-        if not sass and len(pats) != 1:
-            raise r.err(f"{where}.{mode}", "a list of regexes needs sass_kernel")
+            raise r.err(f"{where}.{mode}", "a regex, or (with steps or sass_kernel) a list of regexes")
+        if not sass and not ksteps and len(pats) != 1:
+            raise r.err(f"{where}.{mode}", "a list of regexes needs steps or sass_kernel")
         name = r.get(st, "name", str, where)
         if name in names:
             raise r.err(where, f"duplicate static check name '{name}'")
@@ -313,10 +347,10 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
         f = r.get(st, "file", str, where, files[0])
         if f != "*" and f not in files:
             raise r.err(f"{where}.file", f"'{f}' is not one of the lab's files ({', '.join(files)}) or '*'")
-        step = r.get(st, "step", int, where, 0, _nonneg) or None
+        step = r.get(st, "step", int, where, 0, _nonneg) or (min(ksteps) if ksteps else None)
         statics.append(StaticCheck(
             name=name, file=f, pattern=_regex(r, pats[0], f"{where}.{mode}"), mode=mode,
-            sass_kernel=_regex(r, sass, f"{where}.sass_kernel"), step=step,
+            sass_kernel=_regex(r, sass, f"{where}.sass_kernel"), step=step, steps=ksteps, scope=scope,
             patterns=[_regex(r, x, f"{where}.{mode}") for x in pats],
             points=r.get(st, "points", float, where, 1.0, _nonneg), feedback=r.get(st, "feedback", str, where, ""),
             zero_lab=r.get(st, "zero_lab", bool, where, False),
@@ -351,8 +385,30 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
     shared = r.get(t, "shared_steps", list, "technique", [])
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in shared):
         raise r.err("technique.shared_steps", "a list of step numbers")
-    technique = TechniqueRubric(shared_steps=shared,
-                                feedback=r.get(t, "feedback", str, "technique", TechniqueRubric.feedback))
+    rules = []
+    for i, x in enumerate(r.get(t, "sass", list, "technique", [])):
+        where = f"technique.sass[{i}]"
+        if not isinstance(x, dict):
+            raise r.err(where, "expected a table with steps, require or forbid, and feedback")
+        ss = r.get(x, "steps", list, where)
+        if not ss or not all(isinstance(v, int) and not isinstance(v, bool) for v in ss):
+            raise r.err(f"{where}.steps", "a list of step numbers")
+        pats = {}
+        for mode in ("require", "forbid"):
+            v = x.get(mode, [])
+            v = [v] if isinstance(v, str) else v
+            if not isinstance(v, list) or not all(isinstance(y, str) for y in v):
+                raise r.err(f"{where}.{mode}", "a list of instruction regexes")
+            pats[mode] = [_regex(r, y, f"{where}.{mode}") for y in v]
+        if not pats["require"] and not pats["forbid"]:
+            raise r.err(where, "give require = [...] or forbid = [...]")
+        rules.append(TechniqueSass(ss, pats["require"], pats["forbid"], r.get(x, "feedback", str, where)))
+    technique = TechniqueRubric(shared_steps=shared, sass=rules,
+                                feedback=r.get(t, "feedback", str, "technique", TechniqueRubric.feedback),
+                                min_share=r.get(t, "min_share", float, "technique", TechniqueRubric.min_share,
+                                                lambda v: 0 <= v <= 1),
+                                share_feedback=r.get(t, "share_feedback", str, "technique",
+                                                     TechniqueRubric.share_feedback))
     return Rubric(source=source, lab=lab, tests=tests, sanitizers=sanitizers, counters=counters, static=statics,
                   performance=perf, mistakes=mistakes, technique=technique)
 

@@ -1,10 +1,18 @@
 """Static checks. The kit's kind reads what was compiled: instructions in
-the SASS of named device functions (shared loads and stores where a step
-must use shared memory, 128-bit loads and shuffles where a step must),
-never the text of comments or strings; without a CUDA build they are "not
-checked", never passed. An instructor's rubric may still hold a regex over
-the source text (comments removed first; string literals too unless the
-check keeps them)."""
+the SASS of the kernels a step launches (shared loads and stores where a
+step must use shared memory, 128-bit loads and shuffles where a step must,
+the constant bank where it must or must not be read), never the text of
+comments or strings, never a kernel's name. Which kernels are a step's is
+seen, not guessed: the grader's trace of the kit-only harness running the
+step (checker.trace_step) lists every launch by name, and step_kernels
+finds those functions in the CUDA build's SASS, so a kernel may be named
+anything, be a template with its parameters in any order, be launched from
+a helper, serve several steps, or share its step with another kernel.
+Without a CUDA build (or without a trace) they are "not checked", never
+passed. A rubric may also name kernels by a regex over their demangled
+names (sass_kernel), and an instructor's rubric may hold a regex over the
+source text (comments removed first; string literals too unless the check
+keeps them)."""
 from __future__ import annotations
 
 import re
@@ -71,18 +79,29 @@ def run_static(checks: list[StaticCheck], files: dict[str, str]) -> list[StaticR
     return results
 
 
-def run_sass_checks(checks: list[StaticCheck], sass: dict[str, str], note: str) -> list[StaticResult]:
-    """The checks with sass_kernel, on the SASS of each device function
-    (mangled name -> text; objcheck.read_sass). Without SASS (note says why)
-    each is not measured."""
+NO_TRACE = "not checked (the step's launches were not traced: it did not run to the end with right answers)"
+
+
+def run_sass_checks(checks: list[StaticCheck], sass: dict[str, str], note: str,
+                    launched: dict[int, list[str]] | None = None) -> list[StaticResult]:
+    """The checks on compiled code, on the SASS of each device function
+    (mangled name -> text; objcheck.read_sass). A check with `steps` reads
+    the kernels each of those steps launched (launched: step -> kernel
+    names from its trace; None: not traced yet, each such check is not
+    measured until _technique traces the steps); one with `sass_kernel`
+    the functions its regex names. Without SASS (note says why) each is not
+    measured."""
     from .objcheck import demangle
     names = demangle(sorted(sass))
     results = []
     for chk in checks:
-        if not chk.sass_kernel:
+        if not chk.sass_kernel and not chk.steps:
             continue
         if not sass:
             results.append(StaticResult(chk.name, False, note or "not checked (no CUDA build)", measured=False))
+            continue
+        if chk.steps:
+            results.append(_step_check(chk, sass, names, launched or {}))
             continue
         pat = re.compile(chk.sass_kernel)
         kernels = sorted(k for k in sass if pat.search(names[k]))
@@ -96,9 +115,115 @@ def run_sass_checks(checks: list[StaticCheck], sass: dict[str, str], note: str) 
                 found = re.search(ins, body, re.M) is not None
                 if found != (chk.mode == "require"):
                     bad.append(f"{names[k][:60]} {'lacks' if chk.mode == 'require' else 'has'} {ins}")
-        results.append(StaticResult(chk.name, not bad, "; ".join(bad[:3]) + (f" (and {len(bad) - 3} more)"
-                                                                              if len(bad) > 3 else "")))
+        results.append(_result(chk.name, bad))
     return results
+
+
+def _result(name: str, bad: list[str], extra: str = "") -> StaticResult:
+    detail = "; ".join(bad[:3]) + (f" (and {len(bad) - 3} more)" if len(bad) > 3 else "")
+    return StaticResult(name, not bad, "; ".join(x for x in (detail, extra) if x))
+
+
+def _step_check(chk: StaticCheck, sass: dict[str, str], names: dict[str, str],
+                launched: dict[int, list[str]]) -> StaticResult:
+    """One check with `steps`: for each traced step, its kernels taken
+    together (a step may launch several: a main kernel and a tail, a first
+    pass and a second) must hold an instruction matching each `require`
+    pattern, and none of them one matching a `forbid` pattern. With scope
+    "template" the step's kernels include every other instantiation of
+    their templates (a step whose traced cases all take the unaligned
+    instantiation still has its aligned one checked)."""
+    traced = [s for s in chk.steps if s in launched]
+    if not traced:
+        return StaticResult(chk.name, False, NO_TRACE, measured=False)
+    bad, unseen = [], []
+    for s in traced:
+        kernels, missing = step_kernels(launched[s], sass, names, chk.scope == "template")
+        unseen += [f"step {s}: {m}" for m in missing]
+        if not kernels:
+            bad.append(f"step {s} launched no kernel found in the compiled code"
+                       + (f" ({', '.join(missing[:3])})" if missing else " (it launched none)"))
+            continue
+        bodies = {k: _instructions(sass[k]) for k in kernels}
+        shown = ", ".join(names[k][:60] for k in kernels[:2]) + (f" and {len(kernels) - 2} more" if len(kernels) > 2
+                                                                 else "")
+        for ins in chk.patterns:
+            has = [k for k in kernels if re.search(ins, bodies[k], re.M)]
+            if chk.mode == "require" and not has:
+                bad.append(f"step {s}'s kernels ({shown}) lack {ins}")
+            elif chk.mode == "forbid" and has:
+                bad.append(f"step {s}'s kernel {names[has[0]][:60]} has {ins}")
+    left = [s for s in chk.steps if s not in launched]
+    extra = (f"steps {', '.join(map(str, left))} not traced" if left else "")
+    if unseen and not bad:
+        extra = "; ".join(x for x in (extra, "launches not in the compiled code: " + ", ".join(unseen[:3])) if x)
+    return _result(chk.name, bad, extra)
+
+
+def kernel_key(name: str) -> str:
+    """A kernel's name as both tools can spell it: the demangled name
+    without its return type (a template's), parameter list, spaces and
+    anonymous namespaces. "void conv_kernel<3, constant_filter>(float
+    const*, ...)" and the CPU runtime's "conv_kernel<3,constant_filter>"
+    are both "conv_kernel<3,constant_filter>"."""
+    s = name.replace("(anonymous namespace)::", "").strip()
+    depth, cut = 0, len(s)
+    for i, c in enumerate(s):
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif c == "(" and depth == 0:
+            cut = i
+            break
+    s = s[:cut]
+    if s.startswith("void "):
+        s = s[5:]
+    return s.replace(" ", "")
+
+
+def base_name(name: str) -> str:
+    """The kernel's unqualified name without template arguments
+    ("lab::tk<3,float>" -> "tk")."""
+    k = kernel_key(name)
+    depth, out = 0, []
+    for c in k:
+        if c == "<":
+            depth += 1
+        elif c == ">":
+            depth -= 1
+        elif depth == 0:
+            out.append(c)
+    return "".join(out).rsplit("::", 1)[-1]
+
+
+def step_kernels(launched: list[str], sass: dict[str, str], names: dict[str, str] | None = None,
+                 template: bool = False) -> tuple[list[str], list[str]]:
+    """The SASS functions (mangled names) of the kernels a step launched,
+    and the launched names found nowhere in the SASS. A launched name is a
+    mangled name (ncu's), or a demangled one (the CPU runtime's, without
+    parameters); where neither matches one function (the CPU runtime names
+    a kernel it cannot find in the debug information by its launch's text)
+    every function of that unqualified name is the step's. template: each
+    found function's other instantiations too."""
+    if names is None:
+        from .objcheck import demangle
+        names = demangle(sorted(sass))
+    by_key: dict[str, list[str]] = {}
+    by_base: dict[str, list[str]] = {}
+    for m in sorted(sass):
+        by_key.setdefault(kernel_key(names.get(m, m)), []).append(m)
+        by_base.setdefault(base_name(names.get(m, m)), []).append(m)
+    found: list[str] = []
+    missing: list[str] = []
+    for n in launched:
+        hits = ([n] if n in sass else by_key.get(kernel_key(n)) or by_base.get(base_name(n)) or [])
+        if not hits:
+            missing.append(n)
+        if template:
+            hits = [h for x in hits for h in by_base.get(base_name(names.get(x, x)), [x])]
+        found += [h for h in hits if h not in found]
+    return found, missing
 
 
 def _instructions(sass: str) -> str:

@@ -158,7 +158,7 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
                 continue
             verdicts[s.num] = check_step(exe, harness, lab.name, s.num, public_seed if seed is None else seed, out,
                                          deadline.limit(step_limit), env, readable, cpu, kind)
-    _technique(exe, lab, run, harness, public_seed, out, step_limit, deadline, env, readable, cpu)
+    _technique(exe, lab, run, harness, public_seed, out, step_limit, deadline, env, readable, cpu, ref)
     # public: the checker's failing cases are a line of their own, not every test's message
     mine = BinaryRun(KIT_CHECK_BINARY, True)
     for s in lab.steps:
@@ -184,31 +184,122 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
         run.tests["hidden"][b] = mine
 
 
-def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_limit: float, deadline, env, readable,
-               cpu: bool) -> None:
-    """A step of the rubric's [technique] shared_steps whose outputs are
-    right but whose launches made no shared-memory loads or no stores loses
-    its verdict, public and hidden (checker.shared_use measures it)."""
-    from .checker import shared_use
-    public = run.checks.get("public", {})
+def traced_steps(lab: Lab) -> list[int]:
+    """The steps whose launches the technique checks trace: the rubric's
+    shared steps, its [[technique.sass]] steps and its SASS checks' steps."""
+    tech = lab.rubric.technique
+    steps = set(tech.shared_steps) | {s for x in tech.sass for s in x.steps}
+    steps |= {s for c in lab.rubric.static for s in c.steps}
+    return sorted(steps)
+
+
+def reference_traces(exe, lab: Lab, harness: Path, seed: int, out: Path, timeout: float, env: dict[str, str],
+                     cpu: bool) -> dict[int, object]:
+    """The reference harness's traces of the lab's shared steps (what
+    _technique compares a student's shared-memory loads with), on the same
+    cases as the student's; a step that could not be traced is left out."""
+    from .checker import trace_step
+    got = {}
+    if not lab.rubric.technique.min_share or not harness.is_file():
+        return got
     for s in lab.rubric.technique.shared_steps:
+        tr, _ = trace_step(exe, harness, lab.name, s, seed, out, timeout, env, [], cpu, "reference")
+        if tr is not None:
+            got[s] = tr
+    return got
+
+
+def _share_floor(lab: Lab, step: int, seed: int, cpu: bool, ref_traces: dict[int, object]) -> tuple[float, int] | None:
+    """The fewest shared loads a reference's shared step makes on the same
+    traced cases as `step` (the lab's steps that run the same cases), and
+    that step; None without a reference trace of any."""
+    from .checker import trace_cases
+    mine = [c.label for c in trace_cases(lab.name, seed, cpu, step)]
+    same = [(tr.loads, s) for s, tr in ref_traces.items()
+            if [c.label for c in trace_cases(lab.name, seed, cpu, s)] == mine and tr.loads > 0]
+    return min(same) if same else None
+
+
+def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_limit: float, deadline, env, readable,
+               cpu: bool, ref=None) -> None:
+    """The technique checks of the steps whose outputs are right, on a trace
+    of what each step launched (checker.trace_step): a [technique] shared
+    step whose launches made no shared-memory loads or no stores, or fewer
+    loads than min_share x the fewest the reference's shared steps make on
+    the same cases (ref.traces; reference_traces), loses its verdict,
+    public and hidden; so does a [[technique.sass]] step whose launched
+    kernels' SASS breaks the rule. The rubric's SASS checks with `steps`
+    are judged here too, on the kernels each step launched."""
+    from .checker import trace_step
+    from .static import run_sass_checks, step_kernels
+    public = run.checks.get("public", {})
+    tech = lab.rubric.technique
+    traces = {}
+    for s in traced_steps(lab):
         v = public.get(s)
         if v is None or v.ok is not True or deadline.expired():
             continue
-        got, why = shared_use(exe, harness, lab.name, s, seed, out, deadline.limit(step_limit), env, readable, cpu)
-        if got is None:
-            run.technique[s] = f"not checked ({why})"
+        tr, why = trace_step(exe, harness, lab.name, s, seed, out, deadline.limit(step_limit), env, readable, cpu)
+        if tr is None:
+            if s in tech.shared_steps:
+                run.technique[s] = f"not checked ({why})"
             continue
-        loads, stores = got
-        run.technique[s] = f"{loads:.0f} shared-memory loads and {stores:.0f} stores"
-        if loads > 0 and stores > 0:
+        traces[s] = tr
+    sass = run.objects.sass if run.objects is not None else {}
+    note = run.objects.sass_note if run.objects is not None else "not checked (the compiled code was not read)"
+    launched = {s: list(tr.kernels) for s, tr in traces.items()}
+    checks = [c for c in lab.rubric.static if c.steps]
+    if checks:   # they replace the placeholders the object checks left (static.NO_TRACE)
+        done = {x.name: x for x in run_sass_checks(checks, sass, note, launched)}
+        run.static = [done.get(x.name, x) for x in run.static]
+        run.static += [x for x in done.values() if x.name not in {y.name for y in run.static}]
+    ref_traces = getattr(ref, "traces", None) or {}
+    for s, tr in sorted(traces.items()):
+        lines = []
+        if s in tech.shared_steps:
+            run.technique[s] = f"{tr.loads:.0f} shared-memory loads and {tr.stores:.0f} stores"
+            floor = _share_floor(lab, s, seed, cpu, ref_traces) if tech.min_share else None
+            if not (tr.loads > 0 and tr.stores > 0):
+                lines.append(tech.feedback.format(step=s, loads=tr.loads, stores=tr.stores))
+            elif floor is not None:
+                # ncu counts a 128-bit shared load once where a reference's scalar code counts four; the CPU
+                # runtime counts the four either way
+                need = tech.min_share * floor[0] / (1 if cpu else 4)
+                run.technique[s] += f" (at least {need:.0f}: {tech.min_share:g} x the reference's step {floor[1]})"
+                if tr.loads < need:
+                    lines.append(tech.share_feedback.format(step=s, loads=tr.loads, stores=tr.stores, ref=need))
+            elif tech.min_share:
+                run.technique[s] += " (the reference's count is not known here: only more than none is asked)"
+        for rule in [x for x in tech.sass if s in x.steps]:
+            if not sass:
+                run.technique[s] = "; ".join(x for x in (run.technique.get(s, ""), f"SASS {note}") if x)
+                continue
+            kernels, _ = step_kernels(launched[s], sass)
+            if not kernels:
+                continue   # nothing of the step in the CUDA build's code: the SASS checks say so
+            from .objcheck import demangle
+            names = demangle(kernels)
+            shown = ", ".join(names[k][:60] for k in kernels[:2])
+            bodies = {k: _sass_text(sass[k]) for k in kernels}
+            for ins in rule.require:
+                if not any(re.search(ins, b, re.M) for b in bodies.values()):
+                    lines.append(rule.feedback.format(step=s, kernel=shown, what=f"has no instruction {ins}"))
+            for ins in rule.forbid:
+                hit = next((k for k, b in bodies.items() if re.search(ins, b, re.M)), None)
+                if hit is not None:
+                    lines.append(rule.feedback.format(step=s, kernel=names[hit][:60], what=f"has {ins}"))
+        if not lines:
             continue
-        line = lab.rubric.technique.feedback.format(step=s, loads=loads, stores=stores)
         for verdicts in run.checks.values():
             w = verdicts.get(s)
             if w is not None and w.ok is not None:
                 w.ok = False
-                w.messages.insert(0, line)
+                w.messages[:0] = lines
+
+
+def _sass_text(sass: str) -> str:
+    from .static import _instructions
+    return _instructions(sass)
 
 
 def _verdict_lines(v) -> list[str]:

@@ -268,7 +268,8 @@ class ObjectForgeries(unittest.TestCase):
         r = subprocess.run(["nvcc", "-c", "-arch=sm_90", str(src), "-o", str(obj)], capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stderr)
         sass = objcheck.read_sass(objcheck.find_cuobjdump(), obj)
-        res = {x.name: x for x in run_sass_checks(LAB.rubric.static, sass, "")}
+        res = {x.name: x for x in run_sass_checks(LAB.rubric.static, sass, "", {3: ["reduce_kernel3<1>"]})}
+        self.assertTrue(res["tree_steps_reduce_in_shared_memory"].measured, res)
         self.assertFalse(res["tree_steps_reduce_in_shared_memory"].ok, res)
 
 

@@ -433,16 +433,22 @@ class StaticTests(unittest.TestCase):
         sass = {f"_Z14reduce_kernel{k}IiEvPKT_PS0_m": tree for k in range(1, 8)}
         sass["_Z14reduce_kernel8ILj512EiEvPKT0_PS0_m"] = fn("LDG.E.128.CONSTANT R4, desc[UR4][R4.64]",
                                                           "SHFL.DOWN PT, R3, R2, 0x10, 0x1f")
-        r = {x.name: x for x in run_sass_checks(lab.rubric.static, sass, "")}
+        # each step's kernels are those its trace saw launched (the CPU runtime's names)
+        launched = {s: [f"reduce_kernel{s}<int>"] for s in range(1, 8)}
+        launched[8] = ["reduce_kernel8<512u,int>"]
+        r = {x.name: x for x in run_sass_checks(lab.rubric.static, sass, "", launched)}
         self.assertTrue(all(x.ok and x.measured for x in r.values()), r)
+        # before the trace: not measured, never passed
+        r0 = run_sass_checks(lab.rubric.static, sass, "")
+        self.assertTrue(r0 and all(not x.ok and not x.measured for x in r0), r0)
         # an unused __shared__ declaration compiles to no shared load: the check fails
         sass["_Z14reduce_kernel3IiEvPKT_PS0_m"] = fn("LDG.E R2, desc[UR4][R2.64]", "REDG.E.ADD.STRONG.GPU [R4], R2")
-        r = {x.name: x for x in run_sass_checks(lab.rubric.static, sass, "")}
+        r = {x.name: x for x in run_sass_checks(lab.rubric.static, sass, "", launched)}
         self.assertFalse(r["tree_steps_reduce_in_shared_memory"].ok)
         self.assertIn("reduce_kernel3", r["tree_steps_reduce_in_shared_memory"].detail)
         # a comment never counts: only instructions are read
         sass["_Z14reduce_kernel3IiEvPKT_PS0_m"] = "// LDS STS\n" + fn("LDG.E R2, desc[UR4][R2.64]")
-        self.assertFalse(run_sass_checks(lab.rubric.static, sass, "")[0].ok)
+        self.assertFalse(run_sass_checks(lab.rubric.static, sass, "", launched)[0].ok)
         # without SASS (the CPU path): not checked, never passed
         r = run_sass_checks(lab.rubric.static, {}, "not checked (no CUDA build)")
         self.assertTrue(all(not x.measured and not x.ok and "no CUDA build" in x.detail for x in r))
