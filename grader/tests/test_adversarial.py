@@ -532,6 +532,40 @@ class TechniqueForgeries(unittest.TestCase):
         self.assertIn("0 shared-memory loads", run.technique[3])
 
 
+class StepTechniqueForgeries(unittest.TestCase):
+    """Right answers by the wrong technique, found on what the step
+    launched (test_static.py's helpers; it holds the honest variants that
+    keep every point): a tiled step that stages each result once in shared
+    memory, and lab 02's global-memory steps reading the __constant__ copy
+    instead (tests/fixtures/static/kernels.cu, compiled with nvcc)."""
+
+    def test_a_result_bounced_once_through_shared_memory_loses_the_step(self):
+        import test_static
+        share = test_static.ShareTests("test_no_shared_memory_at_all_says_so")
+        share.setUp()
+        v, run = test_static.technique(self, share.lab, 3, [("naive_bounce", share.outputs, share.outputs)],
+                                       ref=share.ref)
+        self.assertIs(v.ok, False)
+        self.assertIn("a result staged once in shared memory is not a tile", v.messages[0])
+        self.assertIn("the reference's step 6", run.technique[3])
+
+    @unittest.skipUnless(shutil.which("nvcc") and objcheck.find_cuobjdump(), "needs nvcc and cuobjdump")
+    def test_a_global_step_that_reads_the_constant_copy_loses_its_step(self):
+        import test_static
+        test_static.CompiledKernelTests.setUpClass()
+        self.addCleanup(test_static.CompiledKernelTests.tearDownClass)
+        sass = test_static.CompiledKernelTests.sass
+        lab = LABS["02_constant_memory"]
+        for step, honest, forged in ((3, "walk_through_ldg", "walk_reads_the_constant_copy"),
+                                     (7, "conv<global_filter,3>", "conv<constant_filter,3>")):
+            shared = 1000 if step in lab.rubric.technique.shared_steps else 0   # step 7's tile
+            v, _ = test_static.technique(self, lab, step, [(honest, shared, shared)], sass)
+            self.assertIs(v.ok, True, (step, v))
+            v, _ = test_static.technique(self, lab, step, [(forged, shared, shared)], sass)
+            self.assertIs(v.ok, False, step)
+            self.assertIn(f"step {step} must read the table or filter from global memory", v.messages[0])
+            self.assertTrue(any(m.endswith("has c\\[0x3\\]") for m in v.messages), v.messages)
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--list"]:   # grader/CMakeLists.txt: one CTest test per fixture (grader.adversarial.*)
         for t in unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__]):
