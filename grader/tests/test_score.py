@@ -79,8 +79,10 @@ class ScoreTests(unittest.TestCase):
         self.assertTrue(any("step3::t1" in n and "not counted" in n for n in ls.not_counted))
 
     def test_partial_step_and_mistake_line(self):
-        spec = dict(all_tests(self.lab), **{"step3::t0": ("FAILED", "/k/tests/gpu.c:9: n = 33: the step reads past "
-                                                                   "the end of the array")})
+        spec = dict(all_tests(self.lab), **{"step3::t0": ("FAILED", "/k/tests/gpu.c:9: n = 33: expected 5, got "
+                                                                   "33554437. Likely cause: off by a multiple of 2^24, the "
+                                                                   "value of the guard cells around the input: the kernel "
+                                                                   "reads past the end of the array")})
         ls = score_lab(self.lab, self.clean(lab_run(self.lab, spec)), lab_run(self.lab, all_tests(self.lab)))
         it = item(ls, "step 3 sequential")
         self.assertEqual((it.status, it.points), ("partial", 5.0))
@@ -245,7 +247,8 @@ class MistakeLineTests(unittest.TestCase):
         lab = labs(["01_shared_banks"])["01_shared_banks"]
         run = lab_run(lab, all_tests(lab))
         failing = [TestOutcome("step7", k.split("::")[1], "FAILED",
-                               ["the swizzle is applied on one side only (C cannot tell which)"])
+                               ["step 7, batch 1: C[y][x] is the sum over k of A[y][k] * B[x][k ^ x], so the swizzle "
+                                "is applied on one side only (C cannot tell which)"])
                    for k in all_tests(lab) if k.startswith("step7::")]
         lines = _mistake_lines(lab, run, "tests", 7, failing)
         self.assertEqual(len(lines), 1, lines)
@@ -386,6 +389,93 @@ class KitCheckTests(unittest.TestCase):
         text = "\n".join(item(ls, "step 6 complete_unroll").details)
         self.assertEqual(text.count("Likely cause"), 1, text)
         self.assertIn("... and 1 more failing tests", text)
+
+
+class MistakeSignatureTests(unittest.TestCase):
+    """A catalogued mistake is named only when the failure's signature is
+    that mistake's: the real reports of every mistake the tests catch (CPU
+    path, public seed; fixtures/mistakes/<lab>.<mistake>.json, each
+    failing test's first four messages) name that mistake and no other, and
+    the untouched skeletons' reports (skeleton.<target>.json, even with no
+    step marked not started) name none."""
+    FIX = Path(__file__).resolve().parent / "fixtures" / "mistakes"
+
+    def named(self, lab, report, step=None, **kw):
+        from cmlgrade.parsers import parse_criterion_json
+        from cmlgrade.score import _mistake_lines
+        outs = parse_criterion_json(report.read_text(encoding="utf-8"))
+        run = LabRun(lab.name, **kw)
+        got = {}
+        for s in lab.steps:
+            failing = [o for k, o in sorted(outs.items()) if lab.step_of_suite(o.suite) == s.num
+                       and o.status not in ("PASSED", "SKIPPED")]
+            lines = _mistake_lines(lab, run, "tests", s.num, failing)
+            if lines and (step is None or s.num == step):
+                got[s.num] = lines
+        return got
+
+    def test_each_caught_mistake_gets_its_own_line_and_no_other(self):
+        for lab in LABS.values():
+            for m in (m for m in lab.mistakes if m.caught_by == "tests"):
+                with self.subTest(lab=lab.name, mistake=m.name):
+                    report = self.FIX / f"{lab.name}.{m.name}.json"
+                    if not report.is_file():
+                        self.skipTest(f"no real report of {m.name} in {self.FIX.name}/ (run its test binary, "
+                                      f"test_<stem>_mistake_{m.name}_cpu --json=..., on its step)")
+                    self.assertTrue(m.tests and m.message, "a caught-by-tests mistake needs its signature "
+                                                           "(feedback.toml tests and message)")
+                    got = self.named(lab, report)
+                    lines = [x for v in got.values() for x in v]
+                    self.assertEqual(len(lines), 1, got)
+                    self.assertEqual(list(got), [m.step], got)
+                    names = lines[0].removeprefix("Likely mistake (").partition("): ")[0].split(" or ")
+                    self.assertIn(m.name, names)
+                    twins = [x for x in lab.mistakes if x.name in names]
+                    self.assertTrue(all((x.tests, x.message) == (m.tests, m.message) for x in twins),
+                                    "a shared line only for mistakes whose failures look the same")
+
+    def test_the_skeletons_failures_name_no_mistake(self):
+        reports = sorted(self.FIX.glob("skeleton.*.json"))
+        self.assertEqual(len(reports), 7)
+        stems = {lab.stem: lab for lab in LABS.values()}
+        for report in reports:
+            lab = stems[report.stem.split(".")[1].removesuffix("_cpu").removesuffix("_model")]
+            with self.subTest(report=report.name):
+                self.assertEqual(self.named(lab, report), {})
+
+    def test_a_hints_words_never_name_a_mistake(self):
+        """The issue's case: a model that reads a window of the address calls
+        words 16 KiB apart one word; the failing test's hint says 'not a
+        broadcast', which is no evidence of counting broadcasts as conflicts."""
+        from cmlgrade.score import _mistake_lines
+        lab = LABS["01_shared_banks"]
+        window = TestOutcome("step2", "words_16_kib_apart_in_one_bank_are_different_words", "FAILED", [
+            "half the warp on byte 0, half on byte 16384 (16 KiB), 4-byte access: expected 2 wavefronts, got 1 "
+            "(two different words of bank 0, 16 KiB apart: not a broadcast)"])
+        self.assertEqual(_mistake_lines(lab, LabRun(lab.name), "tests", 2, [window]), [])
+        # the skeleton's zero on the broadcast test is no broadcast counted as a conflict either
+        zero = TestOutcome("step2", "lanes_on_the_same_word_share_one_read", "FAILED", [
+            "every lane on word 7, 4-byte access: expected 1 wavefront, got 0 (broadcast: one word read once serves "
+            "every lane)"])
+        self.assertEqual(_mistake_lines(lab, LabRun(lab.name), "tests", 2, [zero]), [])
+        # lab 03's NaN hint lists 'a missing __syncthreads()' among causes: no race is named from it
+        mm = LABS["03_tiled_matmul"]
+        nan = TestOutcome("step3", "multiplies_matrices_of_many_tiles", "FAILED", [
+            "C(0, 0) expected 1.5, got nan. Likely cause: NaN in C: a load read past the end of A or B, whose guard "
+            "zones hold NaN (a tile loaded without a bounds check: check both A's and B's loads against M, N and "
+            "K), or shared memory read before it was written (a missing __syncthreads())"])
+        self.assertEqual(_mistake_lines(mm, LabRun(mm.name), "tests", 3, [nan]), [])
+
+    def test_the_line_shows_under_the_graded_step(self):
+        from cmlgrade.parsers import parse_criterion_json
+        lab = LABS["05_stencil"]
+        outs = parse_criterion_json((self.FIX / "05_stencil.halo_loaded_by_too_few_threads.json").read_text())
+        ref = {k: "PASSED" for k in outs}
+        ls = score_lab(lab, lab_run(lab, {k: (o.status, *o.messages) for k, o in outs.items()}), lab_run(lab, ref))
+        it = next(i for i in ls.items if i.name.startswith("step 1 "))
+        self.assertEqual([f for f in it.feedback if f.startswith("Likely mistake")],
+                         [f"Likely mistake (halo_loaded_by_too_few_threads): "
+                          f"{next(m.feedback for m in lab.mistakes if m.name == 'halo_loaded_by_too_few_threads')}"])
 
 
 class CounterScoreTests(unittest.TestCase):
