@@ -131,7 +131,7 @@ def checker_share(v) -> float:
     on a skeleton earns nothing."""
     if v is None or v.ok is not False:
         return 1.0
-    if v.total <= 0:
+    if v.total <= 0 or v.failed <= 0:   # no case judged, or every case right but not by the step's technique
         return 0.0
     right = (v.total - v.failed) / v.total
     return right if right > PARTIAL_NEEDS else 0.0
@@ -145,6 +145,8 @@ def _cap_line(v, share: float, kit_share: float, passed: int, total: int, hidden
     right = v.total - v.failed
     if v.total <= 0:   # no case was judged (the harness did not build, the lab's time ran out)
         return f"no credit: the kit-only check judged no case ({v.note or 'no verdict'})"
+    if v.failed <= 0:  # the technique check took the verdict: its line is in the details
+        return "no credit: every case right, but not by the step's technique (below)"
     if hidden:
         return (f"the kit-only check on secret data: {right} of {v.total} cases right"
                 + ("" if kit_share > 0 else " (partial credit needs more than half of them right)"))

@@ -355,6 +355,32 @@ class KitCheckTests(unittest.TestCase):
             self.assertEqual(checker_share(StepVerdict(False, failed, total)), 0.0, (failed, total))
         self.assertEqual(checker_share(StepVerdict(False, 1, 25)), 0.96)
 
+    def test_right_answers_without_the_steps_technique_earn_nothing(self):
+        """_technique takes a step's verdict (ok False) while every case is
+        right (failed 0): no share of right cases earns anything then."""
+        from unittest import mock
+        from cmlgrade import trust
+        from cmlgrade.checker import StepVerdict
+        from cmlgrade.run import Deadline
+
+        def check_step(exe, harness, lab, step, seed, out, limit, env, readable, cpu, kind):
+            return StepVerdict(True, 0, 20, [])
+
+        def technique(exe, lab, run, *a, **k):
+            w = run.checks["public"][3]
+            w.ok = False
+            w.messages.insert(0, "step 3 must stage its data in shared memory, but its launches made 0 shared-memory "
+                                 "loads and 0 stores")
+        ref = lab_run(self.lab, self.spec_of())
+        run = lab_run(self.lab, self.spec_of())
+        with mock.patch("cmlgrade.checker.check_step", check_step), mock.patch.object(trust, "_technique", technique):
+            trust.run_kit_checks(None, self.lab, run, ref, Path("/nonexistent"), [("public", None)], 1,
+                                 Path("/nonexistent"), 60, Deadline(600), {}, [], True)
+        it = item(score_lab(self.lab, run, ref), "step 3 sequential")
+        self.assertEqual((it.status, it.points), ("failed", 0.0))
+        self.assertIn("not by the step's technique", it.feedback[0])
+        self.assertTrue(any("0 shared-memory loads" in d for d in it.details), it.details)
+
     def test_a_step_the_checker_could_not_judge_earns_nothing_and_says_why(self):
         from cmlgrade.checker import StepVerdict
         from cmlgrade.score import _cap_line
