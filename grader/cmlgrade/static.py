@@ -87,8 +87,9 @@ def run_sass_checks(checks: list[StaticCheck], sass: dict[str, str], note: str,
     """The checks on compiled code, on the SASS of each device function
     (mangled name -> text; objcheck.read_sass). A check with `steps` reads
     the kernels each of those steps launched (launched: step -> kernel
-    names from its trace; None: not traced yet, each such check is not
-    measured until _technique traces the steps); one with `sass_kernel`
+    names from its trace, or None for a step whose answers were wrong;
+    launched None: not traced yet, each such check is not measured until
+    _technique traces the steps); one with `sass_kernel`
     the functions its regex names. Without SASS (note says why) each is not
     measured."""
     from .objcheck import demangle
@@ -133,8 +134,11 @@ def _step_check(chk: StaticCheck, sass: dict[str, str], names: dict[str, str],
     "template" the step's kernels include every other instantiation of
     their templates (a step whose traced cases all take the unaligned
     instantiation still has its aligned one checked)."""
-    traced = [s for s in chk.steps if s in launched]
+    traced = [s for s in chk.steps if launched.get(s) is not None]
     if not traced:
+        wrong = [s for s in chk.steps if s in launched]   # None: the step ran with wrong answers
+        if wrong:   # no credit, as for any check of a step that fails (measured: it counts)
+            return StaticResult(chk.name, False, f"step {wrong[0]} gives wrong answers: its launches were not traced")
         return StaticResult(chk.name, False, NO_TRACE, measured=False)
     bad, unseen = [], []
     for s in traced:
@@ -153,7 +157,7 @@ def _step_check(chk: StaticCheck, sass: dict[str, str], names: dict[str, str],
                 bad.append(f"step {s}'s kernels ({shown}) lack {ins}")
             elif chk.mode == "forbid" and has:
                 bad.append(f"step {s}'s kernel {names[has[0]][:60]} has {ins}")
-    left = [s for s in chk.steps if s not in launched]
+    left = [s for s in chk.steps if launched.get(s) is None]
     extra = (f"steps {', '.join(map(str, left))} not traced" if left else "")
     if unseen and not bad:
         extra = "; ".join(x for x in (extra, "launches not in the compiled code: " + ", ".join(unseen[:3])) if x)

@@ -184,12 +184,14 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
         run.tests["hidden"][b] = mine
 
 
-def traced_steps(lab: Lab) -> list[int]:
+def traced_steps(lab: Lab, sass: bool = True) -> list[int]:
     """The steps whose launches the technique checks trace: the rubric's
-    shared steps, its [[technique.sass]] steps and its SASS checks' steps."""
+    shared steps and, where there is SASS to read, its [[technique.sass]]
+    steps and its SASS checks' steps."""
     tech = lab.rubric.technique
-    steps = set(tech.shared_steps) | {s for x in tech.sass for s in x.steps}
-    steps |= {s for c in lab.rubric.static for s in c.steps}
+    steps = set(tech.shared_steps)
+    if sass:
+        steps |= {s for x in tech.sass for s in x.steps} | {s for c in lab.rubric.static for s in c.steps}
     return sorted(steps)
 
 
@@ -235,7 +237,8 @@ def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_lim
     public = run.checks.get("public", {})
     tech = lab.rubric.technique
     traces = {}
-    for s in traced_steps(lab):
+    sass = run.objects.sass if run.objects is not None else {}
+    for s in traced_steps(lab, bool(sass)):
         v = public.get(s)
         if v is None or v.ok is not True or deadline.expired():
             continue
@@ -245,9 +248,9 @@ def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_lim
                 run.technique[s] = f"not checked ({why})"
             continue
         traces[s] = tr
-    sass = run.objects.sass if run.objects is not None else {}
     note = run.objects.sass_note if run.objects is not None else "not checked (the compiled code was not read)"
     launched = {s: list(tr.kernels) for s, tr in traces.items()}
+    launched.update({s: None for s, v in public.items() if v is not None and v.ok is False})
     checks = [c for c in lab.rubric.static if c.steps]
     if checks:   # they replace the placeholders the object checks left (static.NO_TRACE)
         done = {x.name: x for x in run_sass_checks(checks, sass, note, launched)}

@@ -89,6 +89,13 @@ class KernelNameTests(unittest.TestCase):
         got, _ = step_kernels(["my_tile_transpose<0>"], self.SASS, self.NAMES, template=True)
         self.assertEqual(sorted(got), ["_Z17my_tile_transposeILi0EEvPKfPfii", "_Z17my_tile_transposeILi1EEvPKfPfii"])
 
+    def test_a_step_with_wrong_answers_earns_nothing_and_counts(self):
+        lab = LABS["06_transpose"]
+        r = {x.name: x for x in run_sass_checks(lab.rubric.static, self.SASS, "", {6: None})}
+        self.assertTrue(r["step6_kernel_uses_the_tile"].measured)
+        self.assertFalse(r["step6_kernel_uses_the_tile"].ok)
+        self.assertFalse(r["tile_steps_go_through_shared_memory"].ok)
+
     def test_a_step_not_traced_is_not_measured(self):
         lab = LABS["06_transpose"]
         r = run_sass_checks(lab.rubric.static, self.SASS, "", {})
