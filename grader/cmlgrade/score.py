@@ -224,11 +224,11 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
             fb.append(line.format(step=step.num, ident=step.ident, what=step.what, failed=bad, total=len(counted)))
         if capped:
             fb.append(_cap_line(verdict, tests_share, kit_share, len(counted) - bad, len(counted), hidden))
-        if bad and step.num in run.not_started:   # unfinished work: said once, not under every test
+        if bad and step.num in run.not_started:   # unfinished work: said once, not under every test, no cause
             o = failing[0] if failing else None
-            details.append(f"{bad} of {len(counted)} tests fail: step {step.num} is not started yet (its "
-                           f"TODO(step {step.num}) blocks are as in the skeleton)"
-                           + (f"; e.g. {o.key}: {_short(o.messages[0])}" if o and o.messages else ""))
+            seen = _short(o.messages[0]).partition("Likely cause: ")[0].rstrip(" .;") if o and o.messages else ""
+            details.append(f"step {step.num} is not started yet (its TODO(step {step.num}) blocks are as in the "
+                           f"skeleton)" + (f"; e.g. {o.key}: {seen}" if seen else ""))
         elif bad:
             said: set[str] = set()
             for o in failing[:MAX_MESSAGES]:

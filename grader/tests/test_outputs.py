@@ -123,6 +123,27 @@ def no_gpu_result(lab_name="04_reduction", why="no CUDA device: this machine has
 class NewUserTests(unittest.TestCase):
     """What a new user met (issue 10, items 4, 6 and 11)."""
 
+    def test_a_skeletons_failures_are_said_once_in_the_feedback(self):
+        """The untouched reduction skeleton's real report (CPU path): its 48
+        failing tests each say 'Likely cause: a race' (three messages each);
+        feedback.md says, per step, that it is not started, once, and names
+        no mistake."""
+        from helpers import FIXTURES
+        from cmlgrade.parsers import parse_criterion_json
+        lab = LABS["04_reduction"]
+        outs = parse_criterion_json((FIXTURES / "mistakes" / "skeleton.reduction_cpu.json").read_text())
+        steps = [s.num for s in lab.steps]
+        ref = lab_run(lab, {k: "PASSED" for k in outs})
+        run = lab_run(lab, {k: (o.status, *o.messages) for k, o in outs.items()}, not_started=steps)
+        self.assertGreater(sum("Likely cause" in m for o in outs.values() for m in o.messages), 100)
+        ls = score_lab(lab, run, ref)
+        res = StudentResult("kim", "kim.zip", [ls], [], [], ls.points, ls.max_points, "not sandboxed: test", "public")
+        md = feedback_markdown(res)
+        self.assertEqual(md.count("Likely cause"), 0, md)
+        self.assertEqual(md.count("is not started yet"), len(steps), md)
+        self.assertEqual(md.count("6 of 6 tests fail"), len(steps), "the count is said once per step")
+        self.assertNotIn("Likely mistake", md)
+
     def test_self_check_without_a_gpu_is_not_measured_not_failed(self):
         res = no_gpu_result()
         statuses = {it.name: it.status for it in res.labs[0].items}
