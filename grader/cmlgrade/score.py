@@ -7,6 +7,14 @@ Rules
 - "not measured" (no GPU, counters unavailable, no sanitizer) is neither a
   pass nor a fail: the item leaves both the points and the maximum, and the
   report says so.
+- A step with a kit-only checker (trust.run_kit_checks) earns points x
+  min(share of its tests that pass, checker_share): each test keeps what it
+  saw, the checker's failing cases are a line of their own, and Criterion's
+  report can only lower what the checker supports. Hidden data: the
+  checker's share alone.
+- A catalogued mistake is named only when a failing test shows its
+  signature (feedback.toml tests and message); a step not started names
+  none, and says so once.
 - Performance: full credit at t <= R * t_ref (R = full_credit_ratio, 1.2),
   R * t_ref / t below that, nothing when the step's answer is wrong.
 - Counter and performance credit need the step's tests to pass (an empty
