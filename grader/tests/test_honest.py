@@ -1,0 +1,174 @@
+"""Grades both ways (issue 22, item 8): the honest-program suite and the bug
+fixtures of honest/suite.toml, in ONE batch run of grade.py on the CPU path
+(sandboxed with bubblewrap, a secret seed, the prebuilt kit shared by every
+submission, --jobs 2), as an instructor would grade a class.
+
+- Every honest program (complete, correct, in a student's own style) must
+  not be refused and must earn every point the CPU path measures: the
+  points the reference solutions earn there (grader.selfcheck proves they
+  earn every measured point), so any measured line below its maximum is a
+  docked honest program.
+- Every fixture (an honest program with one bug or cheat put in) must lose
+  the lines its entry names, with the reason in its feedback; a cheat earns
+  nothing on them, and a whole-lab cheat scores at or below the untouched
+  skeleton.
+
+It prints one line per program (its score, and the lines it lost with why)
+and fails with all the wrong verdicts at once. Heavy (a batch of every lab
+on the CPU path): run by CTest as grader.honest, which sets
+CMLGRADE_HONEST=1; `unittest discover` (the `grader` test) skips it.
+CMLGRADE_HONEST_WORK keeps the build trees there between runs (the
+reference build is then reused). Skipped, with the reason, only where the
+CPU path cannot be built (no cmake, C/C++ compiler or Criterion)."""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import unittest
+from pathlib import Path
+
+from helpers import GRADER, labs
+
+from cmlgrade.score import score_lab
+
+SUITE_DIR = Path(__file__).resolve().parent / "honest"
+SECRET_SEED = "271828"
+
+
+def load_suite() -> dict:
+    return tomllib.loads((SUITE_DIR / "suite.toml").read_text(encoding="utf-8"))
+
+
+def fixture_files(fx: dict) -> dict[str, str]:
+    """The fixture's files: its base program's with each replacement made
+    (every replacement must match, or the fixture is stale)."""
+    files = {p.name: p.read_text(encoding="utf-8") for p in sorted((SUITE_DIR / fx["base"]).iterdir())}
+    for old, new in fx["replace"]:
+        hits = [name for name, text in files.items() if old in text]
+        if not hits:
+            raise AssertionError(f"fixture {fx['id']}: its replacement does not match {fx['base']}: {old[:60]!r}")
+        for name in hits:
+            files[name] = files[name].replace(old, new)
+    return files
+
+
+def missing_tools() -> str:
+    for tool in ("cmake", "gcc", "g++", "pkg-config"):
+        if not shutil.which(tool):
+            return f"{tool} not found: the CPU path cannot be built here"
+    if subprocess.run(["pkg-config", "--exists", "criterion"]).returncode != 0:
+        return "Criterion not found (pkg-config criterion): the CPU path cannot be built here"
+    return ""
+
+
+def skeleton_points(lab) -> float:
+    """What the untouched skeleton scores: every test failed."""
+    from test_score import all_tests, lab_run
+    return score_lab(lab, lab_run(lab, all_tests(lab, "FAILED")), lab_run(lab, all_tests(lab))).points
+
+
+def lost_lines(ls: dict) -> list[dict]:
+    return [it for it in ls["items"] if it["status"] not in ("not_measured", "excluded")
+            and it["points"] < it["max_points"]]
+
+
+def why_lost(it: dict) -> str:
+    text = "; ".join(it.get("feedback", [])[:1] + it.get("details", [])[:1])
+    return f"{it['name']} {it['points']:g}/{it['max_points']:g}: {text[:300]}"
+
+
+WHY = missing_tools()
+
+
+@unittest.skipUnless(os.environ.get("CMLGRADE_HONEST") == "1",
+                     "the honest suite is one heavy batch: run it with `ctest -R grader.honest` (CMLGRADE_HONEST=1)")
+@unittest.skipIf(WHY, f"honest suite skipped: {WHY}")
+class HonestSuite(unittest.TestCase):
+    def test_honest_programs_full_marks_and_fixtures_lose_their_lines(self):
+        suite = load_suite()
+        kit_labs = labs()
+        tmp = Path(tempfile.mkdtemp(prefix="cmlgrade-honest-"))
+        self.addCleanup(shutil.rmtree, tmp, True)
+        batch, out = tmp / "batch", tmp / "out"
+        for h in suite["honest"]:
+            shutil.copytree(SUITE_DIR / h["id"], batch / h["id"])
+        for fx in suite["fixture"]:
+            (batch / fx["id"]).mkdir(parents=True)
+            for name, text in fixture_files(fx).items():
+                (batch / fx["id"] / name).write_text(text, encoding="utf-8")
+        work = Path(os.environ.get("CMLGRADE_HONEST_WORK") or tmp / "work")
+        shutil.rmtree(work / "students", ignore_errors=True)
+        shutil.rmtree(work / "results", ignore_errors=True)
+        n = len(suite["honest"]) + len(suite["fixture"])
+        print(f"\n[test_honest] grading {len(suite['honest'])} honest programs and {len(suite['fixture'])} "
+              f"fixtures in one batch on the CPU path (bubblewrap, secret seed, --jobs 2)", file=sys.stderr,
+              flush=True)
+        t0 = time.monotonic()
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")   # the CPU path, even on a GPU machine
+        r = subprocess.run([sys.executable, str(GRADER / "grade.py"), str(batch), "--batch", "--out", str(out),
+                            "--work", str(work), "--keep-work", "--no-cache", "--jobs", "2",
+                            "--secret-seed", SECRET_SEED, "--quiet", "--timings", str(tmp / "timings.json")],
+                           env=env, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        self.assertEqual(r.returncode, 0, f"grade.py exited {r.returncode}:\n{r.stderr[-4000:]}")
+        print(f"[test_honest] {n} submissions graded in {wall:.0f} s", file=sys.stderr)
+
+        def lab_score(sid: str, lab: str) -> dict:
+            res = json.loads((out / "students" / sid / "result.json").read_text(encoding="utf-8"))
+            return next(ls for ls in res["labs"] if ls["lab"] == lab)
+
+        wrong = []
+        for h in suite["honest"]:
+            ls = lab_score(h["id"], h["lab"])
+            lost = lost_lines(ls)
+            refused = [note for note in ls["notes"] if "refused" in note]
+            verdict = "OK" if not lost and not refused else "WRONG"
+            line = (f"honest {h['id']} ({h['lab']}): {ls['points']:g}/{ls['max_points']:g} measured points "
+                    f"(the reference earns all of them) {verdict}")
+            for note in refused:
+                line += f"\n    refused: {note[:400]}"
+            for it in lost:
+                line += f"\n    lost {why_lost(it)}"
+            print(line, file=sys.stderr)
+            if verdict != "OK":
+                wrong.append(line)
+        for fx in suite["fixture"]:
+            lab = kit_labs[fx["lab"]]
+            ls = lab_score(fx["id"], fx["lab"])
+            whole = fx["loses"] == ["lab"]
+            if whole:
+                hit = [it for it in ls["items"] if it["status"] not in ("not_measured", "excluded")]
+            else:
+                hit = [it for it in ls["items"] if any(re.search(p, it["name"]) for p in fx["loses"])
+                       and it["status"] not in ("not_measured", "excluded")]
+            said = "\n".join(ls["notes"] + [f for it in hit for f in it.get("feedback", []) + it.get("details", [])])
+            problems = []
+            if whole:
+                floor = skeleton_points(lab)
+                if ls["points"] > floor:
+                    problems.append(f"scored {ls['points']:g}, more than the untouched skeleton's {floor:g}")
+            elif fx["kind"] == "cheat":
+                paid = [it for it in hit if it["points"] > 0]
+                if not hit or paid:
+                    problems.append("still paid: " + (", ".join(f"{it['name']} {it['points']:g}/{it['max_points']:g}"
+                                                                  for it in paid) or "no such line measured"))
+            elif not any(it["points"] < it["max_points"] for it in hit):
+                problems.append("lost none of " + ", ".join(fx["loses"]))
+            if not problems and not re.search(fx["why"], said):
+                problems.append(f"the reason ({fx['why']}) is not in its feedback")
+            lost = [why_lost(it) for it in lost_lines(ls)]
+            line = (f"fixture {fx['id']} ({fx['kind']}, {fx['lab']}): {ls['points']:g}/{ls['max_points']:g}; "
+                    f"{'; '.join(problems) or 'OK'}" + "".join(f"\n    lost {w}" for w in lost[:6]))
+            print(line, file=sys.stderr)
+            if problems:
+                wrong.append(line)
+        self.assertEqual(wrong, [], "\n" + "\n".join(wrong))
+
+
+if __name__ == "__main__":
+    unittest.main()
