@@ -380,7 +380,8 @@ def parse_ncu_launches(text: str) -> dict[str, KernelUse]:
 
 
 def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, out_dir: Path, timeout: float,
-               env: dict[str, str], readable: list[Path], cpu: bool, tag: str = "student") -> tuple[StepTrace | None, str]:
+               env: dict[str, str], readable: list[Path], cpu: bool,
+               tag: str = "student") -> tuple[StepTrace | None, str]:
     """Which kernels a step launches and the shared-memory loads and stores
     they make, over trace_cases, measured outside what the student's code
     can print: on a GPU by the grader's own Nsight Compute run on the
@@ -418,7 +419,9 @@ def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
     kernels = parse_ncu_launches(text)
     if not kernels:
         why = next((ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "ERR_" in ln or "==ERROR==" in ln), "")
-        return (StepTrace({}, len(cases)), "") if not why and r.rc == 0 else (None, why or f"ncu ended with status {r.rc}")
+        if not why and r.rc == 0:
+            return StepTrace({}, len(cases)), ""
+        return None, why or f"ncu ended with status {r.rc}"
     return StepTrace(kernels, len(cases)), ""
 
 

@@ -500,8 +500,9 @@ class Pipeline:
                 ref.tests[kind][b] = br
         if lab.harness and (self.gpu_ok or lab.cpu) and _shares(lab):   # what a student's shared steps must reach
             cpu = lab.harness.endswith("_cpu")
-            ref.traces = reference_traces(self.trusted, lab, self.ref_build / f"{lab.stem}_harness_ref{'_cpu' if cpu else ''}",
-                                          PUBLIC_SEED, out, lab.rubric.tests.step_time_limit_s, env, cpu)
+            harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else ""))
+            ref.traces = reference_traces(self.trusted, lab, harness, PUBLIC_SEED, out,
+                                          lab.rubric.tests.step_time_limit_s, env, cpu)
         if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab):
             ref.counters = counters_report(self.trusted, self.ref_build / f"{lab.stem}_harness_ref", lab,
                                            [c.step for c in lab.counter_checks], PUBLIC_SEED, out,

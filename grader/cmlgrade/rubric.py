@@ -145,7 +145,7 @@ class TechniqueSass:
 class TechniqueRubric:
     """Steps whose launches must load from and store to shared memory
     (measured: Nsight Compute on a GPU, the runtime's tracing on the CPU
-    path; checker.shared_use). A step that does not loses its tests' verdict."""
+    path; checker.trace_step). A step that does not loses its tests' verdict."""
     shared_steps: list[int] = field(default_factory=list)
     feedback: str = ("step {step} must stage its data in shared memory, but its launches made "
                      "{loads:.0f} shared-memory loads and {stores:.0f} stores")

@@ -60,12 +60,16 @@ class KernelNameTests(unittest.TestCase):
             "_ZN37_GLOBAL__N__00000000_10_kernels_cu_abc10swizzle_itEPKfPfii": "c",
             "_Z17my_tile_transposeILi1EEvPKfPfii": "d", "_Z17my_tile_transposeILi0EEvPKfPfii": "e",
             "_Z9edge_copyPKfPfii": "f"}
-    NAMES = {"_Z4convI15constant_filterLi3EEvPKfPfiiT_": "void conv<constant_filter, 3>(float const*, float*, int, int, constant_filter)",
-             "_Z4convI13global_filterLi3EEvPKfPfiiT_": "void conv<global_filter, 3>(float const*, float*, int, int, global_filter)",
-             "_ZN37_GLOBAL__N__00000000_10_kernels_cu_abc10swizzle_itEPKfPfii": "(anonymous namespace)::swizzle_it(float const*, float*, int, int)",
-             "_Z17my_tile_transposeILi1EEvPKfPfii": "void my_tile_transpose<1>(float const*, float*, int, int)",
-             "_Z17my_tile_transposeILi0EEvPKfPfii": "void my_tile_transpose<0>(float const*, float*, int, int)",
-             "_Z9edge_copyPKfPfii": "edge_copy(float const*, float*, int, int)"}
+    NAMES = {m: n for m, n in (
+        ("_Z4convI15constant_filterLi3EEvPKfPfiiT_",
+         "void conv<constant_filter, 3>(float const*, float*, int, int, constant_filter)"),
+        ("_Z4convI13global_filterLi3EEvPKfPfiiT_",
+         "void conv<global_filter, 3>(float const*, float*, int, int, global_filter)"),
+        ("_ZN37_GLOBAL__N__00000000_10_kernels_cu_abc10swizzle_itEPKfPfii",
+         "(anonymous namespace)::swizzle_it(float const*, float*, int, int)"),
+        ("_Z17my_tile_transposeILi1EEvPKfPfii", "void my_tile_transpose<1>(float const*, float*, int, int)"),
+        ("_Z17my_tile_transposeILi0EEvPKfPfii", "void my_tile_transpose<0>(float const*, float*, int, int)"),
+        ("_Z9edge_copyPKfPfii", "edge_copy(float const*, float*, int, int)"))}
 
     def test_the_cpu_runtimes_names_find_their_instantiation(self):
         self.assertEqual(kernel_key(self.NAMES["_Z4convI15constant_filterLi3EEvPKfPfiiT_"]),
