@@ -1,22 +1,27 @@
 /* Lab 02's harness (harness.h). Two kinds of case, in the low byte of kind:
  *
  * kind 0, the walk (steps 1-5): kind = 0 | d << 8 | big << 16, a = threads,
- *   b = passes. Data: the small table (CONSTMEM_TABLE_ENTRIES floats), then
- *   the big one (CONSTMEM_BIG_ENTRIES floats). The kit copies both tables
- *   to global memory (the copies steps 3 and 4 read); the launch uploads
- *   them to constant memory with the student's constmem_upload_tables and
- *   runs constmem_lookup. Output: out, `threads` floats. Input read back:
- *   the two global copies.
+ *   b = passes. Data: the tables the upload gets (the small one,
+ *   CONSTMEM_TABLE_ENTRIES floats, then the big one, CONSTMEM_BIG_ENTRIES),
+ *   then two other tables of the same sizes, the global copies steps 3 and
+ *   4 read (job->table). Setup uploads the first two with the student's
+ *   constmem_upload_tables, from copies of exactly their size, and only
+ *   then puts the global copies on the device: the upload never sees what
+ *   steps 3 and 4 must read, so a step that reads (or precomputes from)
+ *   the uploaded tables gives wrong sums. The launch runs constmem_lookup.
+ *   Output: out, `threads` floats. Input read back: the uploaded tables as
+ *   the upload left them, then the two global copies.
  *
  * kind 1, the convolution (steps 6-8): kind = 1 | radius << 8, a = width,
  *   b = height. Data: the filter ((2r + 1)^2 floats), then the image
- *   (width * height floats). The kit copies the filter to global memory
- *   (w_dev, step 7) and the image; the launch of step 6 uploads the filter
- *   to constant memory with the student's constmem_upload_filter first
- *   (it is the student's code: it runs inside the launch, and inside the
- *   timed region of a timed case, the reference's as well as the
- *   student's). Output: out, width * height floats. Input read back: the
- *   filter's global copy, then the image. A timed case perturbs the image.
+ *   (width * height floats). Setup copies the filter to global memory
+ *   (w_dev, step 7) and, for step 6, uploads it to constant memory with the
+ *   student's constmem_upload_filter, from a copy of exactly its size,
+ *   before the image is on the device: the upload never sees the image, so
+ *   it cannot compute the step's answer. Step 8's host filter (job->w) is
+ *   such a copy too. Output: out, width * height floats. Input read back:
+ *   the filter's global copy, then the image. A timed case perturbs the
+ *   image between repeats.
  *
  * out is poisoned (0xff) before every launch. */
 #include "harness.h"
@@ -28,11 +33,21 @@ typedef struct {
     int conv;
     constmem_lookup_job lk;
     constmem_conv_job cv;
-    const float *host_table, *host_big; /* into the case's data */
-    float *dev_table, *dev_big;         /* the walk's global copies */
-    float *dev_w, *dev_in, *out;        /* the convolution's buffers (out: both kinds) */
+    float *host_table, *host_big, *host_w; /* what the upload gets: copies of exactly their size */
+    float *dev_table, *dev_big;             /* the walk's global copies (other tables) */
+    float *dev_w, *dev_in, *out;            /* the convolution's buffers (out: both kinds) */
     size_t taps, pixels, out_words;
 } cm_state;
+
+/* A host copy of n floats of src, exactly n long (nothing of the case's
+   other data lies past it). */
+static float *cm_copy(const float *src, size_t n)
+{
+    float *p = (float *)malloc(n * sizeof(float));
+    if (p)
+        memcpy(p, src, n * sizeof(float));
+    return p;
+}
 
 static cudaError_t cm_setup(const hn_case *c, void **st)
 {
@@ -40,28 +55,35 @@ static cudaError_t cm_setup(const hn_case *c, void **st)
     if (!(*st = s))
         return cudaErrorMemoryAllocation;
     const float *data = (const float *)c->data;
+    const size_t tables = CONSTMEM_TABLE_ENTRIES + CONSTMEM_BIG_ENTRIES;
     cudaError_t err;
     if ((c->kind & 0xff) == KIND_LOOKUP) {
-        if (c->count != CONSTMEM_TABLE_ENTRIES + CONSTMEM_BIG_ENTRIES || c->a < 1 || c->a > CONSTMEM_MAX_THREADS ||
-            c->b < 1 || c->b > CONSTMEM_MAX_PASSES)
+        if (c->count != 2 * tables || c->a < 1 || c->a > CONSTMEM_MAX_THREADS || c->b < 1 ||
+            c->b > CONSTMEM_MAX_PASSES)
             return cudaErrorInvalidValue;
         s->lk.d = (int)((c->kind >> 8) & 0xff);
         s->lk.big = (int)((c->kind >> 16) & 0xff);
         s->lk.threads = (int)c->a;
         s->lk.passes = (int)c->b;
         s->out_words = (size_t)c->a;
-        s->host_table = data;
-        s->host_big = data + CONSTMEM_TABLE_ENTRIES;
-        err = cudaMalloc((void **)&s->dev_table, CONSTMEM_TABLE_ENTRIES * sizeof(float));
+        s->host_table = cm_copy(data, CONSTMEM_TABLE_ENTRIES);
+        s->host_big = cm_copy(data + CONSTMEM_TABLE_ENTRIES, CONSTMEM_BIG_ENTRIES);
+        if (!s->host_table || !s->host_big)
+            return cudaErrorMemoryAllocation;
+        /* the student's upload first: the global copies are not on the device yet */
+        err = constmem_upload_tables(s->host_table, s->host_big);
+        if (err == cudaSuccess)
+            err = cudaMalloc((void **)&s->dev_table, CONSTMEM_TABLE_ENTRIES * sizeof(float));
         if (err == cudaSuccess)
             err = cudaMalloc((void **)&s->dev_big, CONSTMEM_BIG_ENTRIES * sizeof(float));
         if (err == cudaSuccess)
             err = cudaMalloc((void **)&s->out, s->out_words * sizeof(float));
         if (err == cudaSuccess)
-            err = cudaMemcpy(s->dev_table, s->host_table, CONSTMEM_TABLE_ENTRIES * sizeof(float),
+            err = cudaMemcpy(s->dev_table, data + tables, CONSTMEM_TABLE_ENTRIES * sizeof(float),
                              cudaMemcpyHostToDevice);
         if (err == cudaSuccess)
-            err = cudaMemcpy(s->dev_big, s->host_big, CONSTMEM_BIG_ENTRIES * sizeof(float), cudaMemcpyHostToDevice);
+            err = cudaMemcpy(s->dev_big, data + tables + CONSTMEM_TABLE_ENTRIES, CONSTMEM_BIG_ENTRIES * sizeof(float),
+                             cudaMemcpyHostToDevice);
         s->lk.table = s->lk.big ? s->dev_big : s->dev_table;
         s->lk.out = s->out;
         return err;
@@ -77,7 +99,12 @@ static cudaError_t cm_setup(const hn_case *c, void **st)
     if (c->count != s->taps + s->pixels)
         return cudaErrorInvalidValue;
     s->out_words = s->pixels;
-    err = cudaMalloc((void **)&s->dev_w, s->taps * sizeof(float));
+    if (!(s->host_w = cm_copy(data, s->taps)))
+        return cudaErrorMemoryAllocation;
+    /* step 6: the student's upload first, before the image is on the device */
+    err = c->step == 6 ? constmem_upload_filter(s->host_w, r) : cudaSuccess;
+    if (err == cudaSuccess)
+        err = cudaMalloc((void **)&s->dev_w, s->taps * sizeof(float));
     if (err == cudaSuccess)
         err = cudaMalloc((void **)&s->dev_in, s->pixels * sizeof(float));
     if (err == cudaSuccess)
@@ -91,7 +118,7 @@ static cudaError_t cm_setup(const hn_case *c, void **st)
     s->cv.width = (int)c->a;
     s->cv.height = (int)c->b;
     s->cv.radius = r;
-    s->cv.w = data; /* host copy (step 8) */
+    s->cv.w = s->host_w; /* host copy (step 8) */
     s->cv.w_dev = s->dev_w;
     return err;
 }
@@ -106,17 +133,7 @@ static cudaError_t cm_poison(void *st, const hn_case *c)
 static cudaError_t cm_launch(void *st, const hn_case *c)
 {
     cm_state *s = (cm_state *)st;
-    int step = (int)c->step;
-    if (!s->conv) {
-        cudaError_t err = constmem_upload_tables(s->host_table, s->host_big);
-        return err == cudaSuccess ? constmem_lookup(step, &s->lk) : err;
-    }
-    if (step == 6) {
-        cudaError_t err = constmem_upload_filter(s->cv.w, s->cv.radius);
-        if (err != cudaSuccess)
-            return err;
-    }
-    return constmem_conv(step, &s->cv);
+    return s->conv ? constmem_conv((int)c->step, &s->cv) : constmem_lookup((int)c->step, &s->lk);
 }
 
 static cudaError_t cm_fetch(void *st, const hn_case *c, void **out, size_t *out_bytes, void *in_after)
@@ -130,10 +147,14 @@ static cudaError_t cm_fetch(void *st, const hn_case *c, void **out, size_t *out_
     float *back = (float *)in_after;
     cudaError_t err = cudaMemcpy(*out, s->out, bytes, cudaMemcpyDeviceToHost);
     if (!s->conv) {
+        const size_t tables = CONSTMEM_TABLE_ENTRIES + CONSTMEM_BIG_ENTRIES;
+        memcpy(back, s->host_table, CONSTMEM_TABLE_ENTRIES * sizeof(float));
+        memcpy(back + CONSTMEM_TABLE_ENTRIES, s->host_big, CONSTMEM_BIG_ENTRIES * sizeof(float));
         if (err == cudaSuccess)
-            err = cudaMemcpy(back, s->dev_table, CONSTMEM_TABLE_ENTRIES * sizeof(float), cudaMemcpyDeviceToHost);
+            err = cudaMemcpy(back + tables, s->dev_table, CONSTMEM_TABLE_ENTRIES * sizeof(float),
+                             cudaMemcpyDeviceToHost);
         if (err == cudaSuccess)
-            err = cudaMemcpy(back + CONSTMEM_TABLE_ENTRIES, s->dev_big, CONSTMEM_BIG_ENTRIES * sizeof(float),
+            err = cudaMemcpy(back + tables + CONSTMEM_TABLE_ENTRIES, s->dev_big, CONSTMEM_BIG_ENTRIES * sizeof(float),
                              cudaMemcpyDeviceToHost);
         return err;
     }
@@ -152,6 +173,9 @@ static void cm_teardown(void *st)
     cudaFree(s->dev_w);
     cudaFree(s->dev_in);
     cudaFree(s->out);
+    free(s->host_table);
+    free(s->host_big);
+    free(s->host_w);
     free(s);
 }
 

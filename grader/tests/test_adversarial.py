@@ -418,6 +418,53 @@ class CheckerForgeries(unittest.TestCase):
                 self.assertFalse(any("12345" in m for m in v.messages), "a verdict message shows the seed")
 
 
+class PrecomputedUploadForgeries(unittest.TestCase):
+    """A step's work happens in the step's kernel: lab 02's upload function
+    may read its host tables, so a student could compute a step's answers
+    there (or read the __constant__ copy in a step that must read global
+    memory) and let the kernel do one load. The harness uploads first and
+    only then puts the tables steps 3 and 4 read on the device, other tables
+    than the upload got (grader/harness/02_constant_memory.c): answers made
+    from what the upload saw lose those steps. Here a fake harness answers
+    exactly as such an upload would (the walk over the uploaded tables, the
+    kit's own reference), and, as the control that shows the cases can tell,
+    over the tables the step is given. (A real CPU-path build of the same
+    cheat is the catalogued mistake global_steps_read_the_constant_table,
+    proven wrong by CTest 02_constant_memory.cpu.checker.mistake.*.)"""
+
+    FAKE = """
+        sys.path.insert(0, {grader!r})
+        from cmlgrade.checks.constmem import CHECKER, CmCase
+        d = open(inp, 'rb').read(); n = struct.unpack_from('<I', d, 8)[0]; p = 12
+        out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 2, n))
+        for _ in range(n):
+            step, kind, a, b, count, fill, reps, seed = struct.unpack_from('<IIQQQIIQ', d, p); p += 48
+            data = d[p:p + 4 * count]; p += 4 * count
+            half = len(data) // 2
+            seen = data[:half] if {from_upload} else data[half:]   # the tables the answers are made from
+            # the reference's walk of the step that reads the upload's tables (2) or the global copies (3)
+            want = CHECKER._walk(CmCase(kind, a, b, seen * 2, ''), 2 if {from_upload} else 3).tobytes()
+            out.write(struct.pack('<iQ', 0, len(want)) + want + struct.pack('<Q', len(data)) + data
+                      + struct.pack('<Ii', 0, 0))
+        """
+
+    def verdict(self, step: int, from_upload: bool):
+        from helpers import GRADER
+        harness = CheckerForgeries.fake(self, self.FAKE.format(grader=str(GRADER), from_upload=from_upload))
+        return checker.check_step(Executor(Sandbox(None, "")), harness, "02_constant_memory", step, 777,
+                                  tmpdir(self), 120, {}, [], True, "hidden")
+
+    def test_answers_from_the_uploaded_tables_lose_the_global_steps(self):
+        if "02_constant_memory" not in LABS:
+            self.skipTest("no lab 02 in this kit")
+        # step 3 (step 4 runs the same cases)
+        self.assertIs(self.verdict(3, False).ok, True)   # the control: the tables the step is given
+        v = self.verdict(3, True)
+        self.assertIs(v.ok, False, v)
+        self.assertEqual(v.failed, v.total, v)   # every case: no table is both
+        self.assertIn("sums wrong", v.messages[0])
+
+
 class TimingForgeries(unittest.TestCase):
     """Timing by the kit-only harness (checker.run_timed): a launcher that
     caches its answer, or a harness whose repeats do not compute, gets no

@@ -139,8 +139,12 @@ class Banks(LabChecker):
                  "tile column 5 swizzled": [32 * i + (5 ^ i) for i in range(WARP)]}
         for k in range(3):
             named[f"random words {k + 1}"] = rnd.sample(range(MAX_WORD), WARP)
+        # the contract's limits (banks.h): the highest words a lane may name, BANKS_PROBE_MAX_ROUNDS rounds on a
+        # GPU (a few on the CPU path, where every load is emulated)
+        named["the highest words"] = rnd.sample(range(MAX_WORD - WARP, MAX_WORD), WARP)
         for name, words in named.items():
-            rounds = rnd.randint(2, 12 if cpu else 50) if "random" in name else (1 if name == "stride 1" else 7)
+            rounds = (rnd.randint(2, 12 if cpu else 50) if "random" in name else 1 if name == "stride 1" else
+                      (3 if cpu else MAX_ROUNDS) if "highest" in name else 7)
             out.append(Case(2, rounds, 0, array("I", words).tobytes(), f"probe, {name}, {rounds} round(s)"))
         # steps 5-7: batches of nonzero small-integer matrices (exact), one of reals (bounded)
         batches = [1, 2, 33, rnd.randint(3, 40 if cpu else 400)] + ([] if cpu else [257])

@@ -26,6 +26,8 @@ TABLE_ENTRIES, BIG_ENTRIES = 1024, 12288
 PASS_READS, WARP_STEP, PASS_STEP = 32, 97, 61
 SMALL_MASK, BIG_MASK, BIG_STRIDE = 511, 8191, 128
 MAX_PASSES, MAX_RADIUS = 128, 4
+MAX_THREADS, MAX_HEIGHT = 1 << 26, 4194240   # CONSTMEM_MAX_THREADS; constmem_conv_job's height <=
+TALL_CPU = 65535 + 1024
 KIND_LOOKUP, KIND_CONV = 0, 1
 DS = (1, 2, 4, 8, 16, 32)
 # Exactness of the walk: a thread adds passes * 32 entries. The small table
@@ -78,13 +80,17 @@ class ConstMem(LabChecker):
     # ------------------------------------------------------------ cases
 
     def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
-        tables = [distinct_table(rnd, TABLE_ENTRIES // 2).tobytes() + distinct_table(rnd, BIG_ENTRIES // 2).tobytes()
+        # each case: the tables the upload gets, then other tables, the global copies steps 3 and 4 read (the
+        # harness puts those on the device after the upload: what a step computes from the upload is wrong there)
+        tables = [b"".join(distinct_table(rnd, half).tobytes() for half in (TABLE_ENTRIES // 2, BIG_ENTRIES // 2) * 2)
                   for _ in range(3)]
         # (threads, passes): 1 thread, around a warp and a block of 256, primes, and passes past 32 (step 1's
         # rows wrap at 32) up to the largest allowed
         shapes = [(1, 1), (31, 2), (32, 1), (33, 3), (255, 2), (257, 1), (1000, 3), (1025, MAX_PASSES),
                   (rnd.randint(2, 5000), rnd.randint(1, 8)), (rnd.randint(34, 700), rnd.randint(33, MAX_PASSES))]
         shapes += [(20011, 2)] if cpu else [(65537, 1), (100003, 2), ((1 << 18) + 3, 16), (4099, MAX_PASSES)]
+        # the contract's limit (CONSTMEM_MAX_THREADS), one pass; on the CPU path far fewer threads (each a fiber)
+        shapes += [((1 << 20) + 1, 1)] if cpu else [(MAX_THREADS, 1)]
         out: list[Case] = []
         n = 0
         for big in (0, 1):
@@ -97,6 +103,8 @@ class ConstMem(LabChecker):
                     # to 8192 different entries, each one a walk for the Python reference)
                     if big:
                         threads, passes = min(threads, (1 << 16) + 3), min(passes, BIG_MAX_PASSES)
+                    elif threads > (1 << 18) + 3 and d not in (1, 32):
+                        continue   # the limit: d = 1 and 32 (the Python reference's time)
                     kind = KIND_LOOKUP | d << 8 | big << 16
                     out.append(CmCase(kind, threads, passes, tables[n % len(tables)],
                                       f"{threads} threads, {passes} passes, d = {d}, {'big' if big else 'small'} table"))
@@ -109,6 +117,10 @@ class ConstMem(LabChecker):
         convs = [(w, h, r, (True, False)) for w, h, r in convs]
         # larger ones, one kind of data each (the Python reference's time)
         convs += [(301, 199, 2, (True, False))] if cpu else [(1000, 131, 2, (True,)), (67, 999, 3, (False,))]
+        # the contract's limits (constmem.h): the tallest image, 1 and 3 wide, and a wide one; on the CPU path
+        # (every pixel's thread a fiber) a tall image past 65535 rows
+        convs += ([(1, TALL_CPU, 2, (True,)), (3, 1 << 14, 4, (False,))] if cpu else
+                  [(1, MAX_HEIGHT, 4, (True,)), (3, MAX_HEIGHT, 1, (True,)), (1 << 20, 3, 2, (True,))])
         for w, h, r, kinds in convs:
             taps = (2 * r + 1) ** 2
             for exact in kinds:
@@ -157,25 +169,29 @@ class ConstMem(LabChecker):
         """out[t] of every thread: exact integers."""
         threads, passes = c.a, c.b
         d, big = (c.kind >> 8) & 0xFF, (c.kind >> 16) & 0xFF
+        half = len(c.data) // 2   # the uploaded tables, then the global copies steps 3 and 4 read
+        data = c.data[half:] if step in (3, 4) else c.data[:half]
         tabs = array("f")
-        tabs.frombytes(c.data)
+        tabs.frombytes(data)
         if step == 1:   # sum over p of row (p % 32)'s sum times x = (t + p) % 3 - 1: depends on t % 3 only
             rows = [math.fsum(tabs[32 * q:32 * q + PASS_READS]) for q in range(32)]
             by3 = [math.fsum(rows[p % 32] * ((m + p) % 3 - 1) for p in range(passes)) for m in range(3)]
-            return array("f", [by3[t % 3] for t in range(threads)])
+            want = array("f", by3) * (threads // 3 + 1)
+            del want[threads:]
+            return want
         mask = BIG_MASK if big else SMALL_MASK
-        ps = self._pass_sums_of(c.data, big)
-        want = array("f")
-        seen: dict[int, list[float]] = {}   # a warp's sums depend on (warp * WARP_STEP) & mask only
-        for warp in range((threads + 31) // 32):
+        ps = self._pass_sums_of(data, big)
+        # a warp's sums depend on (warp * WARP_STEP) & mask only: the warps repeat every mask + 1 (odd
+        # WARP_STEP), so one period of them, repeated at C speed, is every thread's sum (up to 2^26 threads)
+        period = array("f")
+        for warp in range(min((threads + 31) // 32, mask + 1)):
             w0 = (warp * WARP_STEP) & mask
-            if w0 not in seen:
-                acc = [0.0] * d
-                for p in range(passes):
-                    s = (w0 + p * PASS_STEP) & mask
-                    acc = list(map(add, acc, ps[s:s + d]))
-                seen[w0] = acc * (32 // d)
-            want.extend(seen[w0])
+            acc = [0.0] * d
+            for p in range(passes):
+                s = (w0 + p * PASS_STEP) & mask
+                acc = list(map(add, acc, ps[s:s + d]))
+            period.extend(acc * (32 // d))
+        want = period * -(-threads // len(period))
         del want[threads:]
         return want
 
@@ -205,6 +221,8 @@ class ConstMem(LabChecker):
         # partial sum is an integer below 2^24: exact.
         mag = max(map(abs, img)) * math.fsum(map(abs, filt))
         tol = 0.0 if getattr(c, "exact", False) else (gamma(t * t) + gamma(t * t, U64)) * mag
+        if not tol and array("f", want) == got:   # exact and right, at C speed (millions of pixels)
+            return None
         bad = [i for i, (x, g) in enumerate(zip(want, got)) if not abs(g - x) <= tol]
         if not bad:
             return None
@@ -238,6 +256,15 @@ class ConstMem(LabChecker):
 def conv(img: array, w: int, h: int, filt: array, r: int) -> list[float]:
     """The zero-padded convolution in double (each product of two floats is exact in double)."""
     t = 2 * r + 1
+    if w < h:   # a tall image: the convolution of its transpose (filter transposed), transposed back, in long rows
+        img_t = array("f")
+        for x in range(w):
+            img_t.extend(img[x::w])
+        out_t = conv(img_t, h, w, array("f", [filt[b * t + a] for a in range(t) for b in range(t)]), r)
+        out = [0.0] * (w * h)
+        for x in range(w):
+            out[x::w] = out_t[x * h:(x + 1) * h]
+        return out
     pad = [0.0] * r
     rows = [pad + list(img[y * w:(y + 1) * w]) + pad for y in range(h)]
     out: list[float] = []

@@ -26,6 +26,7 @@ LAB = "03_tiled_matmul"
 U = 2.0 ** -24          # float's unit roundoff
 U64 = 2.0 ** -53        # double's (the Python reference's sums)
 EXACT, DISTINCT_A, DISTINCT_B, REALS = 0, 1, 2, 3
+MAX_SIDE = 1 << 18      # MATMUL_MAX_SIDE
 WHAT = {EXACT: "small integers, exact", DISTINCT_A: "distinct integers in A, exact",
         DISTINCT_B: "distinct integers in B, exact", REALS: "reals"}
 
@@ -46,7 +47,7 @@ class MmCase(Case):
 
 
 def small_ints(rnd: random.Random, n: int, top: int = 16) -> list[float]:
-    """n integer-valued floats in +-1 .. +-top (top a power of two <= 64), never 0."""
+    """n integer-valued floats in +-1 .. +-top (top a power of two <= 64; 1: +-1), never 0."""
     raw = rnd.randbytes(n)
     return [float((1 + (v & (top - 1))) * (1 if v & 0x80 else -1)) for v in raw]
 
@@ -81,7 +82,15 @@ class Matmul(LabChecker):
                       (30011, 2, 3), (rnd.randint(2, 160), rnd.randint(2, 160), rnd.randint(2, 160))]
             reals += [(129, 67, 513), (260, 12, 1000)]
             distinct += [(DISTINCT_A, (90, 131, 70)), (DISTINCT_B, (131, 90, 70))]
+        # the contract's limits (matmul.h): every side past the largest tile (128) with one small side, so the
+        # CPU path stays quick; on a GPU each side at MATMUL_MAX_SIDE (gridDim.y's 65535 blocks of 8 rows) with
+        # the others small, and K at the limit (entries +-1: a sum of 2^18 terms stays exact)
+        exact += [(600, 601, 3), (603, 2, 605), (2, 607, 609)]
+        ones = [(1, 1, 16411)] if cpu else [(MAX_SIDE, 2, 3), (3, MAX_SIDE, 2), (2, 3, MAX_SIDE),
+                                            (MAX_SIDE - 1, 1, 1)]
         out: list[Case] = []
+        for m, n, k in ones:
+            out.append(self._case(EXACT, m, n, k, small_ints(rnd, m * k, 1), small_ints(rnd, k * n, 1)))
         for m, n, k in exact:
             out.append(self._case(EXACT, m, n, k, small_ints(rnd, m * k), small_ints(rnd, k * n)))
         for m, n, k in reals:

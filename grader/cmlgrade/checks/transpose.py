@@ -11,16 +11,29 @@ from ..checkbase import FILL_FLOATS, Case, LabChecker
 LAB = "06_transpose"
 
 
+TALL = 65535 * 64 + 65      # past any tile height's gridDim.y limit up to 64 rows
+TALL_CPU = 100003
+
+
+def distinct_words(rnd: random.Random, n: int) -> array:
+    """n distinct floats, normal and finite: consecutive bit patterns from a random start (C speed for tens of
+    millions; i + 0.5 stops being distinct in float past 2^23), so any element read from a wrong place differs."""
+    start = 0x40000000 + rnd.randrange(1 << 24)
+    return array("f", array("I", range(start, start + n)).tobytes())
+
+
 class Transpose(LabChecker):
     def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
         shapes = [(1, 1), (1, 37), (37, 1), (32, 32), (33, 65), (97, 31), (257, 129)]
         shapes += [(300, 301)] if cpu else [(512, 513), (1000, 999)]
         shapes.append((rnd.randint(2, 200 if cpu else 700), rnd.randint(2, 200 if cpu else 700)))
+        # the contract's limit is rows * cols < 2^31 alone: very tall and very wide narrow matrices, past
+        # gridDim.y's 65535 blocks of tiles 32 and 64 rows high on a GPU (4,194,305 rows), as tall as the
+        # CPU path takes in a few seconds there
+        shapes += [(TALL_CPU, 3), (2, TALL_CPU)] if cpu else [(TALL, 1), (TALL, 3), (3, TALL)]
         out = []
         for rows, cols in shapes:  # every element distinct: a wrong index is always seen
-            mask = rnd.randrange(1 << 20)
-            vals = array("f", (float(i ^ mask) + 0.5 for i in range(rows * cols)))
-            out.append(Case(0, rows, cols, vals.tobytes(), f"{rows} x {cols}"))
+            out.append(Case(0, rows, cols, distinct_words(rnd, rows * cols).tobytes(), f"{rows} x {cols}"))
         return out
 
     def counter_cases(self, cases: list[Case], step: int) -> list[Case]:
@@ -54,7 +67,7 @@ class Transpose(LabChecker):
         got.frombytes(out)
         i = next(k for k in range(len(want)) if got[k] != want[k] and not (math.isnan(got[k]) and math.isnan(want[k])))
         r, cc = (i // cols, i % cols) if step == 1 else (i % rows, i // rows)
-        return f"out[{i}] = {got[i]:g}, expected {want[i]:g} (in({r}, {cc}))"
+        return f"out[{i}] = {got[i]:.9g}, expected {want[i]:.9g} (in({r}, {cc}))"
 
     def timing_case(self, step: int, repeats: int, seed: int) -> Case | None:
         rows, cols = 8192, 8193   # 256 MiB each way, a side that is not a multiple of the tile

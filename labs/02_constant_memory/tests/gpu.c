@@ -37,32 +37,41 @@ static const lookup_case large_lookups[] = {{131071, 4}, {1025, CONSTMEM_MAX_PAS
 static const lookup_case large_lookups[] = {{(1 << 18) + 3, 16}, {4099, CONSTMEM_MAX_PASSES}};
 #endif
 
-/* Uploads seeded tables (constant memory through constmem_upload_tables,
- * global copies for steps 3 and 4). */
-static void upload_tables(cm_lookup_buffers *b, float *table, float *big, uint64_t seed, uint64_t stream)
+/* Uploads seeded tables: table and big to constant memory through
+ * constmem_upload_tables, then other tables (global and gbig) as the global
+ * copies steps 3 and 4 read. The upload never sees what those steps must
+ * read: a step 3 or 4 that reads the constant tables (or anything made
+ * from them) gets wrong sums. */
+static void upload_tables(cm_lookup_buffers *b, float *table, float *big, float *global, float *gbig, uint64_t seed,
+                          uint64_t stream)
 {
     cm_make_table(table, CONSTMEM_TABLE_ENTRIES, seed, stream);
     cm_make_table(big, CONSTMEM_BIG_ENTRIES, seed, stream + 1);
     cudaError_t err = cm_call_upload_tables(table, big);
     cr_assert(err == cudaSuccess, "constmem_upload_tables: %s (%s): %s", cudaGetErrorName(err),
               cudaGetErrorString(err), cm_upload_error_text());
-    CML_TEST_CHECK(cm_lookup_upload_globals(b, table, big));
+    cm_make_table(global, CONSTMEM_TABLE_ENTRIES, seed, stream + 0x5000);
+    cm_make_table(gbig, CONSTMEM_BIG_ENTRIES, seed, stream + 0x5001);
+    CML_TEST_CHECK(cm_lookup_upload_globals(b, global, gbig));
 }
 
 /* One checked sweep of step on one case and walk; reports what is wrong. */
 static int check_lookup(int step, lookup_case c, int big, uint64_t seed, uint64_t stream)
 {
     static float table[CONSTMEM_TABLE_ENTRIES], big_table[CONSTMEM_BIG_ENTRIES];
+    static float global[CONSTMEM_TABLE_ENTRIES], global_big[CONSTMEM_BIG_ENTRIES];
+    int from_global = step == 3 || step == 4;
     float *out = malloc((size_t)CM_NUM_D * (size_t)c.threads * sizeof *out);
     cr_assert(out != NULL, "out of host memory for %d threads", c.threads);
     cm_lookup_buffers b;
     CML_TEST_CHECK(cm_lookup_alloc(&b, c.threads));
-    upload_tables(&b, table, big_table, seed, stream);
+    upload_tables(&b, table, big_table, global, global_big, seed, stream);
     CML_TEST_CHECK(cm_lookup_poison(&b));
     cudaError_t err = cm_lookup_launch(&b, step, big, c.passes);
     cm_lookup_result res = {.err = err};
     if (err == cudaSuccess)
-        cm_lookup_verify(&b, step, big, c.passes, table, big_table, out, &res);
+        cm_lookup_verify(&b, step, big, c.passes, from_global ? global : table, from_global ? global_big : big_table,
+                         out, &res);
     cr_assert(res.err == cudaSuccess,
               "step %d, %d threads, %d passes: CUDA error %s: %s. Likely cause: an access outside the table or "
               "out; find it with compute-sanitizer --tool memcheck ./build/constmem_run --step %d --threads %d "
