@@ -160,7 +160,7 @@ def _cap_line(v, share: float, kit_share: float, passed: int, total: int, hidden
                 + ("" if kit_share > 0 else " (partial credit needs more than half of them right)"))
     if kit_share <= 0:
         return (f"no credit: the kit-only check finds {v.failed} of {v.total} cases wrong (partial credit needs "
-                f"more than half of them right), whatever the tests below report")
+                f"more than half of them right)" + (f", though {passed} of {total} tests pass" if passed else ""))
     if kit_share < share:
         return (f"credit capped by the kit-only check: {right} of {v.total} cases right"
                 + (f", though {passed} of {total} tests pass" if passed else ""))

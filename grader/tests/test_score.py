@@ -343,7 +343,8 @@ class KitCheckTests(unittest.TestCase):
         self.assertEqual(tests_points(forged), tests_points(honest))
         self.assertLessEqual(forged.points, honest.points)
         it = item(forged, "step 1 interleaved")
-        self.assertIn("no credit: the kit-only check finds 18 of 20 cases wrong", it.feedback[0])
+        self.assertEqual(it.feedback, ["no credit: the kit-only check finds 18 of 20 cases wrong (partial credit needs "
+                                       "more than half of them right), though 6 of 6 tests pass"])
 
     def test_the_skeletons_right_cases_of_the_other_labs_earn_nothing(self):
         """The largest shares of right cases an untouched skeleton gets (lab 01
