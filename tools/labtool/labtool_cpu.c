@@ -111,7 +111,7 @@ static size_t back_ws(const char *s, size_t j)
 
 /* Start of the kernel expression that ends just before position p (<<<):
  * name, ns::name, name<args...>, with nested <> in the arguments. Returns
- * (size_t)-1 when there is no name. */
+ * (size_t)-1 when there is no name. Names pasted with ## count as one. */
 static size_t kernel_start(const char *s, size_t p)
 {
     size_t j = back_ws(s, p);
@@ -136,6 +136,11 @@ static size_t kernel_start(const char *s, size_t p)
             return (size_t)-1;
         size_t k = back_ws(s, j);
         if (k >= 2 && s[k - 1] == ':' && s[k - 2] == ':') {
+            j = back_ws(s, k - 2);
+            continue;
+        }
+        /* a name pasted in a macro's body: T##_kernel<<<...>>> */
+        if (k >= 2 && s[k - 1] == '#' && s[k - 2] == '#') {
             j = back_ws(s, k - 2);
             continue;
         }
@@ -312,7 +317,8 @@ static int scope_of_brace(const char *s, size_t brace, int enclosing)
     if (before == '\0' || before == '=' || before == ',' || before == '(' || before == '[' || before == '{' ||
         word_in(s, head, brace, "return"))
         return enclosing; /* an initializer (or a braced argument) */
-    if (word_in(s, head, brace, "namespace") || word_in(s, head, brace, "extern"))
+    /* namespace x {, extern "C" { (not extern "C" void f() {) */
+    if (word_in(s, head, brace, "namespace") || before == '"')
         return SCOPE_NAMESPACE;
     static const char *const keys[] = {"struct", "class", "union", "enum"};
     for (int k = 0; k < 4; ++k) {
@@ -465,9 +471,9 @@ static int rewrite_static_shared(sbuf *b, const char *s, size_t from, size_t at,
             return -1; /* a type again, or a qualifier: not a plain declarator */
         }
     }
-    char line[2400];
+    char line[6000];
     for (int k = 0; k < n; ++k) {
-        char dims[700] = "", name[200] = "", shown[1000] = "";
+        char dims[700] = "", name[200] = "", shown[3400] = "";
         size_t dl = ends[k] - dims_at[k], nl = name_end[k] - name_at[k];
         if (dl >= sizeof dims || nl >= sizeof name)
             return -1;
@@ -478,7 +484,7 @@ static int rewrite_static_shared(sbuf *b, const char *s, size_t from, size_t at,
                 *c = ' ';
         /* the declaration as the report shows it, as a string literal */
         sbuf lit = {0};
-        char decl[1000];
+        char decl[1600];
         snprintf(decl, sizeof decl, "%s %s%s%s", type, stars[k], name, dims);
         put_name(&lit, decl, strlen(decl));
         snprintf(shown, sizeof shown, "%s", lit.p != NULL ? lit.p : "");

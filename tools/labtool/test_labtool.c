@@ -465,3 +465,92 @@ Test(mistake_cmake, avoids_a_closer_formed_with_the_end_of_the_value)
     free(out);
     mistakes_free(m, 1);
 }
+
+/* ---- cpu-translate (the CPU path's source pass) --------------------------- */
+
+static char *translated(const char *src)
+{
+    char *out = NULL;
+    size_t len = 0;
+    int rc = cpu_translate(src, strlen(src), "k.cu", &out, &len, err, sizeof err);
+    cr_assert_eq(rc, 0, "cpu_translate failed: %s", err);
+    return out;
+}
+
+static int lines_in(const char *s)
+{
+    int n = 0;
+    for (; *s; ++s)
+        n += *s == '\n';
+    return n;
+}
+
+static void expect_has(const char *out, const char *what)
+{
+    cr_expect(strstr(out, what) != NULL, "the translation should contain\n  %s\nit reads:\n%s", what, out);
+}
+
+Test(cpu_translate, static_shared_arrays_become_bounds_checked_references_line_for_line)
+{
+    const char *src = "__global__ void k(float *o)\n"
+                      "{\n"
+                      "    // the tile\n"
+                      "    __shared__ float tile[32][33], row[32];\n"
+                      "    volatile __shared__ __align__(16) int flags[4];\n"
+                      "    __shared__ int count;\n"
+                      "    __shared__ float *p;\n"
+                      "    o[0] = tile[0][0] + row[0] + flags[0] + count + *p;\n"
+                      "}\n";
+    char *out = translated(src);
+    expect_has(out, "    static thread_local auto &tile = cml_cpu_static_shared_ref<float[32][33], 0>(\"float "
+                    "tile[32][33]\"); static thread_local auto &row = cml_cpu_static_shared_ref<float[32], "
+                    "0>(\"float row[32]\");\n");
+    expect_has(out, "static thread_local auto &flags = cml_cpu_static_shared_ref<volatile int[4], (16)>");
+    expect_has(out, "static thread_local auto &count = cml_cpu_static_shared_ref<int, 0>(\"int count\");");
+    expect_has(out, "static thread_local auto &p = cml_cpu_static_shared_ref<float*, 0>(\"float *p\");");
+    cr_expect_eq(lines_in(out), lines_in(src) + 2, "lines are kept (plus the #include and #line):\n%s", out);
+    free(out);
+}
+
+Test(cpu_translate, shared_in_a_macro_body_and_a_pasted_kernel_name)
+{
+    char *out = translated("#define K(T) \\\n"
+                           "__global__ void T##_k(T *o) \\\n"
+                           "{ \\\n"
+                           "    __shared__ T buf[64]; \\\n"
+                           "    o[0] = buf[0]; \\\n"
+                           "}\n"
+                           "#define L(T) void T##_go(T *o) { T##_k<<<1, 64>>>(o); }\n");
+    expect_has(out, "    static thread_local auto &buf = cml_cpu_static_shared_ref<T[64], 0>(\"T buf[64]\"); \\\n");
+    expect_has(out, "cml_cpu_launch(CML_CPU_KERNEL(T##_k), ");
+    free(out);
+}
+
+Test(cpu_translate, extern_shared_in_an_extern_c_function_is_a_local_pointer)
+{
+    char *out = translated("namespace ns {\n"
+                           "extern \"C\" {\n"
+                           "__global__ void a(float *o) { extern __shared__ float s[]; o[0] = s[0]; }\n"
+                           "}\n"
+                           "extern \"C\" __global__ void b(float *o) { extern __shared__ float t[]; o[0] = t[0]; }\n"
+                           "}\n"
+                           "extern __shared__ float g[];\n");
+    expect_has(out, "{ float *s = (float *)cml_cpu_dynamic_shared(); o[0]");
+    expect_has(out, "{ float *t = (float *)cml_cpu_dynamic_shared(); o[0]");
+    expect_has(out, "#define g ((float *)cml_cpu_dynamic_shared())");
+    free(out);
+}
+
+Test(cpu_translate, declarations_of_other_forms_keep_the_macro)
+{
+    char *out = translated("struct S { int a; };\n"
+                           "__global__ void k(int *o)\n"
+                           "{\n"
+                           "    __shared__ struct { int a; } anon;\n"
+                           "    __shared__ int (*fp)(int);\n"
+                           "    o[0] = anon.a;\n"
+                           "}\n");
+    expect_has(out, "    __shared__ struct { int a; } anon;\n");
+    expect_has(out, "    __shared__ int (*fp)(int);\n");
+    free(out);
+}
