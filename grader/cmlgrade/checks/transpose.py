@@ -57,10 +57,14 @@ class Transpose(LabChecker):
         vals.frombytes(c.data)
         if step == 1:
             want = vals
-        else:
+        elif cols <= rows:   # column by column (few columns), or row by row: few slices at C speed either way
             want = array("f")
             for col in range(cols):
                 want.extend(vals[col::cols])
+        else:
+            want = array("f", bytes(len(c.data)))
+            for r in range(rows):
+                want[r::rows] = vals[r * cols:(r + 1) * cols]
         if want.tobytes() == out:
             return None
         got = array("f")
