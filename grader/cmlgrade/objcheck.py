@@ -125,6 +125,8 @@ LIBRARY_NAMESPACE = re.compile(r"^_ZN\d*(3cub|6thrust)|CUB_\d+_|THRUST_\d+_")
 LIBRARY_CALL = re.compile(r"^(cublas|cusparse|cufft|curand|cusolver|cutensor|nvtx|_ZN\d*(3cub|6thrust|4nvtx3))",
                           re.I)
 NEW_DELETE = re.compile(r"^_Z(nw|na|dl|da)")
+# placement new and delete: inline in <new>, emitted (weak) by some compilers; the standard lets no one replace them
+PLACEMENT_NEW = frozenset("_ZnwmPv _ZnamPv _ZdlPvS_ _ZdaPvS_".split())
 # Headers of the libraries a lab's student code must not use (CUB, Thrust, cuBLAS ...), as compiled.
 LIBRARY_HEADER = re.compile(r"/(cub|thrust|cublas\w*|cusparse\w*|cufft\w*|cutlass|cute)(/|\.h)")
 # An instruction that enters the kernel without the C library (inline assembly).
@@ -389,7 +391,7 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
             continue   # the CUDA compiler's registration code, the C++ compiler's personality reference
         elif KIT_PREFIX.match(n) or (n in ctx.kit and s.bind == "GLOBAL" and n not in ctx.interface):
             why.append(f"defines {n}, a symbol of the kit or of Criterion (yours would replace it): {rename}")
-        elif NEW_DELETE.match(n):
+        elif NEW_DELETE.match(n) and n not in PLACEMENT_NEW:
             why.append(f"defines {d} (replaces the program's allocator): remove it")
         elif LIBRARY_NAMESPACE.search(n):
             why.append(f"defines {short_name(d, 80)} (CUB/Thrust code: write the technique yourself)")
