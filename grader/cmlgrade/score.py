@@ -134,7 +134,7 @@ def checker_share(v) -> float:
     """The share of a step's points the kit-only checker's verdict supports:
     its share of right cases, or 0 when half of them or more are wrong. An
     untouched skeleton gets some cases right (the argument checks that must
-    return an error, a one-element sum: up to 3 of 10 in a step of this kit),
+    return an error, a one-element sum: up to 2 of 7 in a step of this kit),
     so partial credit needs most of the step's cases right: a forged report
     on a skeleton earns nothing."""
     if v is None or v.ok is not False:
