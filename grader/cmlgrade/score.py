@@ -91,15 +91,15 @@ def _catalogue_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, sh
 def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int, failing: list[TestOutcome]) -> list[str]:
     """The mistakes of a step caught by its tests whose signature the
     failing tests show: one failing test that the mistake makes fail (its
-    feedback.toml `tests` regex over the test's key, else the catalogue's
-    expect_failing) says, in a message of its own, what that mistake makes
-    it see (`message`, else expect_message). The words of one test's hint
-    never name a mistake another test's failure shows, and a step's
-    failures as a whole never do."""
+    feedback.toml `tests` regex over the test's key) says, in a message of
+    its own, what that mistake makes it see (`message`: the tests'
+    diagnosis). A mistake without a signature is never named: the
+    catalogue's expect_failing and expect_message only prove in CTest that
+    the tests catch it, and match words of hints that other failures print
+    too; its failure is described as the tests saw it."""
     def shows(m) -> bool:
-        which, says = m.tests or m.expect_failing, m.message or m.expect_message
-        return any((not which or re.search(which, o.key))
-                   and (not says or any(re.search(says, _short(x)) for x in o.messages)) for o in failing)
+        return bool(m.tests and m.message) and any(
+            re.search(m.tests, o.key) and any(re.search(m.message, _short(x)) for x in o.messages) for o in failing)
     return _catalogue_lines(lab, run, caught_by, step, shows)
 
 

@@ -422,6 +422,12 @@ class KitCheckTests(unittest.TestCase):
         self.assertIn("... and 1 more failing tests", text)
 
 
+# Caught by the tests, but no test says so: their failures show only a catch-all diagnosis that other bugs
+# give too (lab 02 step 3: "wrong entries summed: check the walk ... and that the kernel reads the right table"),
+# so the grader names no mistake for them until a test diagnoses them.
+UNDIAGNOSED = ("global_steps_read_the_constant_table",)
+
+
 class MistakeSignatureTests(unittest.TestCase):
     """A catalogued mistake is named only when the failure's signature is
     that mistake's: the real reports of every mistake the tests catch (CPU
@@ -453,9 +459,12 @@ class MistakeSignatureTests(unittest.TestCase):
                     if not report.is_file():
                         self.skipTest(f"no real report of {m.name} in {self.FIX.name}/ (run its test binary, "
                                       f"test_<stem>_mistake_{m.name}_cpu --json=..., on its step)")
+                    got = self.named(lab, report)
+                    if not (m.tests or m.message) and m.name in UNDIAGNOSED:
+                        self.assertEqual(got, {}, "no signature: never named, and the report names nothing else")
+                        continue
                     self.assertTrue(m.tests and m.message, "a caught-by-tests mistake needs its signature "
                                                            "(feedback.toml tests and message)")
-                    got = self.named(lab, report)
                     lines = [x for v in got.values() for x in v]
                     self.assertEqual(len(lines), 1, got)
                     self.assertEqual(list(got), [m.step], got)
