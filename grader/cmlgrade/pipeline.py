@@ -150,13 +150,22 @@ def _shares(lab: Lab) -> bool:
     return bool(lab.rubric.technique.shared_steps and lab.rubric.technique.min_share)
 
 
+# What the CPU path's headers say where a file uses what cannot run on the CPU (common/cpu/include)
+CPU_CANNOT_RUN = re.compile(r"cml-cpu: (the CPU path cannot run [^\"\n]*)")
+
+
 def _note_build(run: LabRun, tb) -> None:
-    """Which targets built, and the compiler's messages (each once)."""
+    """Which targets built, and the compiler's messages (each once). A CPU
+    path target that failed because the CPU path cannot run the file (its
+    headers say so) marks the lab cpu_unsupported: it is graded on a GPU."""
     run.build_ok = {t: b.ok for t, b in tb.targets.items()}
     for b in tb.targets.values():
         for e in b.errors:
             if e not in run.build_errors:
                 run.build_errors.append(e)
+        m = CPU_CANNOT_RUN.search("\n".join(b.errors) + "\n" + b.log_tail) if not b.ok else None
+        if m and b.target.endswith("_cpu") and not run.cpu_unsupported:
+            run.cpu_unsupported = m.group(1).strip()
 
 
 class _Phases:

@@ -67,6 +67,9 @@ class LabRun:
     checks: dict[str, dict[int, object]] = field(default_factory=dict)  # seed kind -> step -> checker.StepVerdict
     technique: dict[int, str] = field(default_factory=dict)  # step -> what checker.trace_step measured
     traces: dict[int, object] = field(default_factory=dict)  # the reference's: step -> checker.StepTrace
+    # the CPU path's own word that it cannot run the file (cooperative launches, wider tiles ...): the lab is
+    # graded on a GPU, never scored as a compile error
+    cpu_unsupported: str = ""
 
     def outcomes(self, seed: str) -> dict[str, TestOutcome]:
         merged: dict[str, TestOutcome] = {}

@@ -555,7 +555,15 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
     if run.submitted and run.not_started:
         notes.append("not started yet (their TODO blocks are as in the skeleton): steps "
                      + ", ".join(map(str, sorted(set(run.not_started)))))
-    if run.build_errors:
+    if run.submitted and run.cpu_unsupported and not run.refused:
+        # not the student's mistake: the CPU path cannot run what the file uses; nothing of it is scored here
+        notes.append(f"not graded on the CPU path ({run.cpu_unsupported}): flagged for the instructor to grade "
+                     f"on a GPU machine; not scored as a compile error")
+        for it in items:
+            if it.status != "excluded":
+                it.points, it.status = 0.0, "not_measured"
+                it.feedback, it.details = ["not measured on the CPU path (see the lab's notes)"], []
+    elif run.build_errors:
         notes.append("does not compile: the compiler's messages are below; every check that needs the "
                      "broken file scores 0")
     if run.build_problem and run.submitted:

@@ -586,3 +586,42 @@ class StaticTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CpuPathCannotRun(unittest.TestCase):
+    """A file that uses what the CPU path cannot run (its headers stop the
+    build saying so) is graded on a GPU: on the CPU path it is not measured
+    and flagged, never scored 0 as a compile error (issue 22, item 2)."""
+    lab = LABS["04_reduction"]
+
+    def test_the_cpu_paths_refusal_to_compile_is_not_a_compile_error(self):
+        from cmlgrade.build import TargetBuild, TreeBuild
+        from cmlgrade.pipeline import _note_build
+        said = ('labs/04_reduction/reduction.cu:40:5: error: static assertion failed: cml-cpu: the CPU path cannot '
+                'run grid.sync() (a cooperative launch): grade this file on a GPU')
+        tb = TreeBuild(True, targets={t: TargetBuild(t, not t.endswith("_cpu"), 1.0,
+                                                      [said] if t.endswith("_cpu") else [])
+                                      for t in ("test_reduction_cpu", "reduction_harness")})
+        run = LabRun(self.lab.name)
+        _note_build(run, tb)
+        self.assertEqual(run.cpu_unsupported, "the CPU path cannot run grid.sync() (a cooperative launch): grade "
+                                              "this file on a GPU")
+        ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+        self.assertEqual((ls.points, ls.max_points), (0, 0))
+        self.assertTrue(all(i.status in ("not_measured", "excluded") for i in ls.items))
+        self.assertTrue(any("not graded on the CPU path (the CPU path cannot run grid.sync()" in n and
+                            "flagged for the instructor" in n for n in ls.notes), ls.notes)
+        self.assertFalse(any("does not compile" in n for n in ls.notes), ls.notes)
+
+    def test_an_ordinary_compile_error_still_scores_zero(self):
+        from cmlgrade.build import TargetBuild, TreeBuild
+        from cmlgrade.pipeline import _note_build
+        tb = TreeBuild(True, targets={"test_reduction_cpu": TargetBuild(
+            "test_reduction_cpu", False, 1.0, ["reduction.cu:3:1: error: expected ';' before '}' token"])})
+        run = LabRun(self.lab.name)
+        _note_build(run, tb)
+        self.assertEqual(run.cpu_unsupported, "")
+        ls = score_lab(self.lab, run, lab_run(self.lab, all_tests(self.lab)))
+        self.assertEqual(ls.points, 0)
+        self.assertGreater(ls.max_points, 0)
+        self.assertTrue(any("does not compile" in n for n in ls.notes), ls.notes)
