@@ -85,6 +85,29 @@ def why_lost(it: dict) -> str:
 WHY = missing_tools()
 
 
+class SuiteShape(unittest.TestCase):
+    """Cheap, always run: the suite is what its manifest says."""
+
+    def test_every_program_is_listed_and_holds_its_labs_files(self):
+        suite, kit_labs = load_suite(), labs()
+        listed = [h["id"] for h in suite["honest"]]
+        self.assertEqual(sorted(p.name for p in SUITE_DIR.iterdir() if p.is_dir()), sorted(listed))
+        self.assertEqual(len(set(listed) | {f["id"] for f in suite["fixture"]}), len(listed) + len(suite["fixture"]))
+        self.assertGreaterEqual(len(listed), 20)
+        for h in suite["honest"]:
+            files = sorted(p.name for p in (SUITE_DIR / h["id"]).iterdir())
+            self.assertEqual(files, sorted(kit_labs[h["lab"]].files), h["id"])
+
+    def test_every_fixture_applies_to_its_base(self):
+        suite = load_suite()
+        by_id = {h["id"]: h for h in suite["honest"]}
+        for fx in suite["fixture"]:
+            self.assertEqual(by_id[fx["base"]]["lab"], fx["lab"], fx["id"])
+            self.assertIn(fx["kind"], ("cheat", "bug"), fx["id"])
+            base = {p.name: p.read_text(encoding="utf-8") for p in (SUITE_DIR / fx["base"]).iterdir()}
+            self.assertNotEqual(fixture_files(fx), base, fx["id"])
+
+
 @unittest.skipUnless(os.environ.get("CMLGRADE_HONEST") == "1",
                      "the honest suite is one heavy batch: run it with `ctest -R grader.honest` (CMLGRADE_HONEST=1)")
 @unittest.skipIf(WHY, f"honest suite skipped: {WHY}")
