@@ -137,12 +137,14 @@ class HonestSuite(unittest.TestCase):
               flush=True)
         t0 = time.monotonic()
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="")   # the CPU path, even on a GPU machine
+        # With a kept work folder, each lab graded is cached there as soon as it is done (the same bytes, kit,
+        # rubric and seed are not graded again; a run cut short keeps what it finished).
+        cache = ["--cache", str(work / "cache")] if os.environ.get("CMLGRADE_HONEST_WORK") else ["--no-cache"]
         r = subprocess.run([sys.executable, str(GRADER / "grade.py"), str(batch), "--batch", "--out", str(out),
-                            "--work", str(work), "--keep-work", "--no-cache", "--jobs", "2",
-                            "--secret-seed", SECRET_SEED, "--quiet", "--timings", str(tmp / "timings.json")],
-                           env=env, capture_output=True, text=True)
+                            "--work", str(work), "--keep-work", *cache, "--jobs", "2", "--secret-seed", SECRET_SEED,
+                            "--progress", "--timings", str(tmp / "timings.json")], env=env)
         wall = time.monotonic() - t0
-        self.assertEqual(r.returncode, 0, f"grade.py exited {r.returncode}:\n{r.stderr[-4000:]}")
+        self.assertEqual(r.returncode, 0, f"grade.py exited {r.returncode} (its messages are above)")
         print(f"[test_honest] {n} submissions graded in {wall:.0f} s", file=sys.stderr)
 
         def lab_score(sid: str, lab: str) -> dict:
@@ -150,52 +152,62 @@ class HonestSuite(unittest.TestCase):
             return next(ls for ls in res["labs"] if ls["lab"] == lab)
 
         wrong = []
-        for h in suite["honest"]:
-            ls = lab_score(h["id"], h["lab"])
-            lost = lost_lines(ls)
-            refused = [note for note in ls["notes"] if "refused" in note]
-            verdict = "OK" if not lost and not refused else "WRONG"
-            line = (f"honest {h['id']} ({h['lab']}): {ls['points']:g}/{ls['max_points']:g} measured points "
-                    f"(the reference earns all of them) {verdict}")
-            for note in refused:
-                line += f"\n    refused: {note[:400]}"
-            for it in lost:
-                line += f"\n    lost {why_lost(it)}"
+        for entry in suite["honest"] + suite["fixture"]:
+            line, ok = verdict(entry, lab_score(entry["id"], entry["lab"]), kit_labs)
             print(line, file=sys.stderr)
-            if verdict != "OK":
-                wrong.append(line)
-        for fx in suite["fixture"]:
-            lab = kit_labs[fx["lab"]]
-            ls = lab_score(fx["id"], fx["lab"])
-            whole = fx["loses"] == ["lab"]
-            if whole:
-                hit = [it for it in ls["items"] if it["status"] not in ("not_measured", "excluded")]
-            else:
-                hit = [it for it in ls["items"] if any(re.search(p, it["name"]) for p in fx["loses"])
-                       and it["status"] not in ("not_measured", "excluded")]
-            said = "\n".join(ls["notes"] + [f for it in hit for f in it.get("feedback", []) + it.get("details", [])])
-            problems = []
-            if whole:
-                floor = skeleton_points(lab)
-                if ls["points"] > floor:
-                    problems.append(f"scored {ls['points']:g}, more than the untouched skeleton's {floor:g}")
-            elif fx["kind"] == "cheat":
-                paid = [it for it in hit if it["points"] > 0]
-                if not hit or paid:
-                    problems.append("still paid: " + (", ".join(f"{it['name']} {it['points']:g}/{it['max_points']:g}"
-                                                                  for it in paid) or "no such line measured"))
-            elif not any(it["points"] < it["max_points"] for it in hit):
-                problems.append("lost none of " + ", ".join(fx["loses"]))
-            if not problems and not re.search(fx["why"], said):
-                problems.append(f"the reason ({fx['why']}) is not in its feedback")
-            lost = [why_lost(it) for it in lost_lines(ls)]
-            line = (f"fixture {fx['id']} ({fx['kind']}, {fx['lab']}): {ls['points']:g}/{ls['max_points']:g}; "
-                    f"{'; '.join(problems) or 'OK'}" + "".join(f"\n    lost {w}" for w in lost[:6]))
-            print(line, file=sys.stderr)
-            if problems:
+            if not ok:
                 wrong.append(line)
         self.assertEqual(wrong, [], "\n" + "\n".join(wrong))
 
 
+def verdict(entry: dict, ls: dict, kit_labs: dict) -> tuple[str, bool]:
+    """One program's line (with its lost lines and why) and whether the
+    grade is right: an honest program (no `base`) is not refused and loses
+    nothing measured; a fixture loses what its entry says, with the reason."""
+    lost = lost_lines(ls)
+    if "base" not in entry:
+        refused = [note for note in ls["notes"] if "refused" in note]
+        ok = not lost and not refused
+        line = (f"honest {entry['id']} ({entry['lab']}): {ls['points']:g}/{ls['max_points']:g} measured points "
+                f"(the reference earns all of them) {'OK' if ok else 'WRONG'}")
+        line += "".join(f"\n    refused: {note[:400]}" for note in refused)
+        return line + "".join(f"\n    lost {why_lost(it)}" for it in lost), ok
+    measured = [it for it in ls["items"] if it["status"] not in ("not_measured", "excluded")]
+    whole = entry["loses"] == ["lab"]
+    hit = measured if whole else [it for it in measured if any(re.search(p, it["name"]) for p in entry["loses"])]
+    said = "\n".join(ls["notes"] + [f for it in hit for f in it.get("feedback", []) + it.get("details", [])])
+    problems = []
+    if whole:
+        floor = skeleton_points(kit_labs[entry["lab"]])
+        if ls["points"] > floor:
+            problems.append(f"scored {ls['points']:g}, more than the untouched skeleton's {floor:g}")
+    elif entry["kind"] == "cheat":
+        paid = [it for it in hit if it["points"] > 0]
+        if not hit or paid:
+            problems.append("still paid: " + (", ".join(f"{it['name']} {it['points']:g}/{it['max_points']:g}"
+                                                          for it in paid) or "no such line measured"))
+    elif not any(it["points"] < it["max_points"] for it in hit):
+        problems.append("lost none of " + ", ".join(entry["loses"]))
+    if not problems and not re.search(entry["why"], said):
+        problems.append(f"the reason ({entry['why']}) is not in its feedback")
+    line = (f"fixture {entry['id']} ({entry['kind']}, {entry['lab']}): {ls['points']:g}/{ls['max_points']:g}; "
+            f"{'; '.join(problems) or 'OK'}" + "".join(f"\n    lost {why_lost(it)}" for it in lost[:6]))
+    return line, not problems
+
+
+def from_cache(folder: Path) -> None:
+    """The verdicts of what a run (cut short or still going) has finished:
+    python3 test_honest.py --from-cache CMLGRADE_HONEST_WORK/cache"""
+    suite, kit_labs = load_suite(), labs()
+    by_id = {e["id"]: e for e in suite["honest"] + suite["fixture"]}
+    for p in sorted(folder.rglob("*.json"), key=lambda q: q.stat().st_mtime):
+        d = json.loads(p.read_text(encoding="utf-8"))
+        if d.get("student") in by_id:
+            print(verdict(by_id[d["student"]], d["score"], kit_labs)[0])
+
+
 if __name__ == "__main__":
-    unittest.main()
+    if sys.argv[1:2] == ["--from-cache"]:
+        from_cache(Path(sys.argv[2]))
+    else:
+        unittest.main()
