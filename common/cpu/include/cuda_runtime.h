@@ -394,6 +394,25 @@ static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blo
     (void)kernel;
     return cml_cpu_occupancy(blocks, block_size, smem);
 }
+// The block size with the most threads resident per multiprocessor, and
+// the grid that fills the device with it: on the CPU path a worker (a
+// "multiprocessor") runs one block at a time, so the largest block allowed
+// and one block per worker.
+template <typename K>
+static inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int *min_grid, int *block_size, K kernel,
+                                                             size_t smem = 0, int block_size_limit = 0)
+{
+    (void)kernel;
+    int limit = block_size_limit > 0 && block_size_limit < 1024 ? block_size_limit : 1024, per_sm = 0, sms = 0;
+    cudaError_t err = cml_cpu_occupancy(&per_sm, limit, smem);
+    if (err == cudaSuccess)
+        err = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    if (err != cudaSuccess)
+        return err;
+    *block_size = limit;
+    *min_grid = per_sm * sms;
+    return cudaSuccess;
+}
 template <typename K>
 static inline cudaError_t cudaFuncSetAttribute(K kernel, int attr, int value)
 {
