@@ -298,12 +298,20 @@ static size_t skip_gap(const char *s, size_t from, size_t to)
  * or linkage block, or a class; an initializer list is what encloses it. */
 enum { SCOPE_CODE = 1, SCOPE_NAMESPACE = 2, SCOPE_CLASS = 3 };
 
+/* Where the word w first occurs in [from, to) outside comments and
+ * literals (offset + 1), or 0. */
 static int word_in(const char *s, size_t from, size_t to, const char *w)
 {
     size_t n = strlen(w);
-    for (size_t k = from; k + n <= to; ++k)
+    for (size_t k = from; k + n <= to; ++k) {
+        size_t past = skip_opaque(s, to, k);
+        if (past != k) {
+            k = past - 1;
+            continue;
+        }
         if (strncmp(s + k, w, n) == 0 && (k == from || !is_ident(s[k - 1])) && (k + n == to || !is_ident(s[k + n])))
             return (int)(k - from) + 1;
+    }
     return 0;
 }
 

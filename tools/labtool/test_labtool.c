@@ -554,3 +554,16 @@ Test(cpu_translate, declarations_of_other_forms_keep_the_macro)
     expect_has(out, "    __shared__ int (*fp)(int);\n");
     free(out);
 }
+
+Test(cpu_translate, words_in_comments_do_not_make_a_function_body_a_namespace)
+{
+    char *out = translated("// One extern array serves every namespace and struct.\n"
+                           "template <typename T>\n"
+                           "__device__ T *shared_array()\n"
+                           "{\n"
+                           "    extern __shared__ unsigned char bytes[];\n"
+                           "    return (T *)bytes;\n"
+                           "}\n");
+    expect_has(out, "    unsigned char *bytes = (unsigned char *)cml_cpu_dynamic_shared();\n");
+    free(out);
+}
