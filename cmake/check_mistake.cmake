@@ -107,8 +107,12 @@ else()
   if(NOT ready)
     return()
   endif()
+  set(env "")
+  if(MISTAKE_CAUGHT_BY STREQUAL "memcheck")
+    set(env CML_EXACT_BUFFERS=1)  # buffers of exactly their size (cml_buffer.h), as the grader's memcheck
+  endif()
   execute_process(
-    COMMAND "${SANITIZER}" --tool ${MISTAKE_CAUGHT_BY} --error-exitcode 99 --print-limit 5
+    COMMAND "${CMAKE_COMMAND}" -E env ${env} "${SANITIZER}" --tool ${MISTAKE_CAUGHT_BY} --error-exitcode 99 --print-limit 5
             "${RUNNER}" --step ${MISTAKE_STEP} ${RUNNER_ARGS} --check-only
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 800)
   if(NOT rc EQUAL 99)

@@ -2,7 +2,8 @@
 # CPU path (common/cpu). MISTAKE_* come from the mistake's INFO file.
 #   racecheck  CML_CPU_CHECK=race RUNNER --step N <args> --check-only reports
 #              "cml-cpu racecheck: Race reported between ..." (exit 86)
-#   memcheck   RUNNER --step N <args> --check-only: the CPU path's bounds
+#   memcheck   CML_EXACT_BUFFERS=1 RUNNER --step N <args> --check-only (buffers
+#              of exactly the interface's sizes): the CPU path's bounds
 #              report "cml-cpu: out-of-bounds ..." of the same memory space
 #              (__shared__ or __global__) compute-sanitizer names
 #   counters   CML_CPU_CHECK=banks RUNNER --step N --counters prints the line
@@ -14,7 +15,7 @@ elseif(MISTAKE_CAUGHT_BY STREQUAL "racecheck")
   set(env CML_CPU_CHECK=race)
   set(cmd "${RUNNER}" --step ${MISTAKE_STEP} ${RUNNER_ARGS} --check-only)
 elseif(MISTAKE_CAUGHT_BY STREQUAL "memcheck")
-  set(env --unset=CML_CPU_CHECK)
+  set(env --unset=CML_CPU_CHECK CML_EXACT_BUFFERS=1)
   set(cmd "${RUNNER}" --step ${MISTAKE_STEP} ${RUNNER_ARGS} --check-only)
 else()
   message(FATAL_ERROR "NOT CHECKED: the CPU path has no stand-in for compute-sanitizer ${MISTAKE_CAUGHT_BY}")

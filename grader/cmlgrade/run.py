@@ -196,6 +196,12 @@ def check_against(br: BinaryRun, expected: set[str]) -> None:
         br.outcomes = {}
 
 
+# The runner's buffers at exactly the interface's sizes, no guard zones inside the allocation (cml_buffer.h), for
+# the tools that check bounds: a read past an input's end is then outside every allocation, where they see it.
+EXACT_BUFFERS = {"CML_EXACT_BUFFERS": "1"}
+EXACT_BUFFERS_FOR = ("memcheck",)
+
+
 def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], deadline: Deadline, own_timeout: float,
                   cwd: Path, gpu_env: dict[str, str], readable: list[Path],
                   steps: str = "all") -> tuple[SanitizerReport, str]:
@@ -204,6 +210,8 @@ def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], de
     cs = find_tool("compute-sanitizer")
     if not cs:
         return SanitizerReport("unavailable", "compute-sanitizer not found", 0, None), ""
+    if tool in EXACT_BUFFERS_FOR:
+        gpu_env = dict(gpu_env, **EXACT_BUFFERS)
     for cfg in configs:
         if deadline.expired():
             return SanitizerReport("incomplete", "the lab's time limit ran out", 0, None), cfg
@@ -303,7 +311,7 @@ def run_cpu_check(exe: Executor, tool: str, runner: Path, configs: list[str], de
     CML_CPU_CHECK=race; on `runner --step STEPS ARGS --check-only` for each
     config. What a student process prints can only add findings here: a
     clean result is the absence of the runtime's reports and exit 0."""
-    cfg_env = dict(env)
+    cfg_env = dict(env, **(EXACT_BUFFERS if tool in EXACT_BUFFERS_FOR else {}))
     if CPU_TOOLS[tool]:
         cfg_env["CML_CPU_CHECK"] = CPU_TOOLS[tool]
     rep = SanitizerReport("clean", "the CPU path's checks: no finding", 0, None)

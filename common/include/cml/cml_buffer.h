@@ -5,7 +5,15 @@
  * kernel that writes past either end is caught even when the write stays
  * inside the allocation (where compute-sanitizer cannot see it), and a kernel
  * that reads past the end of an input reads the pattern, which the labs'
- * diagnostics recognize. The payload starts 256-byte aligned. */
+ * diagnostics recognize. The payload starts 256-byte aligned.
+ *
+ * With CML_EXACT_BUFFERS=1 in the environment (the grader's memcheck runs,
+ * and the kit's: compute-sanitizer memcheck and the CPU path's bounds
+ * check), each buffer is instead one cudaMalloc of exactly its payload and
+ * has no guards: a read or write past either end leaves the allocation, so
+ * the tool reports it even when the value read never reaches an output
+ * (inside a guard zone no tool can see it). The guard checks then report
+ * every buffer intact; the tool is the check. */
 #ifndef CML_BUFFER_H
 #define CML_BUFFER_H
 
@@ -24,11 +32,16 @@ typedef struct cml_dbuf {
     void *ptr;          /* the payload: hand this to kernels */
     size_t bytes;       /* payload size */
     uint32_t guard;     /* pattern the guards hold */
+    int exact;          /* 1: an allocation of exactly the payload, no guards (CML_EXACT_BUFFERS) */
 } cml_dbuf;
 
-/* Allocates bytes of payload between two guard zones filled with guard.
+/* Allocates bytes of payload between two guard zones filled with guard (or,
+ * with CML_EXACT_BUFFERS set and not "0", exactly bytes and no guards).
  * The payload itself is not initialized: poison or upload it. */
 cudaError_t cml_dbuf_alloc(cml_dbuf *b, size_t bytes, uint32_t guard);
+
+/* Whether CML_EXACT_BUFFERS asks for allocations of exactly the payload. */
+int cml_dbuf_exact_mode(void);
 void cml_dbuf_free(cml_dbuf *b);
 
 /* Fill the payload with a repeated 4-byte pattern (bytes must be a multiple
