@@ -370,6 +370,20 @@ class CpuPathChecks(unittest.TestCase):
         self.assertEqual(self.check("racecheck", self.fake_runner("ERROR SUMMARY: 0 errors\n" + race, 0)).state,
                          "errors")
 
+    def test_memcheck_runs_on_buffers_of_exactly_their_size(self):
+        # a read past an input's end lands in a guard zone inside the allocation unless the runner's buffers
+        # are exact (CML_EXACT_BUFFERS=1, cml_buffer.h): the memcheck stand-in asks for them, the race check not
+        p = tmpdir(self) / "runner"
+        p.write_text("#!/bin/sh\n[ \"$CML_EXACT_BUFFERS\" = 1 ] || exit 0\n"
+                     "echo 'cml-cpu: out-of-bounds global access at 0x1000: 0 bytes past the end of a 4096-byte "
+                     "cudaMalloc allocation at 0x0' >&2\n"
+                     "echo '  in kernel abt_padded_kernel (launched at banks.cu:187), block (0,0,0), thread (0,31,0)' >&2\n"
+                     "echo '  at banks.cu:124' >&2\nexit 1\n")
+        p.chmod(0o755)
+        rep = self.check("memcheck", p)
+        self.assertEqual((rep.state, rep.first.kernel), ("errors", "abt_padded_kernel"))
+        self.assertEqual(self.check("racecheck", p).state, "clean")
+
 
 class CheckerForgeries(unittest.TestCase):
     """A harness that does not do the work cannot make the kit-only checker
