@@ -414,9 +414,18 @@ static inline __attribute__((always_inline)) void access_hook(const volatile voi
         race_access(c, a, size, store, u, pc, !shared);
 }
 
+/* The callbacks live in a section of their own, so that the watchdog's
+ * report can tell a spin stopped inside one (cml_cpu_in_access_hook). */
+#define CML_CPU_HOOK_FN __attribute__((section("cml_cpu_hooks")))
+extern const char __start_cml_cpu_hooks[], __stop_cml_cpu_hooks[];
+int cml_cpu_in_access_hook(const void *pc)
+{
+    return (const char *)pc >= __start_cml_cpu_hooks && (const char *)pc < __stop_cml_cpu_hooks;
+}
+
 #define CML_CPU_HOOK(name, size, store)                                       \
     void name(void *p);                                                       \
-    void name(void *p)                                                        \
+    CML_CPU_HOOK_FN void name(void *p)                                        \
     {                                                                         \
         if (__builtin_expect(cml_cpu_check_mode != 0, 0))                     \
             access_hook(p, size, store, __builtin_return_address(0));         \
@@ -451,13 +460,13 @@ CML_CPU_HOOK(__tsan_volatile_write8, 8, 1)
 CML_CPU_HOOK(__tsan_volatile_write16, 16, 1)
 
 void __tsan_read_range(void *p, unsigned long size);
-void __tsan_read_range(void *p, unsigned long size)
+CML_CPU_HOOK_FN void __tsan_read_range(void *p, unsigned long size)
 {
     if (__builtin_expect(cml_cpu_check_mode != 0, 0) && size <= 16)
         access_hook(p, (unsigned)size, 0, __builtin_return_address(0));
 }
 void __tsan_write_range(void *p, unsigned long size);
-void __tsan_write_range(void *p, unsigned long size)
+CML_CPU_HOOK_FN void __tsan_write_range(void *p, unsigned long size)
 {
     if (__builtin_expect(cml_cpu_check_mode != 0, 0) && size <= 16)
         access_hook(p, (unsigned)size, 1, __builtin_return_address(0));

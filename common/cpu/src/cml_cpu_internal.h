@@ -46,6 +46,9 @@ void cml_cpu_banks_access(unsigned linear, uint32_t addr, int size, int store, v
 void cml_cpu_banks_flush(void);                           /* a barrier or the block's end */
 void cml_cpu_banks_grid_end(const char *kernel);          /* on the launching thread */
 
+/* 1 when pc lies in one of the access callbacks (__tsan_read4 & co.). */
+int cml_cpu_in_access_hook(const void *pc);
+
 /* "file:line (in fn)" of a code address (addr2line; slow: reports only). */
 void cml_cpu_where_is(void *pc, char *buf, size_t len);
 
