@@ -163,7 +163,8 @@ class HonestSuite(unittest.TestCase):
 def verdict(entry: dict, ls: dict, kit_labs: dict) -> tuple[str, bool]:
     """One program's line (with its lost lines and why) and whether the
     grade is right: an honest program (no `base`) is not refused and loses
-    nothing measured; a fixture loses what its entry says, with the reason."""
+    nothing measured; a fixture builds and loses each line its entry names
+    (a cheat all their points, a bug some), with the reason."""
     lost = lost_lines(ls)
     if "base" not in entry:
         refused = [note for note in ls["notes"] if "refused" in note]
@@ -177,17 +178,21 @@ def verdict(entry: dict, ls: dict, kit_labs: dict) -> tuple[str, bool]:
     hit = measured if whole else [it for it in measured if any(re.search(p, it["name"]) for p in entry["loses"])]
     said = "\n".join(ls["notes"] + [f for it in hit for f in it.get("feedback", []) + it.get("details", [])])
     problems = []
-    if whole:
+    # a fixture tests the grader's judgement, not the compiler: its lab must build
+    unbuilt = [n for n in ls["notes"] if "does not compile" in n or "not built" in n]
+    if unbuilt or ls.get("build_errors"):
+        problems.append("did not build, so it tests nothing: " + (unbuilt + ls.get("build_errors", []))[0][:300])
+    elif whole:
         floor = skeleton_points(kit_labs[entry["lab"]])
         if ls["points"] > floor:
             problems.append(f"scored {ls['points']:g}, more than the untouched skeleton's {floor:g}")
-    elif entry["kind"] == "cheat":
-        paid = [it for it in hit if it["points"] > 0]
-        if not hit or paid:
-            problems.append("still paid: " + (", ".join(f"{it['name']} {it['points']:g}/{it['max_points']:g}"
-                                                          for it in paid) or "no such line measured"))
-    elif not any(it["points"] < it["max_points"] for it in hit):
-        problems.append("lost none of " + ", ".join(entry["loses"]))
+    else:
+        for p in entry["loses"]:   # each line (or group of lines) the fixture names
+            lines = [it for it in hit if re.search(p, it["name"])]
+            paid = [it for it in lines if it["points"] > (0 if entry["kind"] == "cheat" else it["max_points"] - 1e-9)]
+            if not lines or (entry["kind"] == "cheat" and paid) or (entry["kind"] == "bug" and len(paid) == len(lines)):
+                problems.append(f"still paid ({p}): " + (", ".join(f"{it['name']} {it['points']:g}/{it['max_points']:g}"
+                                                                     for it in paid) or "no such line measured"))
     if not problems and not re.search(entry["why"], said):
         problems.append(f"the reason ({entry['why']}) is not in its feedback")
     line = (f"fixture {entry['id']} ({entry['kind']}, {entry['lab']}): {ls['points']:g}/{ls['max_points']:g}; "
