@@ -57,7 +57,14 @@ typedef enum cudaMemcpyKind {
 
 typedef enum cudaDeviceAttr {
     cudaDevAttrMaxThreadsPerBlock = 1,
+    cudaDevAttrMaxBlockDimX = 2,
+    cudaDevAttrMaxBlockDimY = 3,
+    cudaDevAttrMaxBlockDimZ = 4,
+    cudaDevAttrMaxGridDimX = 5,
+    cudaDevAttrMaxGridDimY = 6,
+    cudaDevAttrMaxGridDimZ = 7,
     cudaDevAttrMaxSharedMemoryPerBlock = 8,
+    cudaDevAttrTotalConstantMemory = 9,
     cudaDevAttrWarpSize = 10,
     cudaDevAttrClockRate = 13,
     cudaDevAttrMultiProcessorCount = 16,

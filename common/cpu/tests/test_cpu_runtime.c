@@ -486,3 +486,33 @@ Test(reports, copy_to_a_host_pointer_as_device_memory, .init = cr_redirect_stder
     cr_assert_eq(cudaGetLastError(), cudaErrorInvalidValue, "recorded for cudaGetLastError");
     cr_assert_eq(cudaGetLastError(), cudaSuccess, "not sticky: a GPU goes on too");
 }
+
+/* A launcher that sizes its grid from the device's limits (honest students
+ * read cudaDevAttrMaxGridDimY) gets the same numbers as from
+ * cudaGetDeviceProperties; an attribute the CPU path does not know is an
+ * error, never a made-up value. */
+Test(runtime, device_attributes_agree_with_the_properties)
+{
+    cudaDeviceProp p;
+    cr_assert_eq(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+    const struct { cudaDeviceAttr attr; int want; const char *name; } cases[] = {
+        {cudaDevAttrMaxBlockDimX, p.maxThreadsDim[0], "MaxBlockDimX"},
+        {cudaDevAttrMaxBlockDimY, p.maxThreadsDim[1], "MaxBlockDimY"},
+        {cudaDevAttrMaxBlockDimZ, p.maxThreadsDim[2], "MaxBlockDimZ"},
+        {cudaDevAttrMaxGridDimX, p.maxGridSize[0], "MaxGridDimX"},
+        {cudaDevAttrMaxGridDimY, p.maxGridSize[1], "MaxGridDimY"},
+        {cudaDevAttrMaxGridDimZ, p.maxGridSize[2], "MaxGridDimZ"},
+        {cudaDevAttrTotalConstantMemory, (int)p.totalConstMem, "TotalConstantMemory"},
+        {cudaDevAttrMultiProcessorCount, p.multiProcessorCount, "MultiProcessorCount"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; ++i) {
+        int v = -12345;
+        cr_expect_eq(cudaDeviceGetAttribute(&v, cases[i].attr, 0), cudaSuccess, "cudaDevAttr%s failed", cases[i].name);
+        cr_expect_eq(v, cases[i].want, "cudaDevAttr%s: got %d, the properties say %d", cases[i].name, v, cases[i].want);
+    }
+    cr_expect_eq(cudaGetDeviceProperties(&p, 0), cudaSuccess);
+    cr_expect_eq(p.maxGridSize[1], 65535, "grid y limit: got %d", p.maxGridSize[1]);
+    int v = 0;
+    cr_expect_eq(cudaDeviceGetAttribute(&v, (cudaDeviceAttr)9999, 0), cudaErrorInvalidValue);
+    cudaGetLastError();
+}
