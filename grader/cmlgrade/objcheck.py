@@ -248,23 +248,54 @@ def init_targets(readelf: str, obj: Path, sections: dict[str, str], syms: list[_
     return out
 
 
-def disassemble(objdump: str, obj: Path) -> tuple[dict[str, set[str]], dict[str, list[str]]]:
+@dataclass
+class Disassembly:
+    refs: dict[str, set[str]]               # function -> the symbols its code refers to
+    code: dict[str, list[str]]              # function -> its instructions
+    calls: dict[str, list[tuple[str, list[str]]]]   # function -> (callee, the instructions before the call)
+
+
+def disassemble(objdump: str, obj: Path) -> Disassembly:
     """Which function refers to which symbol (the relocations objdump shows
-    inside each function's code), and each function's instructions."""
-    refs: dict[str, set[str]] = {}
-    code: dict[str, list[str]] = {}
+    inside each function's code), each function's instructions, and each
+    call to a symbol with the instructions that set up its arguments."""
+    dis = Disassembly({}, {}, {})
     here = "?"
     for ln in _run([objdump, "-dr", "-w", "--no-show-raw-insn", str(obj)], timeout=120).splitlines():
         m = re.match(r"^[0-9a-f]+ <(.+)>:$", ln)
         if m:
             here = m.group(1)
             continue
-        for r in re.finditer(r"R_X86_64_\w+\s+([^\s+-]+)", ln):
-            refs.setdefault(here, set()).add(r.group(1))
+        targets = [r.group(1) for r in re.finditer(r"R_X86_64_\w+\s+([^\s+-]+)", ln)]
+        dis.refs.setdefault(here, set()).update(targets) if targets else None
         ins = re.match(r"^\s+[0-9a-f]+:\s+(\S.*?)(\s+#.*)?$", ln.split("\t")[0] + " " + " ".join(ln.split("\t")[1:2]))
         if ins and "nop" not in ins.group(1):
-            code.setdefault(here, []).append(ins.group(1))
-    return refs, code
+            body = dis.code.setdefault(here, [])
+            if targets and ins.group(1).startswith(("call", "jmp")):
+                dis.calls.setdefault(here, []).append((targets[0], body[-12:]))
+            body.append(ins.group(1))
+    return dis
+
+
+# cudaMemcpy(dst, src, bytes, kind) and cudaMemcpyAsync(..., kind, stream): the kind is the 4th argument (%ecx)
+DEVICE_COPIES = frozenset({"cudaMemcpy", "cudaMemcpyAsync"})
+KIND_DEVICE_TO_DEVICE = 3
+
+
+def device_to_device(before: list[str]) -> bool:
+    """Whether the instructions before a cudaMemcpy call set its kind
+    (%ecx, the 4th argument on x86-64) to cudaMemcpyDeviceToDevice: the
+    last instruction that writes %ecx/%rcx must load the constant 3 (any
+    other way of setting it, cudaMemcpyDefault included, cannot be told
+    and counts as a copy to or from the host)."""
+    for ins in reversed(before):
+        op, _, args = ins.partition(" ")
+        dest = args.strip().rsplit(",", 1)[-1].strip()
+        if dest in ("%ecx", "%rcx", "%cx", "%cl"):
+            return op.startswith("mov") and args.strip().startswith(f"${KIND_DEVICE_TO_DEVICE:#x},")
+        if op.startswith("call"):
+            return False   # %ecx does not survive a call
+    return False
 
 
 def _device_stub(code: list[str]) -> bool:
@@ -412,7 +443,8 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
                        "buffers the launcher is given")
     inits = init_targets(tools["readelf"], obj, sections, syms)
     undefined = sorted({s.name for s in syms if s.ndx == "UND" and s.name})
-    refs, code = disassemble(tools["objdump"], obj)
+    dis = disassemble(tools["objdump"], obj)
+    refs, code = dis.refs, dis.code
     for f, ins in code.items():
         if any(SYSCALL.match(i) for i in ins):
             why.append(f"makes system calls directly in {short_name(dem.get(f, f))} (inline assembly): remove them")
@@ -458,7 +490,10 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
         if cpu_path and (u.startswith("__tsan_") or u.startswith("cml_cpu_")):
             continue  # the CPU path's runtime: launches, barriers, warp operations, the race check's hooks
         if not host_data and HOST_DATA.match(u):
-            users = users_of(u, lambda f: f in host_copies_in)
+            # a device-to-device cudaMemcpy (the kind a constant 3 at every call) keeps the work on the device
+            d2d = (lambda f: u in DEVICE_COPIES and all(device_to_device(b) for c, b in dis.calls.get(f, []) if c == u)
+                   and any(c == u for c, _ in dis.calls.get(f, [])))
+            users = users_of(u, lambda f: f in host_copies_in or d2d(f))
             if users or not refs:
                 why.append(f"calls {u}{where(users)} (moves data to or from the host: a launcher's work stays on the "
                            f"device" + (f"; only {', '.join(sorted(host_copies_in))} may copy host data"

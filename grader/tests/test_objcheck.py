@@ -149,6 +149,41 @@ class HonestObjects(unittest.TestCase):
         self.assertEqual(rep.refused, [])
 
 
+D2D = HONEST + """
+    extern "C" cudaError_t cudaMemcpy(void *, const void *, size_t, int);
+    extern "C" cudaError_t cudaMemcpyAsync(void *, const void *, size_t, int, void *);
+    extern "C" cudaError_t reduce_helper_last(int *out, const int *partial, void *stream)
+    {   // the last partial sum into the output: device to device (kind 3)
+        cudaError_t e = cudaMemcpy(out, partial, sizeof(int), 3);
+        return e ? e : cudaMemcpyAsync(out + 1, partial + 1, sizeof(int), 3, stream);
+    }
+"""
+
+
+class DeviceToDeviceCopies(unittest.TestCase):
+    """A launcher may copy on the device (cudaMemcpy with
+    cudaMemcpyDeviceToDevice): only copies to or from the host are refused."""
+
+    def test_a_device_to_device_copy_is_accepted(self):
+        self.assertEqual(report(self, {"reduction.cu": D2D}).refused, [])
+
+    @unittest.skipUnless(shutil.which("nvcc"), "needs nvcc (the CUDA build's host object)")
+    def test_a_device_to_device_copy_is_accepted_in_the_cuda_build(self):
+        code = D2D.replace(HONEST, "").replace('extern "C" cudaError_t cudaMemcpy(void *, const void *, size_t, int);\n', "")
+        code = code.replace('extern "C" cudaError_t cudaMemcpyAsync(void *, const void *, size_t, int, void *);\n', "")
+        code = code.replace(", 3)", ", cudaMemcpyDeviceToDevice)").replace(", 3, stream)", ", cudaMemcpyDeviceToDevice, (cudaStream_t)stream)")
+        self.assertEqual(report(self, {"reduction.cu": code}, nvcc=True).refused, [])
+
+    def test_a_copy_to_the_host_or_of_an_unknown_kind_is_refused(self):
+        for kind, why in (("2", "device to host"), ("4", "cudaMemcpyDefault"), ("k", "a kind from a variable")):
+            with self.subTest(kind=why):
+                code = D2D.replace("sizeof(int), 3)", f"sizeof(int), {kind})").replace(
+                    "reduce_helper_last(int *out", "reduce_helper_last(int k, int *out")
+                rep = report(self, {"reduction.cu": code})
+                self.assertEqual(len(rep.refused), 1, rep.refused)
+                self.assertIn("calls cudaMemcpy in reduce_helper_last (moves data to or from the host", rep.refused[0])
+
+
 class RefusedObjects(unittest.TestCase):
     """What could forge a verdict or leave the student's role: refused once,
     with the symbol, the place and what to change."""
