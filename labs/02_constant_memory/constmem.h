@@ -23,8 +23,10 @@ extern "C" {
  *
  * Two tables of floats live in constant memory: the small one (steps 1-4,
  * 4 KB, fits the constant cache) and the big one (step 5, 48 KB, six times
- * what the constant cache holds). Steps 3 and 4 read the same values from a
- * copy in global memory. */
+ * what the constant cache holds). Steps 3 and 4 read a table of the same
+ * shape in global memory, job->table, whose values the tests and the grader
+ * choose after the upload (they differ from the uploaded ones): read it, not
+ * the __constant__ copy. */
 #define CONSTMEM_TABLE_ENTRIES 1024
 #define CONSTMEM_BIG_ENTRIES 12288
 
@@ -71,8 +73,8 @@ cudaError_t constmem_upload_tables(const float *table, const float *big);
 typedef struct constmem_lookup_job {
     int d;              /* distinct entries per warp and read: 1, 2, 4, 8, 16 or 32 */
     int big;            /* 0: the small table's walk; 1: the big table's walk */
-    const float *table; /* device pointer: a copy of the table the walk reads, in
-                           global memory (steps 3 and 4; the others ignore it) */
+    const float *table; /* device pointer: the table steps 3 and 4 read, in global
+                           memory, with values of its own (the others ignore it) */
     float *out;         /* device pointer: threads floats, out[t] = thread t's sum */
     int threads;        /* 1 .. CONSTMEM_MAX_THREADS, any value */
     int passes;         /* 1 .. CONSTMEM_MAX_PASSES */
