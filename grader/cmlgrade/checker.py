@@ -9,7 +9,11 @@ outputs with the right answers computed here, in Python, from the inputs.
 The harness's exit status and what it prints decide nothing."""
 from __future__ import annotations
 
+import functools
+import os
 import random
+import re
+import shutil
 import struct
 import threading
 from dataclasses import dataclass, field
@@ -36,6 +40,33 @@ CHECKERS = checks.load()
 
 def has_checker(lab_name: str) -> bool:
     return lab_name in CHECKERS
+
+
+@functools.cache
+def _cuda_error_names() -> dict[int, str]:
+    """cudaError_t's names by number, read from the toolkit's driver_types.h
+    where there is one, else from the CPU path's cuda_runtime_api.h (the
+    codes that runtime returns)."""
+    heads = [Path(__file__).resolve().parents[2] / "common/cpu/include/cuda_runtime_api.h"]
+    nvcc = shutil.which("nvcc")
+    homes = [os.environ.get("CUDA_HOME", ""), os.environ.get("CUDA_PATH", ""), "/usr/local/cuda"]
+    homes += [str(Path(nvcc).resolve().parent.parent)] if nvcc else []
+    heads += [Path(h) / "include/driver_types.h" for h in homes if h]
+    names: dict[int, str] = {}
+    for h in heads:   # the toolkit's last: its names win
+        try:
+            text = h.read_text(errors="replace")
+        except OSError:
+            continue
+        names.update({int(n): name for name, n in re.findall(r"\b(cudaError\w*)\s*=\s*(\d+)", text)})
+    return names
+
+
+def cuda_error(code: int) -> str:
+    """'CUDA error 700 (cudaErrorIllegalAddress)': the number a student can
+    look up and the name that says what it is."""
+    name = _cuda_error_names().get(code)
+    return f"CUDA error {code} ({name})" if name else f"CUDA error {code}"
 
 
 _CACHE: dict[tuple, list[Case]] = {}
@@ -146,7 +177,7 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
             why = (f"timed out after {timeout:.0f} s" if r.timed_out else
                    f"no output (the harness ended with status {r.rc})")
         else:
-            why = (f"CUDA error {g.err}" if g.err != 0 else chk.judge(c, step, g.out) or
+            why = (cuda_error(g.err) if g.err != 0 else chk.judge(c, step, g.out) or
                    ("the kernel changed its input" if g.after != c.data else None))
         if why:
             v.failed += 1
@@ -186,7 +217,7 @@ def run_timed(exe: Executor, harness: Path, c: Case, step: int, work: Path, time
         return Timed(note=f"timed out after {timeout:.0f} s" if r.timed_out else
                      f"no timing (the harness ended with status {r.rc})")
     if g.err or g.timed_err:
-        return Timed(note=f"CUDA error {g.err or g.timed_err} in a timed run")
+        return Timed(note=f"{cuda_error(g.err or g.timed_err)} in a timed run")
     if len(g.times) != c.repeats or not all(t > 0 for t in g.times):
         return Timed(note="the timed run is incomplete")
     return Timed(g.times, g.samples)

@@ -115,3 +115,17 @@ class StepSelectionTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class CudaErrorNameTests(unittest.TestCase):
+    """A checker line names a harness's CUDA error, not only its number."""
+
+    def test_codes_are_named_from_the_headers(self):
+        from cmlgrade.checker import cuda_error
+        self.assertEqual(cuda_error(700), "CUDA error 700 (cudaErrorIllegalAddress)")
+        self.assertEqual(cuda_error(2), "CUDA error 2 (cudaErrorMemoryAllocation)")
+        self.assertEqual(cuda_error(9), "CUDA error 9 (cudaErrorInvalidConfiguration)")
+
+    def test_an_unknown_code_keeps_its_number(self):
+        from cmlgrade.checker import cuda_error
+        self.assertEqual(cuda_error(123456), "CUDA error 123456")
