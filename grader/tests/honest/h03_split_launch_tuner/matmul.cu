@@ -255,10 +255,10 @@ extern "C" cudaError_t matmul_step(int step, const float *A, const float *B, flo
     const bool aligned = K % 4 == 0 && N % 4 == 0;
     switch (step) {
     case 1:
-        one_per_thread<true><<<dim3((M + 31) / 32, (N + 3) / 4), dim3(32, 4)>>>(A, B, C, M, N, K);
+        one_per_thread<true><<<dim3((M + 31) / 32, (N + 7) / 8), dim3(32, 8)>>>(A, B, C, M, N, K);
         break;
     case 2:
-        one_per_thread<false><<<dim3((N + 31) / 32, (M + 3) / 4), dim3(32, 4)>>>(A, B, C, M, N, K);
+        one_per_thread<false><<<dim3((N + 31) / 32, (M + 7) / 8), dim3(32, 8)>>>(A, B, C, M, N, K);
         break;
     case 3:
         tiled32<<<dim3((N + 31) / 32, (M + 31) / 32), dim3(32, 32)>>>(A, B, C, M, N, K);

@@ -50,17 +50,22 @@ __global__ void square(const float *in, float *out, int nx, int ny, stencil_coef
 {
     __shared__ float s[TY + 2][TX + 2];
     const Grid3 g{nx, ny, 1, c.outside};
-    const long long x0 = (long long)blockIdx.x * TX, y0 = (long long)blockIdx.y * TY;
-    for (int k = threadIdx.y * TX + threadIdx.x; k < (TX + 2) * (TY + 2); k += TX * TY)
-        s[k / (TX + 2)][k % (TX + 2)] = g.get(in, x0 - 1 + k % (TX + 2), y0 - 1 + k / (TX + 2), 0);
-    __syncthreads();
-    const long long x = x0 + threadIdx.x, y = y0 + threadIdx.y;
-    if (x < nx && y < ny) {
-        float acc = 0.0f;
-        for (int dy = 0; dy < 3; ++dy)
-            for (int dx = 0; dx < 3; ++dx)
-                acc += c.c2[dy][dx] * s[threadIdx.y + dy][threadIdx.x + dx];
-        out[y * nx + x] = acc;
+    const long long x0 = (long long)blockIdx.x * TX;
+    // Tall images have more rows of tiles than a grid's y may hold: each
+    // block walks down the image, gridDim.y tiles at a time.
+    for (long long y0 = (long long)blockIdx.y * TY; y0 < ny; y0 += (long long)gridDim.y * TY) {
+        for (int k = threadIdx.y * TX + threadIdx.x; k < (TX + 2) * (TY + 2); k += TX * TY)
+            s[k / (TX + 2)][k % (TX + 2)] = g.get(in, x0 - 1 + k % (TX + 2), y0 - 1 + k / (TX + 2), 0);
+        __syncthreads();
+        const long long x = x0 + threadIdx.x, y = y0 + threadIdx.y;
+        if (x < nx && y < ny) {
+            float acc = 0.0f;
+            for (int dy = 0; dy < 3; ++dy)
+                for (int dx = 0; dx < 3; ++dx)
+                    acc += c.c2[dy][dx] * s[threadIdx.y + dy][threadIdx.x + dx];
+            out[y * nx + x] = acc;
+        }
+        __syncthreads();
     }
 }
 
@@ -166,7 +171,7 @@ extern "C" cudaError_t stencil_step(int step, const float *in, float *out, int n
         return cudaGetLastError();
     }
     if (step == 2 && nz == 1 && ny <= 1000000) {
-        square<<<dim3(up(nx, TX), up(ny, TY)), dim3(TX, TY)>>>(in, out, nx, ny, *c);
+        square<<<dim3(up(nx, TX), up(ny, TY) < 65535 ? up(ny, TY) : 65535), dim3(TX, TY)>>>(in, out, nx, ny, *c);
         return cudaGetLastError();
     }
     if (step < 3 || step > 6 || ny > 65535 || nz > 65535)
