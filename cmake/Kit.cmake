@@ -103,6 +103,15 @@ function(_kit_lab_variant lab stem variant src_dir)
     _kit_variant_programs("_cpu" ${stem}_host_cpu)
     kit_cpu_target(${runner})
     kit_cpu_target(${tests})
+    if(variant STREQUAL "student" AND KIT_HAVE_CUDA)
+      # Beside a CUDA build a student's CPU-path programs stand in only where
+      # no GPU runs the tests: built on demand (cmake/KitOnDemand.cmake) by
+      # progress and run, and by the kit's test workflow (target
+      # student-cpu), never by the default build, which a file the CPU path
+      # cannot compile (it says "the CPU path cannot run") would stop.
+      set_target_properties(${kern} ${runner} ${tests} PROPERTIES EXCLUDE_FROM_ALL ON)
+      set_property(GLOBAL APPEND PROPERTY KIT_STUDENT_CPU_TARGETS ${runner} ${tests})
+    endif()
     set(runner_cpu_${variant} ${runner} PARENT_SCOPE)
     set(tests_cpu_${variant} ${tests} PARENT_SCOPE)
   endif()
@@ -152,7 +161,7 @@ endfunction()
 # per step (cmake/student_progress.cmake).
 function(_kit_progress_test name binaries lab labels)
   add_test(NAME "${name}" COMMAND "${CMAKE_COMMAND}" "-DTESTS=${binaries}"
-    "-DMANIFEST=${PROJECT_SOURCE_DIR}/labs/${lab}/lab.json"
+    "-DMANIFEST=${PROJECT_SOURCE_DIR}/labs/${lab}/lab.json" "-DBUILD_DIR=${PROJECT_BINARY_DIR}"
     "-DWORK=${PROJECT_BINARY_DIR}/kit-checks/progress/${name}"
     -P "${PROJECT_SOURCE_DIR}/cmake/student_progress.cmake")
   set_tests_properties("${name}" PROPERTIES LABELS "${labels}" TIMEOUT 1800)
@@ -179,8 +188,15 @@ endfunction()
 function(_kit_register_runner lab variant)
   set(paths "")
   foreach(target IN ITEMS ${runner_${variant}} ${runner_cpu_${variant}})
-    list(APPEND paths "$<TARGET_FILE:${target}>")
-    set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNER_TARGETS ${target})
+    get_target_property(on_demand ${target} EXCLUDE_FROM_ALL)
+    if(on_demand)
+      # a student's CPU-path runner beside a CUDA build: built on demand by
+      # run_labs.cmake (a $<TARGET_FILE:> here would make run-labs build it)
+      list(APPEND paths "${PROJECT_BINARY_DIR}/${target}")
+    else()
+      list(APPEND paths "$<TARGET_FILE:${target}>")
+      set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNER_TARGETS ${target})
+    endif()
   endforeach()
   list(JOIN paths "=" paths)
   set_property(GLOBAL APPEND PROPERTY KIT_LAB_RUNNERS "${lab}=${paths}")
@@ -302,14 +318,25 @@ function(kit_add_lab lab)
   # the kit's own test presets). Each prints a line per step.
   # The GPU tests, and the CPU path's (used where the GPU tests cannot run).
   set(student_tests ${tests_student} ${tests_cpu_student})
-  list(TRANSFORM student_tests PREPEND "$<TARGET_FILE:" OUTPUT_VARIABLE progress_bins)
-  list(TRANSFORM progress_bins APPEND ">")
+  set(progress_bins "")
+  foreach(t IN LISTS student_tests)
+    if(KIT_HAVE_CUDA AND t STREQUAL tests_cpu_student)
+      # built on demand (KitOnDemand.cmake): a $<TARGET_FILE:> would make progress build it
+      list(APPEND progress_bins "${PROJECT_BINARY_DIR}/${t}")
+    else()
+      list(APPEND progress_bins "$<TARGET_FILE:${t}>")
+    endif()
+  endforeach()
   if(KIT_LAB_MODEL)
     list(PREPEND progress_bins "$<TARGET_FILE:${model_tests_student}>")
   endif()
   string(REPLACE ";" "|" progress_bins "${progress_bins}")
   _kit_progress_test(${lab}.student "${progress_bins}" "${lab}" "student")
-  set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_TARGETS ${student_tests} ${model_tests_student})
+  if(KIT_HAVE_CUDA)   # the CPU path's are built on demand (KitOnDemand.cmake)
+    set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_TARGETS ${tests_student} ${model_tests_student})
+  else()
+    set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_TARGETS ${student_tests} ${model_tests_student})
+  endif()
   set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_ENTRIES "${lab}=${progress_bins}")
 
   # The opening comment of each student file lists the steps in that file.
@@ -429,6 +456,7 @@ function(kit_add_run_target)
   string(REPLACE ";" "|" runners "${runners}")
   add_custom_target(run-labs
     COMMAND "${CMAKE_COMMAND}" "-DRUNNERS=${runners}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}"
+            "-DBUILD_DIR=${PROJECT_BINARY_DIR}"
             -P "${PROJECT_SOURCE_DIR}/cmake/run_labs.cmake"
     DEPENDS ${targets}
     USES_TERMINAL
@@ -437,13 +465,21 @@ function(kit_add_run_target)
 endfunction()
 
 # A student's progress: builds the student's test binaries (so the run is
-# never of an old build) and prints each lab's steps, done or not.
+# never of an old build) and prints each lab's steps, done or not. Also the
+# target student-cpu: a student's CPU-path programs that a CUDA build leaves
+# out of the default build, for the kit's test workflow.
 function(kit_add_progress_target)
+  get_property(student_cpu GLOBAL PROPERTY KIT_STUDENT_CPU_TARGETS)
+  add_custom_target(student-cpu)
+  if(student_cpu)
+    add_dependencies(student-cpu ${student_cpu})
+  endif()
   get_property(entries GLOBAL PROPERTY KIT_PROGRESS_ENTRIES)
   get_property(targets GLOBAL PROPERTY KIT_PROGRESS_TARGETS)
   string(REPLACE ";" "^" entries "${entries}")
   add_custom_target(progress
     COMMAND "${CMAKE_COMMAND}" "-DENTRIES=${entries}" "-DSOURCE_DIR=${PROJECT_SOURCE_DIR}"
+            "-DBUILD_DIR=${PROJECT_BINARY_DIR}"
             "-DWORK=${PROJECT_BINARY_DIR}/kit-checks/progress"
             -P "${PROJECT_SOURCE_DIR}/cmake/progress_all.cmake"
     DEPENDS ${targets}

@@ -78,6 +78,13 @@ endfunction()
 # KIT_CRITERION_SYNTHESIS gets Criterion's closing "[====] Synthesis:" line.
 function(kit_run_criterion tests report out_var rc_var)
   file(REMOVE "${report}")
+  if(NOT EXISTS "${tests}")
+    # beside a CUDA build a student's CPU-path programs are not in the default
+    # build: the test workflow builds them (target student-cpu)
+    get_filename_component(name "${tests}" NAME)
+    message(FATAL_ERROR "${tests} is not built: cmake --build <build> --target ${name} "
+                        "(or run the tests with cmake --workflow --preset test, which builds it)")
+  endif()
   execute_process(COMMAND "${tests}" "--json=${report}" ${KIT_CRITERION_ARGS}
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 850)
   set(${rc_var} "${rc}" PARENT_SCOPE)

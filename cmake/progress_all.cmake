@@ -1,5 +1,5 @@
 # Usage: cmake -DENTRIES="lab=bin|bin^lab=bin..." -DSOURCE_DIR=<kit> -DWORK=<dir>
-#              -P progress_all.cmake
+#              [-DBUILD_DIR=<build>] -P progress_all.cmake
 # `cmake --build --preset progress` (after the build): each lab's steps on the
 # student's files, one line per step, then one line per lab. LAB (from the
 # environment variable LAB) picks the labs whose name contains it.
@@ -13,6 +13,7 @@ foreach(entry IN LISTS entries)
     continue()
   endif()
   execute_process(COMMAND "${CMAKE_COMMAND}" "-DTESTS=${bins}" "-DMANIFEST=${SOURCE_DIR}/labs/${lab}/lab.json"
+                          "-DBUILD_DIR=${BUILD_DIR}"
                           "-DWORK=${WORK}/${lab}" -P "${CMAKE_CURRENT_LIST_DIR}/student_progress.cmake"
                   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
   # Keep the per-step lines; drop CMake's framing of "not finished yet".

@@ -1,4 +1,6 @@
-# Usage: cmake -DRUNNERS="lab=path[=cpu path]|..." -DSOURCE_DIR=<kit> -P run_labs.cmake
+# Usage: cmake -DRUNNERS="lab=path[=cpu path]|..." -DSOURCE_DIR=<kit> [-DBUILD_DIR=<build>]
+#              -P run_labs.cmake
+include("${CMAKE_CURRENT_LIST_DIR}/KitOnDemand.cmake")
 # The kit's main job: every built lab's runner, all steps, with the results
 # table. Without a usable GPU the CPU path's runner (common/cpu) runs instead,
 # at the manifest's small sanitize sizes, its times labelled emulated;
@@ -25,6 +27,15 @@ foreach(entry IN LISTS runners)
       file(READ "${SOURCE_DIR}/labs/${lab}/lab.json" json)
       string(JSON args GET "${json}" sanitize 0)
       string(APPEND args " --repeat 5")
+    endif()
+    if(name MATCHES "_cpu$")   # a student's, beside a CUDA build: built only now (KitOnDemand.cmake)
+      kit_build_on_demand("${runner}" built why)
+      if(NOT built)
+        message("==> ${lab}: ${name} could not be built: ${why}")
+        list(APPEND failed "${lab} (the CPU path could not build it)")
+        set(no_gpu "")
+        break()
+      endif()
     endif()
     message("==> ${lab}: ${name} --step all ${args}")
     separate_arguments(args UNIX_COMMAND "${args}")

@@ -1,10 +1,11 @@
 # Usage: cmake -DTESTS=<bin>[|<bin>...] -DMANIFEST=<labs/<lab>/lab.json> -DWORK=<dir>
-#              -P student_progress.cmake
+#              [-DBUILD_DIR=<build>] -P student_progress.cmake
 # A student's progress: runs the lab's test binaries on the student's files
 # and prints one line per step of the manifest (done, not yet with the first
 # message, or not tested with the reason), then how many steps are done.
 # Exits non-zero until every step of the lab is tested and passes.
 include("${CMAKE_CURRENT_LIST_DIR}/KitCriterionJson.cmake")
+include("${CMAKE_CURRENT_LIST_DIR}/KitOnDemand.cmake")
 file(MAKE_DIRECTORY "${WORK}")
 file(READ "${MANIFEST}" manifest)
 string(JSON lab GET "${manifest}" name)
@@ -25,6 +26,13 @@ foreach(bin IN LISTS binaries)
   # when those could not run here (no usable GPU, or no CUDA build).
   if(bin MATCHES "_cpu$" AND gpu_ran)
     continue()
+  endif()
+  if(bin MATCHES "_cpu$")   # beside a CUDA build, built only now that no GPU ran the tests
+    kit_build_on_demand("${bin}" built why)
+    if(NOT built)
+      set(skip_why "the CPU path could not build your files here: ${why}")
+      continue()
+    endif()
   endif()
   set(report "${WORK}/progress${i}.json")
   file(REMOVE "${report}")
@@ -95,7 +103,7 @@ foreach(s RANGE ${last})
   if(total EQUAL 0)
     math(EXPR skipped "${skipped} + 1")
     if(skip_why)
-      message("  step ${num} ${ident}${pad}not tested (no GPU, see below)")
+      message("  step ${num} ${ident}${pad}not tested (see below)")
     else()
       message("  step ${num} ${ident}${pad}not tested: no test of this step ran")
     endif()
