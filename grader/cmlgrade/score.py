@@ -333,9 +333,30 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
     return items
 
 
+# Nsight Compute's conflict counter is the shared loads' wavefronts beyond the
+# fewest the access needs, and a conflict-free layout can still show a few
+# (8 on an H200 for a correct 32 x 65 tile over a whole transpose, against
+# 261,888 for the plain tile). A step counts as conflicted when it has more
+# than this share of the conflicts the reference's conflicted step has in the
+# same run (a 2-way conflict has about 1/31 of a 32-way one's).
+CONFLICT_SHARE = 1e-3
+
+
+def _conflict_floor(lab: Lab, ref: LabRun) -> float:
+    """The most conflicts a step may have and count as conflict-free: a
+    share of the reference's conflicts on the lab's conflicted step (its
+    'nonzero' step) in this run; 0 where the reference has no such value."""
+    rc = ref.counters
+    if rc is None or not rc.available:
+        return 0.0
+    scale = [rc.conflicts[c.step] for c in lab.counter_checks if c.expect == "nonzero" and c.step in rc.conflicts]
+    return CONFLICT_SHARE * max(scale) if scale else 0.0
+
+
 def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -> list[Item]:
     cr = lab.rubric.counters
     items = []
+    floor = _conflict_floor(lab, ref)
     for chk in lab.counter_checks:
         step = lab.step(chk.step)
         name = f"bank conflicts step {chk.step} {step.ident if step else ''}".rstrip()
@@ -365,18 +386,21 @@ def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -
         rref = ref.counters
         if rref is not None and rref.available and chk.step in rref.conflicts:
             rv = rref.conflicts[chk.step]
-            if (rv == 0) != (chk.expect == "zero"):
+            if (rv <= floor) != (chk.expect == "zero"):
                 items.append(Item(name, "counters", chk.points, 0.0, "excluded", cr.visibility,
                                   [f"not counted: the reference itself has {rv:.0f} conflicts here"]))
                 continue
         passing = _step_tests_pass(test_items, chk.step)
         v = rep.conflicts[chk.step]
         detail = [f"Nsight Compute: {v:,.0f} shared-load bank conflicts (expected {want})"]
+        if floor > 0:
+            detail.append(f"conflict-free means at most {floor:,.0f}: {CONFLICT_SHARE:g} of the reference's "
+                          f"conflicted step in this run")
         if passing is False:
             items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility,
                               [f"step {chk.step}'s tests fail: no credit for its bank conflicts"], detail))
             continue
-        ok = (v == 0) if chk.expect == "zero" else (v > 0)
+        ok = (v <= floor) if chk.expect == "zero" else (v > floor)
         if ok:
             items.append(Item(name, "counters", chk.points, chk.points, "passed", cr.visibility, [], detail))
         else:
