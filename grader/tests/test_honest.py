@@ -19,7 +19,8 @@ on the CPU path): run by CTest as grader.honest, which sets
 CMLGRADE_HONEST=1; `unittest discover` (the `grader` test) skips it.
 CMLGRADE_HONEST_WORK keeps the build trees there between runs (the
 reference build is then reused); CMLGRADE_HONEST_ONLY=id,id,... grades only
-those entries. Skipped, with the reason, only where the
+those entries; CMLGRADE_HONEST_JOBS=N grades N labs at once (default 2, as
+on CI's two cores). Skipped, with the reason, only where the
 CPU path cannot be built (no cmake, C/C++ compiler or Criterion)."""
 import json
 import os
@@ -132,8 +133,9 @@ class HonestSuite(unittest.TestCase):
         shutil.rmtree(work / "students", ignore_errors=True)
         shutil.rmtree(work / "results", ignore_errors=True)
         n = len(suite["honest"]) + len(suite["fixture"])
+        jobs = os.environ.get("CMLGRADE_HONEST_JOBS", "2")
         print(f"\n[test_honest] grading {len(suite['honest'])} honest programs and {len(suite['fixture'])} "
-              f"fixtures in one batch on the CPU path (bubblewrap, secret seed, --jobs 2)", file=sys.stderr,
+              f"fixtures in one batch on the CPU path (bubblewrap, secret seed, --jobs {jobs})", file=sys.stderr,
               flush=True)
         t0 = time.monotonic()
         env = dict(os.environ, CUDA_VISIBLE_DEVICES="")   # the CPU path, even on a GPU machine
@@ -141,7 +143,7 @@ class HonestSuite(unittest.TestCase):
         # rubric and seed are not graded again; a run cut short keeps what it finished).
         cache = ["--cache", str(work / "cache")] if os.environ.get("CMLGRADE_HONEST_WORK") else ["--no-cache"]
         r = subprocess.run([sys.executable, str(GRADER / "grade.py"), str(batch), "--batch", "--out", str(out),
-                            "--work", str(work), "--keep-work", *cache, "--jobs", "2", "--secret-seed", SECRET_SEED,
+                            "--work", str(work), "--keep-work", *cache, "--jobs", jobs, "--secret-seed", SECRET_SEED,
                             "--progress", "--timings", str(tmp / "timings.json")], env=env)
         wall = time.monotonic() - t0
         self.assertEqual(r.returncode, 0, f"grade.py exited {r.returncode} (its messages are above)")
