@@ -142,7 +142,10 @@ class HonestSuite(unittest.TestCase):
         # With a kept work folder, each lab graded is cached there as soon as it is done (the same bytes, kit,
         # rubric and seed are not graded again; a run cut short keeps what it finished).
         cache = ["--cache", str(work / "cache")] if os.environ.get("CMLGRADE_HONEST_WORK") else ["--no-cache"]
+        # a part of the suite: only its labs are built and graded
+        labs_of = [a for lab in sorted({e["lab"] for e in suite["honest"] + suite["fixture"]}) for a in ("--lab", lab)]
         r = subprocess.run([sys.executable, str(GRADER / "grade.py"), str(batch), "--batch", "--out", str(out),
+                            *(labs_of if only else []),
                             "--work", str(work), "--keep-work", *cache, "--jobs", jobs, "--secret-seed", SECRET_SEED,
                             "--progress", "--timings", str(tmp / "timings.json")], env=env)
         wall = time.monotonic() - t0
