@@ -7,10 +7,18 @@
 // Writes a known value: proves that this build has code for the GPU.
 __global__ void cml_probe_kernel(int *out) { *out = 0x600D; }
 
-static int fail(char *reason, size_t len, const char *what, cudaError_t err)
+static int none(char *reason, size_t len, const char *what, cudaError_t err)
 {
     snprintf(reason, len, "no CUDA device: %s (%s)", what, cudaGetErrorString(err));
-    return 0;
+    return CML_PROBE_NO_GPU;
+}
+
+// A GPU is there and CUDA sees it, but it cannot run the kit now: a failure,
+// never a skip (a test that skips on a full GPU would pass untested).
+static int fail(char *reason, size_t len, const char *what, cudaError_t err)
+{
+    snprintf(reason, len, "the GPU is not usable: %s: %s (%s)", what, cudaGetErrorName(err), cudaGetErrorString(err));
+    return CML_PROBE_FAILED;
 }
 
 // cudaGetDeviceCount says "driver version is insufficient" both when the
@@ -24,7 +32,7 @@ static int no_driver(char *reason, size_t len, cudaError_t err)
                  "no CUDA device: this machine has no NVIDIA GPU driver loaded (no GPU, or the driver is not "
                  "installed); cudaGetDeviceCount: %s",
                  cudaGetErrorString(err));
-        return 0;
+        return CML_PROBE_NO_GPU;
     }
     char line[160] = "";
     if (fgets(line, sizeof line, f) == NULL)
@@ -35,7 +43,7 @@ static int no_driver(char *reason, size_t len, cudaError_t err)
              "no CUDA device: the NVIDIA driver is older than this CUDA runtime needs (%s); update the driver "
              "(%s)",
              cudaGetErrorString(err), line);
-    return 0;
+    return CML_PROBE_NO_GPU;
 }
 
 extern "C" int cml_device_probe(cml_device_info *info, char *reason, size_t len)
@@ -43,13 +51,13 @@ extern "C" int cml_device_probe(cml_device_info *info, char *reason, size_t len)
     int count = 0;
     cudaError_t err = cudaGetDeviceCount(&count);
     if (err == cudaErrorInsufficientDriver)
-        return no_driver(reason, len, err);
-    if (err != cudaSuccess)
-        return fail(reason, len, "cudaGetDeviceCount failed", err);
-    if (count == 0) {
+        return no_driver(reason, len, err);   /* 0: CUDA cannot run here at all */
+    if (err == cudaErrorNoDevice || (err == cudaSuccess && count == 0)) {
         snprintf(reason, len, "no CUDA device: the driver sees no GPU");
-        return 0;
+        return CML_PROBE_NO_GPU;
     }
+    if (err != cudaSuccess)
+        return none(reason, len, "cudaGetDeviceCount failed", err);
     cudaDeviceProp prop;
     if ((err = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess)
         return fail(reason, len, "cudaGetDeviceProperties failed", err);
@@ -65,17 +73,17 @@ extern "C" int cml_device_probe(cml_device_info *info, char *reason, size_t len)
     if (err == cudaErrorNoKernelImageForDevice || err == cudaErrorInvalidPtx ||
         err == cudaErrorUnsupportedPtxVersion) {
         snprintf(reason, len,
-                 "no CUDA device: %s is sm_%d%d but this build has no code for it; "
+                 "the GPU is not usable: %s is sm_%d%d but this build has no code for it; "
                  "reconfigure with -DCMAKE_CUDA_ARCHITECTURES=%d%d (%s)",
                  prop.name, prop.major, prop.minor, prop.major, prop.minor,
                  cudaGetErrorString(err));
-        return 0;
+        return CML_PROBE_FAILED;
     }
     if (err != cudaSuccess)
         return fail(reason, len, "a test kernel failed to run", err);
     if (h != 0x600D) {
-        snprintf(reason, len, "no CUDA device: a test kernel ran but wrote %d", h);
-        return 0;
+        snprintf(reason, len, "the GPU is not usable: a test kernel ran but wrote %d", h);
+        return CML_PROBE_FAILED;
     }
 
     memset(info, 0, sizeof *info);
@@ -88,7 +96,7 @@ extern "C" int cml_device_probe(cml_device_info *info, char *reason, size_t len)
     info->l2_bytes = prop.l2CacheSize;
     cudaRuntimeGetVersion(&info->runtime_version);
     cudaDriverGetVersion(&info->driver_version);
-    return 1;
+    return CML_PROBE_OK;
 }
 
 extern "C" void cml_device_describe(const cml_device_info *info, char *buf, size_t len)

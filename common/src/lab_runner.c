@@ -476,8 +476,13 @@ int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
             lab->host_part(r);
         return CML_EXIT_OK;
     }
-    if (!probe(&r->dev, why, sizeof why))
+    int probed = probe(&r->dev, why, sizeof why);
+    if (probed == CML_PROBE_NO_GPU)
         return without_gpu(r, why);
+    if (probed != CML_PROBE_OK) {   /* a GPU is there but failed: an error, not "no GPU" */
+        cml_lab_say(r, "%s", why);
+        return CML_EXIT_FAIL;
+    }
     char err[200];
     if (!cml_seed(&r->seed, err, sizeof err)) {
         cml_lab_say(r, "%s", err);

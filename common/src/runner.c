@@ -42,9 +42,10 @@ int cml_runner_arg(cml_runner_args *a, int argc, char **argv, int *i)
     if (strcmp(opt, "--probe") == 0) {
         cml_device_info dev;
         char why[256];
-        if (!cml_device_probe(&dev, why, sizeof why)) {
+        int rc = cml_device_probe(&dev, why, sizeof why);
+        if (rc != CML_PROBE_OK) {   /* 77 only where there is no GPU; a GPU that fails is an error */
             printf("%s\n", why);
-            exit(CML_EXIT_NO_GPU);
+            exit(rc == CML_PROBE_NO_GPU ? CML_EXIT_NO_GPU : CML_EXIT_FAIL);
         }
         exit(CML_EXIT_OK);
     } else if (strcmp(opt, "--step") == 0) {

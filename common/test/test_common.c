@@ -467,8 +467,10 @@ static int checked[4];
 static int fake_probe(cml_device_info *info, char *reason, size_t len)
 {
     memset(info, 0, sizeof *info);
-    if (!gpu_present)
+    if (gpu_present == CML_PROBE_NO_GPU)
         snprintf(reason, len, "no CUDA device: a test without one");
+    if (gpu_present == CML_PROBE_FAILED)
+        snprintf(reason, len, "the GPU is not usable: cudaMalloc failed: cudaErrorMemoryAllocation (out of memory)");
     return gpu_present;
 }
 
@@ -606,6 +608,17 @@ Test(lab_runner, without_a_gpu_prints_the_model_before_the_no_gpu_lines_it_refer
     const char *above = strstr(out, "fake_run: the measurements need a GPU; the model above");
     cr_assert(table && why && above, "missing lines:\n%s", out);
     cr_expect(table < why && why < above, "the model table must come first, whole, then the reason:\n%s", out);
+}
+
+Test(lab_runner, a_gpu_that_fails_its_probe_is_an_error_not_no_gpu)
+{
+    static char out[8192];
+    gpu_present = CML_PROBE_FAILED;   /* a GPU full of other work: out of memory */
+    int rc = run_fake(out, sizeof out, "");
+    cr_expect_eq(rc, CML_EXIT_FAIL, "exit %d, expected 1 (never 77, which skips):\n%s", rc, out);
+    cr_expect(strstr(out, "fake_run: the GPU is not usable: cudaMalloc failed: cudaErrorMemoryAllocation") != NULL,
+              "the reason and the CUDA error's name:\n%s", out);
+    cr_expect(strstr(out, "no CUDA device") == NULL && strstr(out, "need a GPU") == NULL, "%s", out);
 }
 
 Test(lab_runner, never_mentions_the_model_above_when_none_was_printed)

@@ -245,6 +245,11 @@ class Pipeline:
             self.gpu_ok, self.no_gpu_reason = False, CPU_PATH
         elif ref_runner is not None:
             ok, why = R.probe_gpu(ref_runner, self.gpus[0])
+            if not ok and why.startswith(R.GPU_FAILED):
+                # a GPU that is there but fails (full of other work, a broken driver) is not "no GPU": grading on
+                # the CPU path instead would give other verdicts without a word
+                raise GraderError(f"{why}; free the GPU (or choose another with CUDA_VISIBLE_DEVICES) and grade "
+                                  f"again")
             self.gpu_ok, self.no_gpu_reason = ok, ("" if ok else why)
         hide = [self.opts.kit.resolve(), self.work] + [h.resolve() for h in self.opts.hide]
         if not self.ref_build.is_relative_to(self.work):   # a shared reference build holds the solutions' objects

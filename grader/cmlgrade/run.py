@@ -66,13 +66,20 @@ def list_gpus(env: dict[str, str] | None = None) -> list[str]:
     return [str(i) for i, ln in enumerate(l for l in r.stdout.splitlines() if l.startswith("GPU "))]
 
 
+GPU_FAILED = "the GPU is not usable"
+
+
 def probe_gpu(runner: Path, gpu: str | None) -> tuple[bool, str]:
-    """Asks a (trusted, reference) runner whether a GPU is usable."""
+    """Asks a (trusted, reference) runner whether a GPU is usable. The
+    runner exits 77 where there is no GPU; any other failure means a GPU is
+    there but failed its probe, and the reason then starts with GPU_FAILED."""
     env = scrubbed_env({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None)
     r = run_process([str(runner), "--probe"], timeout=60, env=env)
     if r.rc == 0:
         return True, ""
     why = (r.output.strip().splitlines() or [f"exit {r.rc}"])[-1]
+    if r.rc != 77:
+        return False, why if why.startswith(GPU_FAILED) else f"{GPU_FAILED}: its probe ended with {why}"
     return False, no_gpu_reason(why if "CUDA" in why or "device" in why else f"no CUDA device: {why}")
 
 

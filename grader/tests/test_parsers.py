@@ -129,3 +129,31 @@ class CudaErrorNameTests(unittest.TestCase):
     def test_an_unknown_code_keeps_its_number(self):
         from cmlgrade.checker import cuda_error
         self.assertEqual(cuda_error(123456), "CUDA error 123456")
+
+
+class GpuProbeTests(unittest.TestCase):
+    """A runner's --probe: 77 is "no GPU" (the CPU path may stand in); any
+    other failure is a GPU that is there and failed, which the grader must
+    not read as "no GPU" (pipeline raises GraderError on GPU_FAILED)."""
+
+    def probe(self, rc: int, line: str):
+        import tempfile
+        from pathlib import Path
+        from cmlgrade.run import probe_gpu
+        d = Path(tempfile.mkdtemp())
+        self.addCleanup(__import__("shutil").rmtree, d, True)
+        runner = d / "fake_run"
+        runner.write_text(f"#!/bin/sh\necho '{line}'\nexit {rc}\n")
+        runner.chmod(0o755)
+        return probe_gpu(runner, None)
+
+    def test_no_gpu_and_a_failing_gpu_are_told_apart(self):
+        from cmlgrade.run import GPU_FAILED
+        self.assertEqual(self.probe(0, ""), (True, ""))
+        ok, why = self.probe(77, "no CUDA device: the driver sees no GPU")
+        self.assertEqual((ok, why), (False, "no CUDA device: the driver sees no GPU"))
+        oom = "the GPU is not usable: cudaMalloc failed: cudaErrorMemoryAllocation (out of memory)"
+        self.assertEqual(self.probe(1, oom), (False, oom))
+        ok, why = self.probe(139, "Segmentation fault")
+        self.assertFalse(ok)
+        self.assertTrue(why.startswith(GPU_FAILED), why)

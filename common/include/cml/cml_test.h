@@ -7,15 +7,20 @@
 #include "cml_device.h"
 #include "cml_rng.h"
 
-/* Skip the current test, visibly, when there is no usable GPU. Each test
- * runs in its own worker process, so probing here never initializes CUDA in
- * Criterion's parent process. */
+/* Skip the current test, visibly, when this machine has no GPU; fail it,
+ * naming the CUDA error, when a GPU is there but cannot run it (out of
+ * memory, a launch failure: never read as "no GPU"). Each test runs in its
+ * own worker process, so probing here never initializes CUDA in Criterion's
+ * parent process. */
 #define CML_REQUIRE_GPU()                                                  \
     do {                                                                   \
-        char cml_why_[256];                                                \
+        char cml_why_[320];                                                \
         cml_device_info cml_dev_;                                          \
-        if (!cml_device_probe(&cml_dev_, cml_why_, sizeof cml_why_))       \
+        int cml_probe_ = cml_device_probe(&cml_dev_, cml_why_, sizeof cml_why_); \
+        if (cml_probe_ == CML_PROBE_NO_GPU)                                \
             cr_skip_test("%s", cml_why_);                                  \
+        else if (cml_probe_ != CML_PROBE_OK)                               \
+            cr_assert_fail("%s", cml_why_);                                \
     } while (0)
 
 /* A CUDA call inside a test: a failure ends the test with the call's text
