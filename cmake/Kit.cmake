@@ -140,6 +140,9 @@ macro(_kit_variant_programs tail host_lib)
   target_link_libraries(${runner} PRIVATE ${kern} ${host_lib} kit::warnings)
   add_executable(${tests} "${lab_dir}/tests/gpu.c")
   target_link_libraries(${tests} PRIVATE ${kern} ${host_lib} cml_criterion_main kit::criterion kit::warnings)
+  if("${tail}" STREQUAL "")   # the CUDA build's: shares the GPUs with the other test binaries (criterion_main.c)
+    target_link_libraries(${tests} PRIVATE cml_gpu_lease)
+  endif()
 endmacro()
 
 # A mistake's files are generated (labtool mutate-lab) by one custom target
