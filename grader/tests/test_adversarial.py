@@ -306,15 +306,24 @@ class ProcessForgeries(unittest.TestCase):
     def test_a_detached_process_cannot_rewrite_the_gradebook_later(self):
         from cmlgrade.report import write_all
         out = tmpdir(self)
-        victim = out / "gradebook.csv"
-        script = f"(setsid bash -c 'sleep 1; echo alice,32 > {victim}' &); exit 0"
-        run_process(["bash", "-c", script], timeout=5)
+        victim, pid = out / "gradebook.csv", out / "pid"
+        # the leftover says it is there (its pid) and waits to rewrite the gradebook once it is written; the
+        # run ends only after that, so no sleep decides the outcome on a loaded machine
+        later = f"echo $$ > {pid}.tmp && mv {pid}.tmp {pid} && while [ ! -e {victim} ]; do sleep 0.01; done; " \
+                f"echo alice,32 > {victim}"
+        script = f"(setsid bash -c '{later}' &); while [ ! -e {pid} ]; do sleep 0.01; done; exit 0"
+        run_process(["bash", "-c", script], timeout=120)
         res = StudentResult("alice", "a.zip", [], [], [], 0.0, 0.0, "test", "public")
         write_all(out, [res], [])
-        before = victim.read_text()
-        time.sleep(1.5)
-        self.assertEqual(victim.read_text(), before, "a leftover process rewrote the gradebook")
-        self.assertNotIn("32", before)
+        left = int(pid.read_text())
+        try:   # swept when the run ended: gone (or a zombie), so it can never write
+            state = Path(f"/proc/{left}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            state = "gone"
+        if state not in ("gone", "Z", "X"):
+            os.kill(left, 9)
+        self.assertIn(state, ("gone", "Z", "X"), "a detached leftover outlived its run")
+        self.assertNotIn("32", victim.read_text(), "a leftover process rewrote the gradebook")
 
     def test_the_secret_seed_never_reaches_a_student_process(self):
         secret = 918273645

@@ -169,24 +169,41 @@ class LeftoverSweepTests(unittest.TestCase):
         r = run_process(["bash", "-c", script], timeout=30)
         self.assertEqual((r.rc, r.stdout.split()), (0, ["inner", "outer"]), r.stderr)
 
+    def started_leftover(self, detach: str) -> int:
+        """Runs a program that leaves one process behind (`detach` puts it in
+        its own process group or session) and ends once that process has
+        written its pid: no sleeps, so a loaded or many-core machine cannot
+        change the outcome. Returns the leftover's pid."""
+        d = Path(tempfile.mkdtemp(prefix="cmlgrade-sweep-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        pid = d / "pid"
+        left = f"echo $$ > {d}/pid.tmp && mv {d}/pid.tmp {pid} && exec sleep 600"
+        script = f"({detach} bash -c '{left}' &); while [ ! -e {pid} ]; do sleep 0.01; done; exit 0"
+        r = run_process(["bash", "-c", script], timeout=120)
+        self.assertEqual(r.rc, 0, r.stderr)
+        return int(pid.read_text())
+
+    def assertGone(self, pid: int, what: str) -> None:
+        # swept before run_process returned: gone, or a zombie not yet reaped
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return
+        state = stat[stat.rindex(")") + 2:].split()
+        if state[0] not in ("Z", "X"):
+            os.kill(pid, 9)
+            self.fail(f"{what} outlived its run: pid {pid} state {state[0]}, ppid {state[1]}, session {state[3]}")
+
     def test_a_leftover_in_the_runs_session_dies_when_the_run_ends(self):
         # spared while its run goes on (its session is live), but it left the run's process group, so the
         # group kill at the end misses it: the sweep after the run must not
-        d = Path(tempfile.mkdtemp(prefix="cmlgrade-sweep-"))
-        self.addCleanup(shutil.rmtree, d, True)
-        child = f"import os, time; os.setpgid(0, 0); time.sleep(3); open('{d}/late', 'w').close()"
-        r = run_process(["bash", "-c", f"({sys.executable} -c \"{child}\" &); exit 0"], timeout=30)
-        self.assertEqual(r.rc, 0, r.stderr)
-        time.sleep(4)
-        self.assertFalse((d / "late").exists(), "a child in the run's session, own process group, outlived its run")
+        pid = self.started_leftover(f"{sys.executable} -c 'import os, sys; os.setpgid(0, 0); "
+                                    f"os.execvp(sys.argv[1], sys.argv[1:])'")
+        self.assertGone(pid, "a child in the run's session, own process group,")
 
     def test_a_detached_leftover_is_still_killed(self):
-        marker = Path(tempfile.mkdtemp(prefix="cmlgrade-sweep-")) / "late"
-        self.addCleanup(shutil.rmtree, marker.parent, True)
-        r = run_process(["bash", "-c", f"(setsid bash -c 'sleep 3; touch {marker}' &); exit 0"], timeout=30)
-        self.assertEqual(r.rc, 0, r.stderr)
-        time.sleep(4)
-        self.assertFalse(marker.exists(), "a detached child (own session) outlived its run")
+        pid = self.started_leftover("setsid")
+        self.assertGone(pid, "a detached child (own session)")
 
 
 class NoGpuReasonTests(unittest.TestCase):
