@@ -4,13 +4,16 @@
  *   b = passes. Data: the tables the upload gets (the small one,
  *   CONSTMEM_TABLE_ENTRIES floats, then the big one, CONSTMEM_BIG_ENTRIES),
  *   then two other tables of the same sizes, the global copies steps 3 and
- *   4 read (job->table). Setup uploads the first two with the student's
- *   constmem_upload_tables, from copies of exactly their size, and only
- *   then puts the global copies on the device: the upload never sees what
- *   steps 3 and 4 must read, so a step that reads (or precomputes from)
- *   the uploaded tables gives wrong sums. The launch runs constmem_lookup.
- *   Output: out, `threads` floats. Input read back: the uploaded tables as
- *   the upload left them, then the two global copies.
+ *   4 read (job->table), then one word: the walk's signs (job->signs).
+ *   Setup uploads the first two with the student's constmem_upload_tables,
+ *   from copies of exactly their size, and only then puts the global copies
+ *   on the device and takes the signs: the upload never sees what steps 3
+ *   and 4 must read nor the signs every step applies, so a step that reads
+ *   (or precomputes from) the uploaded tables, or sums that the upload made
+ *   (row sums, prefix sums), gives wrong sums. The launch runs
+ *   constmem_lookup. Output: out, `threads` floats. Input read back: the
+ *   uploaded tables as the upload left them, the two global copies, the
+ *   signs.
  *
  * kind 1, the convolution (steps 6-8): kind = 1 | radius << 8, a = width,
  *   b = height. Data: the filter ((2r + 1)^2 floats), then the image
@@ -58,7 +61,7 @@ static cudaError_t cm_setup(const hn_case *c, void **st)
     const size_t tables = CONSTMEM_TABLE_ENTRIES + CONSTMEM_BIG_ENTRIES;
     cudaError_t err;
     if ((c->kind & 0xff) == KIND_LOOKUP) {
-        if (c->count != 2 * tables || c->a < 1 || c->a > CONSTMEM_MAX_THREADS || c->b < 1 ||
+        if (c->count != 2 * tables + 1 || c->a < 1 || c->a > CONSTMEM_MAX_THREADS || c->b < 1 ||
             c->b > CONSTMEM_MAX_PASSES)
             return cudaErrorInvalidValue;
         s->lk.d = (int)((c->kind >> 8) & 0xff);
@@ -86,6 +89,7 @@ static cudaError_t cm_setup(const hn_case *c, void **st)
                              cudaMemcpyHostToDevice);
         s->lk.table = s->lk.big ? s->dev_big : s->dev_table;
         s->lk.out = s->out;
+        memcpy(&s->lk.signs, data + 2 * tables, sizeof s->lk.signs); /* after the upload, as the tables */
         return err;
     }
     if ((c->kind & 0xff) != KIND_CONV)
@@ -156,6 +160,7 @@ static cudaError_t cm_fetch(void *st, const hn_case *c, void **out, size_t *out_
         if (err == cudaSuccess)
             err = cudaMemcpy(back + tables + CONSTMEM_TABLE_ENTRIES, s->dev_big, CONSTMEM_BIG_ENTRIES * sizeof(float),
                              cudaMemcpyDeviceToHost);
+        memcpy(back + 2 * tables, &s->lk.signs, sizeof s->lk.signs);
         return err;
     }
     if (err == cudaSuccess)

@@ -444,16 +444,22 @@ class CheckerForgeries(unittest.TestCase):
 class PrecomputedUploadForgeries(unittest.TestCase):
     """A step's work happens in the step's kernel: lab 02's upload function
     may read its host tables, so a student could compute a step's answers
-    there (or read the __constant__ copy in a step that must read global
-    memory) and let the kernel do one load. The harness uploads first and
-    only then puts the tables steps 3 and 4 read on the device, other tables
-    than the upload got (grader/harness/02_constant_memory.c): answers made
-    from what the upload saw lose those steps. Here a fake harness answers
-    exactly as such an upload would (the walk over the uploaded tables, the
-    kit's own reference), and, as the control that shows the cases can tell,
-    over the tables the step is given. (A real CPU-path build of the same
-    cheat is the catalogued mistake global_steps_read_the_constant_table,
-    proven wrong by CTest 02_constant_memory.cpu.checker.mistake.*.)"""
+    there (row sums for step 1, prefix sums for steps 2 and 5, or read the
+    __constant__ copy in a step that must read global memory) and let the
+    kernel do one or two loads a pass. The harness uploads first and only
+    then puts on the device the tables steps 3 and 4 read (other tables than
+    the upload got) and gives every step the walk's signs (read k of every
+    pass subtracted where bit k is set), drawn for each case
+    (grader/harness/02_constant_memory.c): answers made from what the upload
+    saw lose the steps. Here a fake harness answers exactly as such an upload
+    would (the kit's own reference walk over the uploaded tables, with no
+    signs: the upload never sees them), and, as the control that shows the
+    cases can tell, over the tables and signs the step is given. (Real
+    CPU-path builds of such cheats: the catalogued mistake
+    global_steps_read_the_constant_table, proven wrong by CTest
+    02_constant_memory.cpu.checker.mistake.*, and the fixtures
+    cheat_precomputing_upload, cheat_prefix_sums_upload and
+    cheat_prefix_sums_big_upload of honest/suite.toml.)"""
 
     FAKE = """
         sys.path.insert(0, {grader!r})
@@ -463,29 +469,46 @@ class PrecomputedUploadForgeries(unittest.TestCase):
         for _ in range(n):
             step, kind, a, b, count, fill, reps, seed = struct.unpack_from('<IIQQQIIQ', d, p); p += 48
             data = d[p:p + 4 * count]; p += 4 * count
-            half = len(data) // 2
-            seen = data[:half] if {from_upload} else data[half:]   # the tables the answers are made from
-            # the reference's walk of the step that reads the upload's tables (2) or the global copies (3)
-            want = CHECKER._walk(CmCase(kind, a, b, seen * 2, ''), 2 if {from_upload} else 3).tobytes()
+            tables, signs = data[:-4], data[-4:]   # the four tables, then the walk's signs
+            half = len(tables) // 2
+            seen = tables[:half] if {from_upload} else tables[half:]   # the tables the answers are made from
+            signs = signs if {signs_known} else bytes(4)   # an upload's sums: every read added
+            # the reference's walk of the step over those tables (both halves the same) and signs
+            want = CHECKER._walk(CmCase(kind, a, b, seen * 2 + signs, ''), step).tobytes()
             out.write(struct.pack('<iQ', 0, len(want)) + want + struct.pack('<Q', len(data)) + data
                       + struct.pack('<Ii', 0, 0))
         """
 
-    def verdict(self, step: int, from_upload: bool):
+    def verdict(self, step: int, from_upload: bool, signs_known: bool = True):
         from helpers import GRADER
-        harness = CheckerForgeries.fake(self, self.FAKE.format(grader=str(GRADER), from_upload=from_upload))
+        harness = CheckerForgeries.fake(self, self.FAKE.format(grader=str(GRADER), from_upload=from_upload,
+                                                               signs_known=signs_known))
         return checker.check_step(Executor(Sandbox(None, "")), harness, "02_constant_memory", step, 777,
                                   tmpdir(self), 120, {}, [], True, "hidden")
 
-    def test_answers_from_the_uploaded_tables_lose_the_global_steps(self):
+    def setUp(self):
         if "02_constant_memory" not in LABS:
             self.skipTest("no lab 02 in this kit")
+
+    def test_answers_from_the_uploaded_tables_lose_the_global_steps(self):
         # step 3 (step 4 runs the same cases)
         self.assertIs(self.verdict(3, False).ok, True)   # the control: the tables the step is given
         v = self.verdict(3, True)
         self.assertIs(v.ok, False, v)
         self.assertEqual(v.failed, v.total, v)   # every case: no table is both
         self.assertIn("sums wrong", v.messages[0])
+
+    def test_sums_made_in_the_upload_lose_the_constant_steps(self):
+        # steps 1, 2 and 5 read the uploaded tables: right with the case's signs, wrong without them
+        for step in (1, 2, 5):
+            with self.subTest(step=step):
+                self.assertIs(self.verdict(step, True).ok, True)   # the control
+                v = self.verdict(step, True, signs_known=False)
+                self.assertIs(v.ok, False, v)
+                # every case but the one whose signs are 0 (steps 1 and 2: one case, to show the plain sum)
+                self.assertGreaterEqual(v.failed, v.total - 1, v)
+                self.assertGreater(v.total, 5, v)
+                self.assertIn("sums wrong", v.messages[0])
 
 
 class TimingForgeries(unittest.TestCase):

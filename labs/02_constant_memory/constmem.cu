@@ -58,6 +58,20 @@ __device__ int walk_base(int warp, int pass, int mask)
     return (warp * CONSTMEM_WARP_STEP + pass * CONSTMEM_PASS_STEP) & mask;
 }
 
+// The thread's sum from its sums per read (constmem.h, the signs): acc[k]
+// holds read k of every pass added up, subtracted where bit k of signs is
+// set. The sign of read k is the same in every pass, so a kernel that keeps
+// one sum per k signs each once, here, and its passes stay loads and adds
+// (or multiply-adds) with no work of their own for the signs.
+__device__ float walk_signed_sum(const float (&acc)[CONSTMEM_PASS_READS], unsigned signs)
+{
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
+        sum += (signs >> k) & 1u ? -acc[k] : acc[k];
+    return sum;
+}
+
 // ------------------------------------------------------------ lookup kernels
 
 // Step 1: the table as coefficients (constmem.h): every lane of the warp
@@ -65,7 +79,7 @@ __device__ int walk_base(int warp, int pass, int mask)
 // no instruction of its own: the multiply-add takes the entry straight from
 // the constant cache as an operand.
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes)
+lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes, unsigned signs)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
@@ -73,29 +87,33 @@ lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes)
     float sum = 0.0f;
 
     // TODO(step 1): for each pass p = 0 .. passes - 1, with x = (t + p) % 3
-    // - 1 as a float, add c_table[32 * (p % 32) + k] * x to sum for k = 0 ..
-    // CONSTMEM_PASS_READS - 1. Take the passes in groups of 32 (p = p0 + q,
-    // p0 a multiple of 32) and unroll the loops over q and k
-    // (#pragma unroll): then 32 * q + k is a constant in every read. No
-    // index may depend on the lane: that is what makes a read a broadcast.
-    (void)passes;
+    // - 1 as a float, add c_table[32 * (p % 32) + k] * x into acc[k] for k =
+    // 0 .. CONSTMEM_PASS_READS - 1 (float acc[CONSTMEM_PASS_READS] = {}: one
+    // sum per read k); then sum = walk_signed_sum(acc, signs), read k
+    // subtracted where bit k of signs is set. Take the passes in
+    // groups of 32 (p = p0 + q, p0 a multiple of 32) and unroll the loops
+    // over q and k (#pragma unroll): then 32 * q + k is a constant in every
+    // read, and so is k in acc[k] (acc stays in registers). No index may
+    // depend on the lane: that is what makes a read a broadcast.
+    (void)passes; (void)signs;
     out[t] = sum;
 }
 
 // Step 2: lane l reads entry base + l % d + k: d different words per read,
 // which the constant cache serves one after another.
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_distinct(float *__restrict__ out, int threads, int passes, int d)
+lookup_kernel_distinct(float *__restrict__ out, int threads, int passes, int d, unsigned signs)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
         return;
     float sum = 0.0f;
 
-    // TODO(step 2): as step 1 (lane = t % 32), but read c_table[first + k] with first =
-    // walk_base(warp, p, CONSTMEM_SMALL_MASK) + lane % d, computed once per
-    // pass (d is a power of two: lane % d is lane & (d - 1)).
-    (void)passes; (void)d;
+    // TODO(step 2): as step 1 (lane = t % 32, acc[k] then walk_signed_sum),
+    // but add c_table[first + k] into acc[k], with first = walk_base(warp, p,
+    // CONSTMEM_SMALL_MASK) + lane % d computed once per pass (d is a power
+    // of two: lane % d is lane & (d - 1)).
+    (void)passes; (void)d; (void)signs;
     out[t] = sum;
 }
 
@@ -104,7 +122,8 @@ lookup_kernel_distinct(float *__restrict__ out, int threads, int passes, int d)
 // or two 128-byte lines, which L1 serves in one go.
 template <int STRIDE, int MASK>
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_ldg(const float *__restrict__ table, float *__restrict__ out, int threads, int passes, int d)
+lookup_kernel_ldg(const float *__restrict__ table, float *__restrict__ out, int threads, int passes, int d,
+                  unsigned signs)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
@@ -112,9 +131,9 @@ lookup_kernel_ldg(const float *__restrict__ table, float *__restrict__ out, int 
     float sum = 0.0f;
 
     // TODO(step 3): as step 2 on `table` with any stride and mask: first =
-    // walk_base(warp, p, MASK) + lane % d, then sum += __ldg(&table[first +
-    // k * STRIDE]) for k = 0 .. CONSTMEM_PASS_READS - 1.
-    (void)table; (void)passes; (void)d;
+    // walk_base(warp, p, MASK) + lane % d, then acc[k] += __ldg(&table[first
+    // + k * STRIDE]) for k = 0 .. CONSTMEM_PASS_READS - 1, and the signed sum.
+    (void)table; (void)passes; (void)d; (void)signs;
     out[t] = sum;
 }
 
@@ -122,7 +141,7 @@ lookup_kernel_ldg(const float *__restrict__ table, float *__restrict__ out, int 
 // __restrict__, no __ldg): what most code does.
 template <int STRIDE, int MASK>
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_global(const float *table, float *out, int threads, int passes, int d)
+lookup_kernel_global(const float *table, float *out, int threads, int passes, int d, unsigned signs)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
@@ -130,7 +149,7 @@ lookup_kernel_global(const float *table, float *out, int threads, int passes, in
     float sum = 0.0f;
 
     // TODO(step 4): step 3 with table[first + k * STRIDE] instead of __ldg.
-    (void)table; (void)passes; (void)d;
+    (void)table; (void)passes; (void)d; (void)signs;
     out[t] = sum;
 }
 
@@ -138,16 +157,16 @@ lookup_kernel_global(const float *table, float *out, int threads, int passes, in
 // each warp starting somewhere else: the SM's warps together touch far
 // more than the 8 KB the constant cache keeps, and most reads miss.
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_big(float *__restrict__ out, int threads, int passes)
+lookup_kernel_big(float *__restrict__ out, int threads, int passes, unsigned signs)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
         return;
     float sum = 0.0f;
 
-    // TODO(step 5): step 1 on c_big: base = walk_base(warp, p,
-    // CONSTMEM_BIG_MASK), reads c_big[base + k * CONSTMEM_BIG_STRIDE].
-    (void)passes;
+    // TODO(step 5): step 2's walk with d = 1 on c_big: base = walk_base(warp,
+    // p, CONSTMEM_BIG_MASK), acc[k] += c_big[base + k * CONSTMEM_BIG_STRIDE].
+    (void)passes; (void)signs;
     out[t] = sum;
 }
 
@@ -273,9 +292,11 @@ static cudaError_t lookup_global_walk(int step, const constmem_lookup_job *j)
 {
     dim3 grid = lookup_grid(j->threads);
     if (step == 3)
-        lookup_kernel_ldg<STRIDE, MASK><<<grid, LOOKUP_THREADS>>>(j->table, j->out, j->threads, j->passes, j->d);
+        lookup_kernel_ldg<STRIDE, MASK><<<grid, LOOKUP_THREADS>>>(j->table, j->out, j->threads, j->passes, j->d,
+                                                                  j->signs);
     else
-        lookup_kernel_global<STRIDE, MASK><<<grid, LOOKUP_THREADS>>>(j->table, j->out, j->threads, j->passes, j->d);
+        lookup_kernel_global<STRIDE, MASK><<<grid, LOOKUP_THREADS>>>(j->table, j->out, j->threads, j->passes, j->d,
+                                                                     j->signs);
     CML_TRY_LAUNCH();
     return cudaSuccess;
 }
@@ -291,12 +312,12 @@ extern "C" cudaError_t constmem_lookup(int step, const constmem_lookup_job *j)
     case 1:
         if (j->d != 1 || j->big)
             return cudaErrorInvalidValue;
-        lookup_kernel_broadcast<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes);
+        lookup_kernel_broadcast<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, j->signs);
         break;
     case 2:
         if (j->big)
             return cudaErrorInvalidValue;
-        lookup_kernel_distinct<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, j->d);
+        lookup_kernel_distinct<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, j->d, j->signs);
         break;
     case 3:
     case 4:
@@ -305,7 +326,7 @@ extern "C" cudaError_t constmem_lookup(int step, const constmem_lookup_job *j)
     case 5:
         if (j->d != 1 || !j->big)
             return cudaErrorInvalidValue;
-        lookup_kernel_big<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes);
+        lookup_kernel_big<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, j->signs);
         break;
     default:
         return cudaErrorInvalidValue;

@@ -41,8 +41,17 @@ extern "C" {
  * CONSTMEM_BIG_STRIDE and mask CONSTMEM_BIG_MASK on the big one. So the 32
  * lanes of a warp read exactly d different entries at every read (d = 1:
  * all the same entry, a broadcast). The thread writes the sum of its reads
- * to out[t]. (The largest entry read is 511 + 31 + 31 = 573 in the small
- * table and 8191 + 31 + 31 * 128 = 12190 in the big one: always inside.) */
+ * to out[t], read k of every pass added when bit k of job->signs is 0 and
+ * subtracted when it is 1:
+ *
+ *     out[t] = sum over p < passes, k < 32 of s_k * entry(p, k),
+ *     s_k = -1 if (signs >> k) & 1, else +1
+ *
+ * The tests and the grader draw signs after constmem_upload_tables has
+ * returned: a sum made in the upload is wrong for all but one sign pattern
+ * of 2^32, so every pass's reads happen in the step's kernel. (The largest
+ * entry read is 511 + 31 + 31 = 573 in the small table and 8191 + 31 +
+ * 31 * 128 = 12190 in the big one: always inside.) */
 #define CONSTMEM_PASS_READS 32
 #define CONSTMEM_WARP_STEP 97
 #define CONSTMEM_PASS_STEP 61
@@ -54,14 +63,16 @@ extern "C" {
 
 /* Step 1 reads the small table as coefficients: in pass p, thread t
  * multiplies row p % 32 of the table, entries 32 * (p % 32) + k for
- * k < CONSTMEM_PASS_READS, by x = (t + p) % 3 - 1 and adds them up:
+ * k < CONSTMEM_PASS_READS, by x = (t + p) % 3 - 1 and adds them up, with
+ * the signs of the walk:
  *
- *     out[t] = sum over p < passes, k < 32 of c_table[32 * (p % 32) + k] * x
+ *     out[t] = sum over p < passes, k < 32 of s_k * c_table[32 * (p % 32) + k] * x
  *
  * No index depends on the thread, so every read is a broadcast; and with
  * the passes taken in groups of 32 and both loops unrolled, every index is
  * a constant the compiler knows, so every read is an operand of the
- * multiply-add itself. */
+ * multiply-add itself. (The sign of read k is the same in every pass: one
+ * sum per k, signed once at the end, keeps the multiply-adds as they are.) */
 
 /* Copies the two tables into constant memory (steps 1 and 5):
  *   table  host pointer, CONSTMEM_TABLE_ENTRIES floats
@@ -78,6 +89,8 @@ typedef struct constmem_lookup_job {
     float *out;         /* device pointer: threads floats, out[t] = thread t's sum */
     int threads;        /* 1 .. CONSTMEM_MAX_THREADS, any value */
     int passes;         /* 1 .. CONSTMEM_MAX_PASSES */
+    unsigned signs;     /* any value: bit k set, read k of every pass is subtracted
+                           (the walk above; steps 1-5 all follow it) */
 } constmem_lookup_job;
 
 /* Runs the walk of job with the kernel of `step`:

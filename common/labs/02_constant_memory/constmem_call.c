@@ -14,7 +14,8 @@ cudaError_t cm_call_upload_filter(const float *w, int radius)
     return constmem_upload_filter(w, radius);
 }
 
-cudaError_t cm_lookup_launch_one(cm_lookup_buffers *b, int step, int d, int big, int passes, int slice)
+cudaError_t cm_lookup_launch_one(cm_lookup_buffers *b, int step, int d, int big, int passes, unsigned signs,
+                                 int slice)
 {
     constmem_lookup_job job;
     job.d = d;
@@ -23,13 +24,14 @@ cudaError_t cm_lookup_launch_one(cm_lookup_buffers *b, int step, int d, int big,
     job.out = (float *)b->out.ptr + (size_t)slice * (size_t)b->threads;
     job.threads = b->threads;
     job.passes = passes;
+    job.signs = signs;
     return constmem_lookup(step, &job);
 }
 
-cudaError_t cm_lookup_launch(cm_lookup_buffers *b, int step, int big, int passes)
+cudaError_t cm_lookup_launch(cm_lookup_buffers *b, int step, int big, int passes, unsigned signs)
 {
     for (int k = 0; k < cm_step_nd(step); ++k) {
-        cudaError_t err = cm_lookup_launch_one(b, step, cm_d(k), big, passes, k);
+        cudaError_t err = cm_lookup_launch_one(b, step, cm_d(k), big, passes, signs, k);
         if (err != cudaSuccess)
             return err;
     }

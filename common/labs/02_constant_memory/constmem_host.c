@@ -40,6 +40,13 @@ void cm_make_table(float *t, size_t n, uint64_t seed, uint64_t stream)
     }
 }
 
+unsigned cm_make_signs(uint64_t seed, uint64_t stream)
+{
+    cml_rng rng;
+    cml_rng_init(&rng, seed, stream);
+    return (unsigned)(cml_rng_next(&rng) >> 32);
+}
+
 void cm_make_image(float *a, size_t n, uint64_t seed, uint64_t stream)
 {
     cml_fill_float(a, n, -1.0f, 1.0f, seed, stream);
@@ -58,13 +65,19 @@ static int coeff_x(long long t, int p)
     return (int)((t + p) % 3) - 1;
 }
 
-double cm_walk_sum(const float *table, int big, int d, int t, int passes)
+/* s_k of the walk (constmem.h): -1 where bit k of signs is set. */
+static double sign_of(unsigned signs, int k)
+{
+    return (signs >> k) & 1u ? -1.0 : 1.0;
+}
+
+double cm_walk_sum(const float *table, int big, int d, int t, int passes, unsigned signs)
 {
     if (d == CM_COEFFS) {
         double sum = 0.0;
         for (int p = 0; p < passes; ++p)
             for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-                sum += (double)table[32 * (p % 32) + k] * coeff_x(t, p);
+                sum += sign_of(signs, k) * table[32 * (p % 32) + k] * coeff_x(t, p);
         return sum;
     }
     int warp = t / 32, lane = t % 32;
@@ -73,7 +86,7 @@ double cm_walk_sum(const float *table, int big, int d, int t, int passes)
     for (int p = 0; p < passes; ++p) {
         int base = (int)(((long long)warp * CONSTMEM_WARP_STEP + (long long)p * CONSTMEM_PASS_STEP) & mask);
         for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-            sum += table[base + lane % d + k * stride];
+            sum += sign_of(signs, k) * table[base + lane % d + k * stride];
     }
     return sum;
 }
@@ -94,42 +107,52 @@ static int distinct_values(const float *v, int n, int limit)
     return count;
 }
 
-size_t cm_lookup_compare(const float *table, int big, int d, int passes, const float *out, int threads,
-                         cm_lookup_check *chk)
+/* The sum of one pass starting at entry s, for every s a pass can start
+ * at (exact: integers), read k signed by bit k of signs: a thread's sum is
+ * then passes lookups. Step 1 (coeffs): the signed sum of row q, for each q. */
+static void pass_sums(const float *table, int big, int coeffs, unsigned signs, double *pass_sum)
+{
+    int mask = big ? CONSTMEM_BIG_MASK : CONSTMEM_SMALL_MASK, stride = big ? CONSTMEM_BIG_STRIDE : 1;
+    int starts = coeffs ? 32 : mask + 32;
+    for (int s0 = 0; s0 < starts; ++s0) {
+        double sum = 0.0;
+        for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
+            sum += sign_of(signs, k) * (coeffs ? table[32 * s0 + k] : table[s0 + k * stride]);
+        pass_sum[s0] = sum;
+    }
+}
+
+/* Thread t's sum from the pass sums. */
+static double thread_sum(const double *pass_sum, int big, int d, int passes, int t)
+{
+    int mask = big ? CONSTMEM_BIG_MASK : CONSTMEM_SMALL_MASK;
+    long long warp = t / 32;
+    double want = 0.0;
+    for (int p = 0; p < passes; ++p)
+        want += d == CM_COEFFS
+                    ? pass_sum[p % 32] * coeff_x(t, p)
+                    : pass_sum[((warp * CONSTMEM_WARP_STEP + (long long)p * CONSTMEM_PASS_STEP) & mask) + (t % 32) % d];
+    return want;
+}
+
+size_t cm_lookup_compare(const float *table, int big, int d, int passes, unsigned signs, const float *out,
+                         int threads, cm_lookup_check *chk)
 {
     memset(chk, 0, sizeof *chk);
     chk->d = d;
     chk->big = big;
     chk->passes = passes;
     chk->threads = threads;
+    chk->signs = signs;
     chk->all_zero = 1;
-    /* The sum of one pass starting at entry s, for every s a pass can start
-     * at (exact: integers): a thread's sum is then passes lookups. */
-    static double pass_sum[CONSTMEM_BIG_MASK + 32];
-    int mask = big ? CONSTMEM_BIG_MASK : CONSTMEM_SMALL_MASK, stride = big ? CONSTMEM_BIG_STRIDE : 1;
+    /* the walk's pass sums, and (to name signs that were ignored) those with every read added */
+    static double pass_sum[CONSTMEM_BIG_MASK + 32], plain_sum[CONSTMEM_BIG_MASK + 32];
     int coeffs = d == CM_COEFFS;
-    if (coeffs) {  /* step 1: the sum of row q, for each q */
-        for (int q = 0; q < 32; ++q) {
-            double sum = 0.0;
-            for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-                sum += table[32 * q + k];
-            pass_sum[q] = sum;
-        }
-    } else {
-        for (int s0 = 0; s0 < mask + 32; ++s0) {
-            double sum = 0.0;
-            for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-                sum += table[s0 + k * stride];
-            pass_sum[s0] = sum;
-        }
-    }
+    pass_sums(table, big, coeffs, signs, pass_sum);
+    if (signs != 0)
+        pass_sums(table, big, coeffs, 0, plain_sum);
     for (int t = 0; t < threads; ++t) {
-        long long warp = t / 32;
-        double want = 0.0;
-        for (int p = 0; p < passes; ++p)
-            want += coeffs ? pass_sum[p % 32] * coeff_x(t, p)
-                           : pass_sum[((warp * CONSTMEM_WARP_STEP + (long long)p * CONSTMEM_PASS_STEP) & mask) +
-                                      (t % 32) % d];
+        double want = thread_sum(pass_sum, big, d, passes, t);
         float got = out[t];
         if (got != 0.0f)
             chk->all_zero = 0;
@@ -137,6 +160,8 @@ size_t cm_lookup_compare(const float *table, int big, int d, int passes, const f
             continue;
         if (cml_float_bits(got) == CM_POISON_BITS)
             chk->unwritten++;
+        else if (signs != 0 && (double)got == thread_sum(plain_sum, big, d, passes, t))
+            chk->unsigned_sums++;
         if (chk->reported < CM_MAX_REPORTED) {
             chk->first[chk->reported].t = t;
             chk->first[chk->reported].expected = want;
@@ -164,6 +189,8 @@ cm_lookup_cause cm_lookup_likely_cause(const cm_lookup_check *chk)
         return CM_LK_EMPTY_TABLE;
     if (chk->lane_warps > 0)
         return CM_LK_LANE_ADDRESSES;
+    if (chk->unsigned_sums * 2 > chk->wrong)
+        return CM_LK_SIGNS_IGNORED;
     return CM_LK_OTHER;
 }
 
@@ -182,6 +209,11 @@ const char *cm_lookup_cause_text(cm_lookup_cause cause)
                "(threadIdx.x): per-thread indexing of the constant table. Use base + lane % d + k * stride; for "
                "d = 1 every lane reads the same entry, one broadcast. Constant memory serves one address at a "
                "time, so per-thread addresses cost up to 32 times as much (step 2 measures it)";
+    case CM_LK_SIGNS_IGNORED:
+        return "the sums are the walk's with every read added: the signs are ignored. Read k of every pass is "
+               "subtracted where bit k of job->signs is set (constmem.h): keep one sum per k and sign it once, "
+               "at the end (walk_signed_sum). The signs are drawn after constmem_upload_tables, so a sum made "
+               "in the upload cannot know them";
     default:
         return "wrong entries summed: check the walk (base = walk_base(warp, p, mask) once per pass, entry "
                "base + lane % d + k * stride, passes passes) and that the kernel reads the right table";
@@ -196,11 +228,11 @@ char *cm_lookup_describe(const cm_lookup_check *chk, char *buf, size_t len)
     size_t zero = 0, *used = &zero;
     buf[0] = '\0';
     if (chk->d == CM_COEFFS)
-        APPEND("%zu of %zu sums (step 1's coefficients, %d passes) are wrong", chk->wrong, chk->checked,
-               chk->passes);
+        APPEND("%zu of %zu sums (step 1's coefficients, %d passes, signs 0x%08x) are wrong", chk->wrong,
+               chk->checked, chk->passes, chk->signs);
     else
-        APPEND("%zu of %zu sums (d = %d, %s table, %d passes) are wrong", chk->wrong, chk->checked, chk->d,
-               chk->big ? "big" : "small", chk->passes);
+        APPEND("%zu of %zu sums (d = %d, %s table, %d passes, signs 0x%08x) are wrong", chk->wrong, chk->checked,
+               chk->d, chk->big ? "big" : "small", chk->passes, chk->signs);
     if (chk->unwritten > 0)
         APPEND(" (%zu never written)", chk->unwritten);
     if (chk->lane_warps > 0)
@@ -392,8 +424,8 @@ static cudaError_t check_guards(const cml_dbuf *const *bufs, const char *const *
     return err;
 }
 
-int cm_lookup_verify(cm_lookup_buffers *b, int step, int big, int passes, const float *table, const float *big_table,
-                     float *host_out, cm_lookup_result *res)
+int cm_lookup_verify(cm_lookup_buffers *b, int step, int big, int passes, unsigned signs, const float *table,
+                     const float *big_table, float *host_out, cm_lookup_result *res)
 {
     memset(res, 0, sizeof *res);
     static const char *const names[3] = {"out", "the table's global copy", "the big table's global copy"};
@@ -411,7 +443,7 @@ int cm_lookup_verify(cm_lookup_buffers *b, int step, int big, int passes, const 
     int ok = res->guards_intact;
     res->nd = cm_step_nd(step);
     for (int k = 0; k < res->nd; ++k)
-        ok &= cm_lookup_compare(big ? big_table : table, big, cm_step_pattern(step, k), passes,
+        ok &= cm_lookup_compare(big ? big_table : table, big, cm_step_pattern(step, k), passes, signs,
                                 host_out + (size_t)k * b->threads, b->threads, &res->check[k]) == 0;
     return ok;
 }

@@ -53,6 +53,9 @@ int cm_step_big(int step);
 /* Seeded data: table entries as above; image pixels and filter weights
  * uniform in [-1, 1). */
 void cm_make_table(float *t, size_t n, uint64_t seed, uint64_t stream);
+/* The walk's signs (constmem.h): 32 seeded random bits. Drawn after the
+ * upload, so that nothing the upload computes knows them. */
+unsigned cm_make_signs(uint64_t seed, uint64_t stream);
 void cm_make_image(float *a, size_t n, uint64_t seed, uint64_t stream);
 void cm_make_filter(float *w, int radius, uint64_t seed, uint64_t stream);
 static inline int cm_taps(int radius) { return (2 * radius + 1) * (2 * radius + 1); }
@@ -63,14 +66,16 @@ static inline int cm_taps(int radius) { return (2 * radius + 1) * (2 * radius + 
 #define CM_COEFFS 0
 
 /* The sum thread t must write (constmem.h, "the walk"), in double (exact):
- * table is the small table (big = 0) or the big one (big = 1); with d =
- * CM_COEFFS, step 1's coefficient sum of the small table instead. */
-double cm_walk_sum(const float *table, int big, int d, int t, int passes);
+ * table is the small table (big = 0) or the big one (big = 1), read k of
+ * every pass subtracted where bit k of signs is set; with d = CM_COEFFS,
+ * step 1's coefficient sum of the small table instead. */
+double cm_walk_sum(const float *table, int big, int d, int t, int passes, unsigned signs);
 
 typedef enum {
     CM_LK_UNWRITTEN,        /* still the poison */
     CM_LK_EMPTY_TABLE,      /* every sum is 0: the table in constant memory was never filled */
     CM_LK_LANE_ADDRESSES,   /* a warp's lanes read more different entries than d */
+    CM_LK_SIGNS_IGNORED,    /* the wrong sums are the walk's with every read added */
     CM_LK_OTHER,            /* wrong entries */
     CM_LK_NUM_CAUSES
 } cm_lookup_cause;
@@ -79,7 +84,9 @@ typedef enum {
 
 typedef struct cm_lookup_check {
     int d, big, passes, threads;   /* d = CM_COEFFS: step 1's pattern */
+    unsigned signs;
     size_t checked, wrong, unwritten;
+    size_t unsigned_sums;    /* wrong sums that are the walk's with signs 0 (signs != 0 only) */
     size_t lane_warps;       /* full warps whose sums take more values than the pattern allows */
     int all_zero;            /* every output is 0 */
     int reported;
@@ -90,13 +97,13 @@ typedef struct cm_lookup_check {
     } first[CM_MAX_REPORTED];
 } cm_lookup_check;
 
-/* Compares the sums of threads threads with the walk's. Returns the number
- * of wrong ones. */
-size_t cm_lookup_compare(const float *table, int big, int d, int passes, const float *out, int threads,
-                         cm_lookup_check *chk);
+/* Compares the sums of threads threads with the walk's (signs as in
+ * cm_walk_sum). Returns the number of wrong ones. */
+size_t cm_lookup_compare(const float *table, int big, int d, int passes, unsigned signs, const float *out,
+                         int threads, cm_lookup_check *chk);
 cm_lookup_cause cm_lookup_likely_cause(const cm_lookup_check *chk);
 const char *cm_lookup_cause_text(cm_lookup_cause cause);
-/* "3 of 4096 sums (d = 4) are wrong: out[0] expected 1234, got 0; ...
+/* "3 of 4096 sums (d = 4, ...) are wrong: out[0] expected 1234, got 0; ...
  * Likely cause: ..." into buf. Returns buf. */
 char *cm_lookup_describe(const cm_lookup_check *chk, char *buf, size_t len);
 
@@ -162,11 +169,11 @@ typedef struct cm_lookup_result {
     cm_lookup_check check[CM_NUM_D];
 } cm_lookup_result;
 
-/* After a poison and a sweep: fetch the step's slices into host_out
- * (CM_NUM_D * threads floats), check the guards, compare. Returns 1 when
- * all is right. */
-int cm_lookup_verify(cm_lookup_buffers *b, int step, int big, int passes, const float *table, const float *big_table,
-                     float *host_out, cm_lookup_result *res);
+/* After a poison and a sweep with signs: fetch the step's slices into
+ * host_out (CM_NUM_D * threads floats), check the guards, compare. Returns
+ * 1 when all is right. */
+int cm_lookup_verify(cm_lookup_buffers *b, int step, int big, int passes, unsigned signs, const float *table,
+                     const float *big_table, float *host_out, cm_lookup_result *res);
 
 /* The image's buffers and the filter's global copy. */
 typedef struct cm_conv_buffers {
@@ -195,13 +202,14 @@ int cm_conv_verify(cm_conv_buffers *b, const float *img, const float *w, int rad
 
 cudaError_t cm_call_upload_tables(const float *table, const float *big);
 cudaError_t cm_call_upload_filter(const float *w, int radius);
-/* One walk of step with d and big into slice `slice` of out. */
-cudaError_t cm_lookup_launch_one(cm_lookup_buffers *b, int step, int d, int big, int passes, int slice);
+/* One walk of step with d, big and signs into slice `slice` of out. */
+cudaError_t cm_lookup_launch_one(cm_lookup_buffers *b, int step, int d, int big, int passes, unsigned signs,
+                                 int slice);
 /* The step's sweep: every d of cm_step_nd(step), slice k for d = 2^k. */
-cudaError_t cm_lookup_launch(cm_lookup_buffers *b, int step, int big, int passes);
+cudaError_t cm_lookup_launch(cm_lookup_buffers *b, int step, int big, int passes, unsigned signs);
 /* Step 1's code with the table read through __ldg from its global copy
  * (coeff_anchor.cu): the same reads, in global memory, into slice 0. */
-cudaError_t cm_anchor_coeffs_ldg(cm_lookup_buffers *b, int passes);
+cudaError_t cm_anchor_coeffs_ldg(cm_lookup_buffers *b, int passes, unsigned signs);
 /* One convolution of step with the filter w (host) of radius. */
 cudaError_t cm_conv_launch(cm_conv_buffers *b, int step, const float *w, int radius);
 

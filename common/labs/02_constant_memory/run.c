@@ -45,6 +45,7 @@
 
 typedef struct lab_data {
     int threads, passes, width, height, radius;
+    unsigned signs;  /* the walk's (constmem.h), drawn after the upload */
     float table[CONSTMEM_TABLE_ENTRIES], big[CONSTMEM_BIG_ENTRIES], w[CONSTMEM_MAX_TAPS];
     float *img, *img_out, *lk_out;
     cm_lookup_buffers lk;
@@ -134,6 +135,7 @@ static int prepare(cml_lab_run *r)
             return CML_EXIT_FAIL;
         }
         CML_CHECK(cm_lookup_upload_globals(&d->lk, d->table, d->big));
+        d->signs = cm_make_signs(r->seed, 4);  /* after the upload: it cannot precompute the signed sums */
         cml_lab_watch_input(r, &d->lk.table, d->table, "table (global copy)");
         cml_lab_watch_input(r, &d->lk.big, d->big, "big table (global copy)");
     }
@@ -190,7 +192,7 @@ static cudaError_t launch(cml_lab_run *r, int step)
     lab_data *d = r->data;
     if (cm_step_kind(step) == CM_CONV)
         return cm_conv_launch(&d->cv, step, d->w, d->radius);
-    return cm_lookup_launch(&d->lk, step, cm_step_big(step), d->passes);
+    return cm_lookup_launch(&d->lk, step, cm_step_big(step), d->passes, d->signs);
 }
 
 /* After poison and a launch: outputs and guards checked (the second half
@@ -214,7 +216,8 @@ static int verify(cml_lab_run *r, int step, cml_row *row)
             cm_conv_describe(&res.check, msg, sizeof msg);
     } else {
         static cm_lookup_result res;
-        ok = cm_lookup_verify(&d->lk, step, cm_step_big(step), d->passes, d->table, d->big, d->lk_out, &res);
+        ok = cm_lookup_verify(&d->lk, step, cm_step_big(step), d->passes, d->signs, d->table, d->big, d->lk_out,
+                              &res);
         err = res.err;
         intact = res.guards_intact;
         guard_msg = res.guard_msg;
@@ -249,7 +252,7 @@ typedef struct one_walk {
 static cudaError_t launch_one(void *ctx)
 {
     one_walk *w = ctx;
-    return cm_lookup_launch_one(&w->d->lk, w->step, w->dval, w->big, w->d->passes, w->slice);
+    return cm_lookup_launch_one(&w->d->lk, w->step, w->dval, w->big, w->d->passes, w->d->signs, w->slice);
 }
 
 /* The median time of one walk (ms), or -1 on a CUDA error (said on stderr). */
@@ -278,7 +281,7 @@ static const cml_row *timed_row(const cml_lab_run *r, int step)
 static cudaError_t launch_anchor(void *ctx)
 {
     lab_data *d = ctx;
-    return cm_anchor_coeffs_ldg(&d->lk, d->passes);
+    return cm_anchor_coeffs_ldg(&d->lk, d->passes, d->signs);
 }
 
 /* Step 1's code reading the table through __ldg: checked like a step, then
@@ -293,14 +296,14 @@ static int coeff_anchor(cml_lab_run *r)
     cm_lookup_check chk;
     cudaError_t err = cm_lookup_poison(&d->lk);
     if (err == cudaSuccess)
-        err = cm_anchor_coeffs_ldg(&d->lk, d->passes);
+        err = cm_anchor_coeffs_ldg(&d->lk, d->passes, d->signs);
     if (err == cudaSuccess)
         err = cudaMemcpy(d->lk_out, d->lk.out.ptr, (size_t)d->threads * sizeof(float), cudaMemcpyDeviceToHost);
     if (err != cudaSuccess) {
         cml_lab_row_error(row, "CUDA error", err);
         return 1;
     }
-    if (cm_lookup_compare(d->table, 0, CM_COEFFS, d->passes, d->lk_out, d->threads, &chk) != 0) {
+    if (cm_lookup_compare(d->table, 0, CM_COEFFS, d->passes, d->signs, d->lk_out, d->threads, &chk) != 0) {
         row->status = CML_ROW_WRONG;
         cm_lookup_describe(&chk, row->note, sizeof row->note);
         return 1;

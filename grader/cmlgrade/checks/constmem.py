@@ -4,7 +4,9 @@ case layout): steps 1-5 run the walk of constmem.h over two tables, steps
 
 The walk's tables hold distinct nonzero integers small enough that every
 sum the walk makes is exact in float (|entry| * reads < 2^24), so a thread's
-sum is judged exactly and one wrong entry read changes it. The convolution
+sum is judged exactly and one wrong entry read changes it. Each case's signs
+(read k of every pass subtracted where bit k is set) reach the kernel after
+the upload: sums made there (row sums, prefix sums) are wrong. The convolution
 is judged exactly on integer-valued data and within a derived bound on real
 data whose every term is at least 1 in magnitude (so one dropped or extra
 term is far outside the bound)."""
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import math
 import random
+import struct
 from array import array
 from dataclasses import dataclass
 from itertools import repeat
@@ -50,6 +53,11 @@ class CmCase(Case):
     exact: bool = False     # a convolution of integer-valued data: judged exactly
 
 
+def signs_of(signs: int) -> list[float]:
+    """s_k of the walk (constmem.h): -1 where bit k of signs is set, else +1."""
+    return [-1.0 if signs >> k & 1 else 1.0 for k in range(PASS_READS)]
+
+
 def distinct_table(rnd: random.Random, half: int) -> array:
     """2 * half floats: +-1 .. +-half, each once, in random order."""
     vals = [float(v) for v in range(1, half + 1)] + [float(-v) for v in range(1, half + 1)]
@@ -81,7 +89,9 @@ class ConstMem(LabChecker):
 
     def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
         # each case: the tables the upload gets, then other tables, the global copies steps 3 and 4 read (the
-        # harness puts those on the device after the upload: what a step computes from the upload is wrong there)
+        # harness puts those on the device after the upload: what a step computes from the upload is wrong there),
+        # then the walk's signs, which the harness also gives the kernel only after the upload: random bits (the
+        # first two cases: none and all set)
         tables = [b"".join(distinct_table(rnd, half).tobytes() for half in (TABLE_ENTRIES // 2, BIG_ENTRIES // 2) * 2)
                   for _ in range(3)]
         # (threads, passes): 1 thread, around a warp and a block of 256, primes, and passes past 32 (step 1's
@@ -106,8 +116,10 @@ class ConstMem(LabChecker):
                     elif threads > (1 << 18) + 3 and d not in (1, 32):
                         continue   # the limit: d = 1 and 32 (the Python reference's time)
                     kind = KIND_LOOKUP | d << 8 | big << 16
-                    out.append(CmCase(kind, threads, passes, tables[n % len(tables)],
-                                      f"{threads} threads, {passes} passes, d = {d}, {'big' if big else 'small'} table"))
+                    signs = (0, 0xFFFFFFFF)[n] if n < 2 else rnd.getrandbits(32)
+                    out.append(CmCase(kind, threads, passes, tables[n % len(tables)] + struct.pack("<I", signs),
+                                      f"{threads} threads, {passes} passes, d = {d}, {'big' if big else 'small'} "
+                                      f"table, signs {signs:#010x}"))
                     n += 1
         # convolutions (width, height, radius): 1-pixel and 1-wide images, around one 32 x 64 tile, ragged
         # right and bottom edges, every radius
@@ -169,18 +181,20 @@ class ConstMem(LabChecker):
         """out[t] of every thread: exact integers."""
         threads, passes = c.a, c.b
         d, big = (c.kind >> 8) & 0xFF, (c.kind >> 16) & 0xFF
-        half = len(c.data) // 2   # the uploaded tables, then the global copies steps 3 and 4 read
-        data = c.data[half:] if step in (3, 4) else c.data[:half]
+        tables, (signs,) = c.data[:-4], struct.unpack("<I", c.data[-4:])
+        half = len(tables) // 2   # the uploaded tables, then the global copies steps 3 and 4 read
+        data = tables[half:] if step in (3, 4) else tables[:half]
         tabs = array("f")
         tabs.frombytes(data)
-        if step == 1:   # sum over p of row (p % 32)'s sum times x = (t + p) % 3 - 1: depends on t % 3 only
-            rows = [math.fsum(tabs[32 * q:32 * q + PASS_READS]) for q in range(32)]
+        sg = signs_of(signs)
+        if step == 1:   # sum over p of row (p % 32)'s signed sum times x = (t + p) % 3 - 1: depends on t % 3 only
+            rows = [math.fsum(map(mul, tabs[32 * q:32 * q + PASS_READS], sg)) for q in range(32)]
             by3 = [math.fsum(rows[p % 32] * ((m + p) % 3 - 1) for p in range(passes)) for m in range(3)]
             want = array("f", by3) * (threads // 3 + 1)
             del want[threads:]
             return want
         mask = BIG_MASK if big else SMALL_MASK
-        ps = self._pass_sums_of(data, big)
+        ps = self._pass_sums_of(data, big, signs)
         # a warp's sums depend on (warp * WARP_STEP) & mask only: the warps repeat every mask + 1 (odd
         # WARP_STEP), so one period of them, repeated at C speed, is every thread's sum (up to 2^26 threads)
         period = array("f")
@@ -195,15 +209,19 @@ class ConstMem(LabChecker):
         del want[threads:]
         return want
 
-    def _pass_sums_of(self, data: bytes, big: int) -> list[float]:
-        """The sum of one pass's 32 reads starting at each entry a pass can start at."""
-        key = (data, big)
+    def _pass_sums_of(self, data: bytes, big: int, signs: int) -> list[float]:
+        """The signed sum of one pass's 32 reads starting at each entry a pass can start at (integers below
+        2^24: exact in any order)."""
+        key = (data, big, signs)
         if key not in self._pass_sums:
             tabs = array("f")
             tabs.frombytes(data)
             mask, stride, off = (BIG_MASK, BIG_STRIDE, TABLE_ENTRIES) if big else (SMALL_MASK, 1, 0)
             tab = tabs[off:]
-            self._pass_sums[key] = [math.fsum(tab[s:s + stride * PASS_READS:stride]) for s in range(mask + 32)]
+            sums = [0.0] * (mask + 32)
+            for k, s in enumerate(signs_of(signs)):   # read k of the pass starting at each entry, signed
+                sums = list(map(add, sums, map(mul, tab[k * stride:k * stride + mask + 32], repeat(s))))
+            self._pass_sums[key] = sums
             if len(self._pass_sums) > 16:
                 self._pass_sums.pop(next(iter(self._pass_sums)))
         return self._pass_sums[key]

@@ -4,7 +4,8 @@
  *
  * Steps 1-5 (the walk): seeded tables of nonzero integers, so every sum is
  * exact and the check is exact; steps 2-4 run every d = 1, 2, 4, ..., 32,
- * and steps 3 and 4 both tables' walks. Steps 6-8 (the convolution):
+ * and steps 3 and 4 both tables' walks. The walk's signs are drawn after
+ * the upload, for every case anew. Steps 6-8 (the convolution):
  * seeded images and filters of every radius, checked against a CPU
  * convolution in double with a tolerance from float's rounding. Every run:
  * outputs poisoned with NaN, guard zones around every buffer, thread counts
@@ -66,12 +67,14 @@ static int check_lookup(int step, lookup_case c, int big, uint64_t seed, uint64_
     cm_lookup_buffers b;
     CML_TEST_CHECK(cm_lookup_alloc(&b, c.threads));
     upload_tables(&b, table, big_table, global, global_big, seed, stream);
+    /* after the upload: what it computed from its tables cannot know them */
+    unsigned signs = cm_make_signs(seed, stream + 0x6000);
     CML_TEST_CHECK(cm_lookup_poison(&b));
-    cudaError_t err = cm_lookup_launch(&b, step, big, c.passes);
+    cudaError_t err = cm_lookup_launch(&b, step, big, c.passes, signs);
     cm_lookup_result res = {.err = err};
     if (err == cudaSuccess)
-        cm_lookup_verify(&b, step, big, c.passes, from_global ? global : table, from_global ? global_big : big_table,
-                         out, &res);
+        cm_lookup_verify(&b, step, big, c.passes, signs, from_global ? global : table,
+                         from_global ? global_big : big_table, out, &res);
     cr_assert(res.err == cudaSuccess,
               "step %d, %d threads, %d passes: CUDA error %s: %s. Likely cause: an access outside the table or "
               "out; find it with compute-sanitizer --tool memcheck ./build/constmem_run --step %d --threads %d "

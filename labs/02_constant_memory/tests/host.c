@@ -38,22 +38,55 @@ Test(walk, stays_inside_both_tables_for_every_warp_and_pass)
 Test(walk, gives_each_lane_the_sum_of_its_own_d_entries)
 {
     make_tables();
+    unsigned signs = cm_make_signs(7, 2);
+    cr_assert(signs != 0 && signs != ~0u, "signs 0x%08x: some reads must be added, some subtracted", signs);
     for (int k = 0; k < CM_NUM_D; ++k) {
         int d = cm_d(k);
         for (int lane = 0; lane < 32; ++lane) {
-            double got = cm_walk_sum(table, 0, d, 5 * 32 + lane, 3);
+            double got = cm_walk_sum(table, 0, d, 5 * 32 + lane, 3, signs);
             double want = 0.0;
             for (int p = 0; p < 3; ++p) {
                 int base = (5 * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & CONSTMEM_SMALL_MASK;
                 for (int r = 0; r < CONSTMEM_PASS_READS; ++r)
-                    want += table[base + lane % d + r];
+                    want += (signs >> r & 1u ? -1.0 : 1.0) * table[base + lane % d + r];
             }
             cr_expect(got == want, "d = %d, lane %d: %.0f, not %.0f", d, lane, got, want);
             if (lane >= d)
-                cr_expect(got == cm_walk_sum(table, 0, d, 5 * 32 + lane - d, 3), "d = %d: lane %d differs from lane %d",
-                          d, lane, lane - d);
+                cr_expect(got == cm_walk_sum(table, 0, d, 5 * 32 + lane - d, 3, signs),
+                          "d = %d: lane %d differs from lane %d", d, lane, lane - d);
         }
     }
+}
+
+Test(walk, bit_k_of_the_signs_subtracts_read_k_of_every_pass)
+{
+    make_tables();
+    for (int big_walk = 0; big_walk <= 1; ++big_walk)
+        for (int k = 0; k < CONSTMEM_PASS_READS; k += 5) {
+            const float *tab = big_walk ? big : table;
+            int mask = big_walk ? CONSTMEM_BIG_MASK : CONSTMEM_SMALL_MASK;
+            int stride = big_walk ? CONSTMEM_BIG_STRIDE : 1;
+            int t = 77 * 32 + 9, d = big_walk ? 1 : 4;
+            double read_k = 0.0;  /* read k of every pass, added up */
+            for (int p = 0; p < 4; ++p)
+                read_k += tab[((77 * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & mask) + 9 % d + k * stride];
+            double plain = cm_walk_sum(tab, big_walk, d, t, 4, 0);
+            cr_expect(cm_walk_sum(tab, big_walk, d, t, 4, 1u << k) == plain - 2.0 * read_k, "big %d, bit %d", big_walk,
+                      k);
+            cr_expect(cm_walk_sum(tab, big_walk, d, t, 4, ~0u) == -plain, "big %d: all bits set negate the sum",
+                      big_walk);
+        }
+    /* step 1: row q's entry k times x, subtracted where bit k is set */
+    double plain = cm_walk_sum(table, 0, CM_COEFFS, 4, 33, 0), flipped = plain;
+    for (int p = 0; p < 33; ++p)
+        flipped -= 2.0 * table[32 * (p % 32) + 3] * ((4 + p) % 3 - 1);
+    cr_expect(cm_walk_sum(table, 0, CM_COEFFS, 4, 33, 1u << 3) == flipped);
+}
+
+Test(walk, signs_are_drawn_from_the_seed_and_differ_between_streams)
+{
+    cr_expect(cm_make_signs(5, 1) == cm_make_signs(5, 1));
+    cr_expect(cm_make_signs(5, 1) != cm_make_signs(5, 2) && cm_make_signs(5, 1) != cm_make_signs(6, 1));
 }
 
 Test(walk, tables_have_no_zero_and_stay_exact_in_float)
@@ -89,11 +122,11 @@ Test(lookup_check, passes_the_right_sums_and_names_per_lane_addresses)
     cm_lookup_check chk;
     make_tables();
     for (int t = 0; t < T; ++t)
-        out[t] = (float)cm_walk_sum(table, 0, 1, t, 2);
-    cr_expect(cm_lookup_compare(table, 0, 1, 2, out, T, &chk) == 0, "right sums reported wrong");
+        out[t] = (float)cm_walk_sum(table, 0, 1, t, 2, 0);
+    cr_expect(cm_lookup_compare(table, 0, 1, 2, 0, out, T, &chk) == 0, "right sums reported wrong");
 
     per_lane_sums(out, T, 2);
-    cr_expect(cm_lookup_compare(table, 0, 1, 2, out, T, &chk) > 0);
+    cr_expect(cm_lookup_compare(table, 0, 1, 2, 0, out, T, &chk) > 0);
     cr_expect(cm_lookup_likely_cause(&chk) == CM_LK_LANE_ADDRESSES, "per-lane reads not recognised (cause %d)",
               (int)cm_lookup_likely_cause(&chk));
     char msg[1600];
@@ -106,17 +139,45 @@ Test(lookup_check, agrees_with_the_walk_on_both_tables_and_every_d)
     static float out[T];
     cm_lookup_check chk;
     make_tables();
+    unsigned signs = cm_make_signs(7, 3);
     for (int big_walk = 0; big_walk <= 1; ++big_walk)
         for (int k = 0; k < CM_NUM_D; ++k) {
             const float *tab = big_walk ? big : table;
             for (int t = 0; t < T; ++t)
-                out[t] = (float)cm_walk_sum(tab, big_walk, cm_d(k), t, 5);
-            cr_expect(cm_lookup_compare(tab, big_walk, cm_d(k), 5, out, T, &chk) == 0,
+                out[t] = (float)cm_walk_sum(tab, big_walk, cm_d(k), t, 5, signs);
+            cr_expect(cm_lookup_compare(tab, big_walk, cm_d(k), 5, signs, out, T, &chk) == 0,
                       "big %d, d = %d: %zu right sums reported wrong", big_walk, cm_d(k), chk.wrong);
             out[T - 1] += 1.0f;
-            cr_expect(cm_lookup_compare(tab, big_walk, cm_d(k), 5, out, T, &chk) == 1 && chk.first[0].t == T - 1,
+            cr_expect(cm_lookup_compare(tab, big_walk, cm_d(k), 5, signs, out, T, &chk) == 1 &&
+                          chk.first[0].t == T - 1,
                       "big %d, d = %d: a sum off by one not found", big_walk, cm_d(k));
+            cr_expect(cm_lookup_likely_cause(&chk) == CM_LK_OTHER, "one wrong sum is no ignored sign");
         }
+}
+
+Test(lookup_check, names_ignored_signs_and_sums_made_before_them)
+{
+    enum { T = 1500 };
+    static float out[T];
+    cm_lookup_check chk;
+    char msg[1600];
+    make_tables();
+    unsigned signs = cm_make_signs(7, 4);
+    /* every read added (signs ignored, or sums precomputed by the upload), on steps 1, 2 and 5's walks */
+    const int ds[3] = {CM_COEFFS, 8, 1}, bigs[3] = {0, 0, 1};
+    for (int i = 0; i < 3; ++i) {
+        const float *tab = bigs[i] ? big : table;
+        for (int t = 0; t < T; ++t)
+            out[t] = (float)cm_walk_sum(tab, bigs[i], ds[i], t, 40, 0);
+        cr_expect(cm_lookup_compare(tab, bigs[i], ds[i], 40, signs, out, T, &chk) > (size_t)T / 2);
+        cr_expect(cm_lookup_likely_cause(&chk) == CM_LK_SIGNS_IGNORED, "pattern %d: cause %d", ds[i],
+                  (int)cm_lookup_likely_cause(&chk));
+        cr_expect(strstr(cm_lookup_describe(&chk, msg, sizeof msg), "signs are ignored") != NULL, "%s", msg);
+        /* the right sums with those signs pass */
+        for (int t = 0; t < T; ++t)
+            out[t] = (float)cm_walk_sum(tab, bigs[i], ds[i], t, 40, signs);
+        cr_expect(cm_lookup_compare(tab, bigs[i], ds[i], 40, signs, out, T, &chk) == 0, "%zu wrong", chk.wrong);
+    }
 }
 
 Test(lookup_check, checks_step_1s_coefficients_and_names_per_lane_reads)
@@ -130,10 +191,10 @@ Test(lookup_check, checks_step_1s_coefficients_and_names_per_lane_reads)
         for (int p = 0; p < 40; ++p)  /* more than 32 passes: rows come round again */
             for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
                 want += (double)table[32 * (p % 32) + k] * ((t + p) % 3 - 1);
-        cr_assert(cm_walk_sum(table, 0, CM_COEFFS, t, 40) == want, "thread %d", t);
+        cr_assert(cm_walk_sum(table, 0, CM_COEFFS, t, 40, 0) == want, "thread %d", t);
         out[t] = (float)want;
     }
-    cr_expect(cm_lookup_compare(table, 0, CM_COEFFS, 40, out, T, &chk) == 0, "%zu right sums reported wrong",
+    cr_expect(cm_lookup_compare(table, 0, CM_COEFFS, 40, 0, out, T, &chk) == 0, "%zu right sums reported wrong",
               chk.wrong);
     for (int t = 0; t < T; ++t) {  /* as if lane l read entry 32 q + k + l */
         double s = 0.0;
@@ -142,7 +203,7 @@ Test(lookup_check, checks_step_1s_coefficients_and_names_per_lane_reads)
                 s += (double)table[(32 * (p % 32) + k + t % 32) % CONSTMEM_TABLE_ENTRIES] * ((t + p) % 3 - 1);
         out[t] = (float)s;
     }
-    cr_expect(cm_lookup_compare(table, 0, CM_COEFFS, 40, out, T, &chk) > 0);
+    cr_expect(cm_lookup_compare(table, 0, CM_COEFFS, 40, 0, out, T, &chk) > 0);
     cr_expect(cm_lookup_likely_cause(&chk) == CM_LK_LANE_ADDRESSES, "cause %d", (int)cm_lookup_likely_cause(&chk));
 }
 
@@ -153,13 +214,13 @@ Test(lookup_check, names_an_empty_table_and_unwritten_sums)
     cm_lookup_check chk;
     make_tables();
     memset(out, 0, sizeof out);
-    cm_lookup_compare(table, 0, 4, 1, out, T, &chk);
+    cm_lookup_compare(table, 0, 4, 1, 0x5u, out, T, &chk);
     cr_expect(cm_lookup_likely_cause(&chk) == CM_LK_EMPTY_TABLE);
     char msg[1600];
     cr_expect(strstr(cm_lookup_describe(&chk, msg, sizeof msg), "cudaMemcpyToSymbol") != NULL, "%s", msg);
     for (int t = 0; t < T; ++t)
         out[t] = cml_bits_float(CM_POISON_BITS);
-    cm_lookup_compare(table, 0, 4, 1, out, T, &chk);
+    cm_lookup_compare(table, 0, 4, 1, 0x5u, out, T, &chk);
     cr_expect(chk.wrong == T && cm_lookup_likely_cause(&chk) == CM_LK_UNWRITTEN);
 }
 

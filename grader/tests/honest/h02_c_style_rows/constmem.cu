@@ -1,4 +1,6 @@
-/* Lab 02, C style: one kernel per step with its own name. The convolution
+/* Lab 02, C style: one kernel per step with its own name; every read of
+ * the walk takes its sign as it comes (a negated x in step 1, a negated
+ * entry in steps 2-5). The convolution
  * kernels compute 4 output rows per thread (64 x 16 pixel tiles, 64 x 4
  * threads); step 7 first copies the filter from global memory into shared
  * memory. The grid's height is capped at the device's limit (asked with
@@ -25,7 +27,10 @@ static __device__ int walk_start(int t, int p, int mask)
     return ((t / 32) * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & mask;
 }
 
-__global__ void step1_broadcast(float *out, int threads, int passes)
+/* read k's sign (constmem.h): bit k of signs set, subtracted */
+#define SIGNED(signs, k, v) (((signs) >> (k)) & 1u ? -(v) : (v))
+
+__global__ void step1_broadcast(float *out, int threads, int passes, unsigned signs)
 {
     int t = blockIdx.x * THREADS + threadIdx.x;
     if (t >= threads)
@@ -38,7 +43,7 @@ __global__ void step1_broadcast(float *out, int threads, int passes)
             float x = (float)((t + p0 + q) % 3 - 1);
 #pragma unroll
             for (int k = 0; k < 32; k++)
-                s += g_coef[32 * q + k] * x;
+                s += g_coef[32 * q + k] * SIGNED(signs, k, x);
         }
     }
 #pragma unroll
@@ -47,13 +52,13 @@ __global__ void step1_broadcast(float *out, int threads, int passes)
             float x = (float)((t + p0 + q) % 3 - 1);
 #pragma unroll
             for (int k = 0; k < 32; k++)
-                s += g_coef[32 * q + k] * x;
+                s += g_coef[32 * q + k] * SIGNED(signs, k, x);
         }
     }
     out[t] = s;
 }
 
-__global__ void step2_distinct(float *out, int threads, int passes, int d)
+__global__ void step2_distinct(float *out, int threads, int passes, int d, unsigned signs)
 {
     int t = blockIdx.x * THREADS + threadIdx.x;
     if (t >= threads)
@@ -62,13 +67,13 @@ __global__ void step2_distinct(float *out, int threads, int passes, int d)
     for (int p = 0; p < passes; p++) {
         int b = walk_start(t, p, CONSTMEM_SMALL_MASK) + (t % 32) % d;
         for (int k = 0; k < CONSTMEM_PASS_READS; k++)
-            s += g_coef[b + k];
+            s += SIGNED(signs, k, g_coef[b + k]);
     }
     out[t] = s;
 }
 
 __global__ void step3_ldg(const float *__restrict__ table, float *out, int threads, int passes, int d, int stride,
-                          int mask)
+                          int mask, unsigned signs)
 {
     int t = blockIdx.x * THREADS + threadIdx.x;
     if (t >= threads)
@@ -77,12 +82,13 @@ __global__ void step3_ldg(const float *__restrict__ table, float *out, int threa
     for (int p = 0; p < passes; p++) {
         int b = walk_start(t, p, mask) + (t % 32) % d;
         for (int k = 0; k < CONSTMEM_PASS_READS; k++)
-            s += __ldg(&table[b + k * stride]);
+            s += SIGNED(signs, k, __ldg(&table[b + k * stride]));
     }
     out[t] = s;
 }
 
-__global__ void step4_plain(const float *table, float *out, int threads, int passes, int d, int stride, int mask)
+__global__ void step4_plain(const float *table, float *out, int threads, int passes, int d, int stride, int mask,
+                            unsigned signs)
 {
     int t = blockIdx.x * THREADS + threadIdx.x;
     if (t >= threads)
@@ -91,12 +97,12 @@ __global__ void step4_plain(const float *table, float *out, int threads, int pas
     for (int p = 0; p < passes; p++) {
         int b = walk_start(t, p, mask) + (t % 32) % d;
         for (int k = 0; k < CONSTMEM_PASS_READS; k++)
-            s += table[b + k * stride];
+            s += SIGNED(signs, k, table[b + k * stride]);
     }
     out[t] = s;
 }
 
-__global__ void step5_big(float *out, int threads, int passes)
+__global__ void step5_big(float *out, int threads, int passes, unsigned signs)
 {
     int t = blockIdx.x * THREADS + threadIdx.x;
     if (t >= threads)
@@ -106,7 +112,7 @@ __global__ void step5_big(float *out, int threads, int passes)
         int b = walk_start(t, p, CONSTMEM_BIG_MASK);
 #pragma unroll 8
         for (int k = 0; k < CONSTMEM_PASS_READS; k++)
-            s += g_big[b + k * CONSTMEM_BIG_STRIDE];
+            s += SIGNED(signs, k, g_big[b + k * CONSTMEM_BIG_STRIDE]);
     }
     out[t] = s;
 }
@@ -197,23 +203,23 @@ cudaError_t constmem_lookup(int step, const constmem_lookup_job *j)
     case 1:
         if (j->d != 1 || j->big)
             return cudaErrorInvalidValue;
-        step1_broadcast<<<blocks, THREADS>>>(j->out, j->threads, j->passes);
+        step1_broadcast<<<blocks, THREADS>>>(j->out, j->threads, j->passes, j->signs);
         break;
     case 2:
         if (j->big)
             return cudaErrorInvalidValue;
-        step2_distinct<<<blocks, THREADS>>>(j->out, j->threads, j->passes, j->d);
+        step2_distinct<<<blocks, THREADS>>>(j->out, j->threads, j->passes, j->d, j->signs);
         break;
     case 3:
-        step3_ldg<<<blocks, THREADS>>>(j->table, j->out, j->threads, j->passes, j->d, stride, mask);
+        step3_ldg<<<blocks, THREADS>>>(j->table, j->out, j->threads, j->passes, j->d, stride, mask, j->signs);
         break;
     case 4:
-        step4_plain<<<blocks, THREADS>>>(j->table, j->out, j->threads, j->passes, j->d, stride, mask);
+        step4_plain<<<blocks, THREADS>>>(j->table, j->out, j->threads, j->passes, j->d, stride, mask, j->signs);
         break;
     case 5:
         if (j->d != 1 || !j->big)
             return cudaErrorInvalidValue;
-        step5_big<<<blocks, THREADS>>>(j->out, j->threads, j->passes);
+        step5_big<<<blocks, THREADS>>>(j->out, j->threads, j->passes, j->signs);
         break;
     default:
         return cudaErrorInvalidValue;

@@ -3,7 +3,9 @@
 // kernel serves steps 2-5 with the table's place a template argument; the
 // convolution is one kernel with the filter's place a template argument,
 // one thread per output pixel of a 16 x 16 tile (a 64 x 16 block tile: four
-// tiles side by side), blocks looping over tile rows beyond the grid.
+// tiles side by side), blocks looping over tile rows beyond the grid. The
+// walk keeps a cuda::std::array of sums, one per read k, and subtracts
+// those whose bit of the signs is set from the others at the end.
 #include "constmem.h"
 
 #include <cooperative_groups.h>
@@ -32,12 +34,28 @@ __device__ __forceinline__ float entry(const float *global_copy, int i)
         return global_copy[i];
 }
 
-__global__ void lookup_coeffs(float *out, int threads, int passes)
+using per_read_t = cuda::std::array<float, CONSTMEM_PASS_READS>;
+
+// the reads whose bit of signs is clear, minus those whose bit is set (constmem.h)
+__device__ __forceinline__ float plus_minus(const per_read_t &per_read, unsigned signs)
+{
+    float plus = 0.0f, minus = 0.0f;
+#pragma unroll
+    for (int k = 0; k < CONSTMEM_PASS_READS; ++k) {
+        if (signs & (1u << k))
+            minus += per_read[k];
+        else
+            plus += per_read[k];
+    }
+    return plus - minus;
+}
+
+__global__ void lookup_coeffs(float *out, int threads, int passes, unsigned signs)
 {
     const int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
     if (t >= threads)
         return;
-    float sum = 0.0f;
+    per_read_t per_read{};
     for (int p0 = 0; p0 < passes; p0 += 32)
 #pragma unroll
         for (int q = 0; q < 32; ++q)
@@ -45,27 +63,27 @@ __global__ void lookup_coeffs(float *out, int threads, int passes)
                 const float x = (float)((t + p0 + q) % 3 - 1);
 #pragma unroll
                 for (int k = 0; k < 32; ++k)
-                    sum += table_small[32 * q + k] * x;
+                    per_read[k] += table_small[32 * q + k] * x;
             }
-    out[t] = sum;
+    out[t] = plus_minus(per_read, signs);
 }
 
 template <Where W, int STRIDE, int MASK>
-__global__ void lookup_walk(const float *global_copy, float *out, int threads, int passes, int d)
+__global__ void lookup_walk(const float *global_copy, float *out, int threads, int passes, int d, unsigned signs)
 {
     cg::thread_block block = cg::this_thread_block();
     const int t = (int)(block.group_index().x * block.size() + block.thread_rank());
     if (t >= threads)
         return;
     const int lane_pick = (t % 32) & (d - 1);
-    float sum = 0.0f;
+    per_read_t per_read{};
     for (int p = 0; p < passes; ++p) {
         const int first = (((t / 32) * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & MASK) + lane_pick;
 #pragma unroll
         for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-            sum += entry<W>(global_copy, first + k * STRIDE);
+            per_read[k] += entry<W>(global_copy, first + k * STRIDE);
     }
-    out[t] = sum;
+    out[t] = plus_minus(per_read, signs);
 }
 
 enum class Taps { Constant, Global, Param };
@@ -156,21 +174,27 @@ extern "C" cudaError_t constmem_lookup(int step, const constmem_lookup_job *j)
         return cudaErrorInvalidValue;
     constexpr int BS = CONSTMEM_BIG_STRIDE, BM = CONSTMEM_BIG_MASK, SM = CONSTMEM_SMALL_MASK;
     switch (step) {
-    case 1: lookup_coeffs<<<blocks, 256>>>(j->out, j->threads, j->passes); break;
-    case 2: lookup_walk<Where::ConstSmall, 1, SM><<<blocks, 256>>>(nullptr, j->out, j->threads, j->passes, j->d); break;
+    case 1: lookup_coeffs<<<blocks, 256>>>(j->out, j->threads, j->passes, j->signs); break;
+    case 2:
+        lookup_walk<Where::ConstSmall, 1, SM><<<blocks, 256>>>(nullptr, j->out, j->threads, j->passes, j->d, j->signs);
+        break;
     case 3:
         if (j->big)
-            lookup_walk<Where::Ldg, BS, BM><<<blocks, 256>>>(j->table, j->out, j->threads, j->passes, j->d);
+            lookup_walk<Where::Ldg, BS, BM><<<blocks, 256>>>(j->table, j->out, j->threads, j->passes, j->d, j->signs);
         else
-            lookup_walk<Where::Ldg, 1, SM><<<blocks, 256>>>(j->table, j->out, j->threads, j->passes, j->d);
+            lookup_walk<Where::Ldg, 1, SM><<<blocks, 256>>>(j->table, j->out, j->threads, j->passes, j->d, j->signs);
         break;
     case 4:
         if (j->big)
-            lookup_walk<Where::Plain, BS, BM><<<blocks, 256>>>(j->table, j->out, j->threads, j->passes, j->d);
+            lookup_walk<Where::Plain, BS, BM><<<blocks, 256>>>(j->table, j->out, j->threads, j->passes, j->d,
+                                                               j->signs);
         else
-            lookup_walk<Where::Plain, 1, SM><<<blocks, 256>>>(j->table, j->out, j->threads, j->passes, j->d);
+            lookup_walk<Where::Plain, 1, SM><<<blocks, 256>>>(j->table, j->out, j->threads, j->passes, j->d,
+                                                              j->signs);
         break;
-    case 5: lookup_walk<Where::ConstBig, BS, BM><<<blocks, 256>>>(nullptr, j->out, j->threads, j->passes, 1); break;
+    case 5:
+        lookup_walk<Where::ConstBig, BS, BM><<<blocks, 256>>>(nullptr, j->out, j->threads, j->passes, 1, j->signs);
+        break;
     default: return cudaErrorInvalidValue;
     }
     return cudaGetLastError();

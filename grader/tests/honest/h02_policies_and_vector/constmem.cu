@@ -3,7 +3,8 @@
 // table, __ldg or a plain load from the global copy) and the walk's stride
 // and mask. The convolution is convolve<Filter, R> (filter type first),
 // over 32 x 16 tiles, blocks looping down the image when it is taller
-// than the grid. The filter upload goes through a std::vector.
+// than the grid. The filter upload goes through a std::vector. The walk's
+// signs become a +1/-1 factor per read, made once per thread.
 #include "constmem.h"
 
 #include <cuda_runtime.h>
@@ -16,6 +17,17 @@ __constant__ float taps_const[CONSTMEM_MAX_TAPS];
 namespace {
 
 constexpr int kBlock = 128;
+
+// +1 or -1 for read k (constmem.h: -1 where bit k of signs is set)
+struct SignFactors {
+    float f[CONSTMEM_PASS_READS];
+    __device__ explicit SignFactors(unsigned signs)
+    {
+#pragma unroll
+        for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
+            f[k] = 1.0f - 2.0f * (float)((signs >> k) & 1u);
+    }
+};
 
 struct FromSmallConstant {
     static constexpr int stride = 1, mask = CONSTMEM_SMALL_MASK;
@@ -38,11 +50,12 @@ struct PlainLoad {
     __device__ float operator()(int i) const { return table[i]; }
 };
 
-__global__ void coefficients(float *out, int threads, int passes)
+__global__ void coefficients(float *out, int threads, int passes, unsigned signs)
 {
     const int t = blockIdx.x * kBlock + threadIdx.x;
     if (t >= threads)
         return;
+    const SignFactors sign(signs);
     float acc = 0.0f;
     for (int base = 0; base < passes; base += 32) {
 #pragma unroll
@@ -52,25 +65,26 @@ __global__ void coefficients(float *out, int threads, int passes)
             const float x = (float)((t + base + q) % 3 - 1);
 #pragma unroll
             for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-                acc += small_table[q * 32 + k] * x;
+                acc += small_table[q * 32 + k] * x * sign.f[k];
         }
     }
     out[t] = acc;
 }
 
 template <class Source>
-__global__ void walk(Source src, float *out, int threads, int passes, int d)
+__global__ void walk(Source src, float *out, int threads, int passes, int d, unsigned signs)
 {
     const int t = blockIdx.x * kBlock + threadIdx.x;
     if (t >= threads)
         return;
+    const SignFactors sign(signs);
     const int warp = t >> 5, spread = (t & 31) & (d - 1);
     float acc = 0.0f;
     for (int p = 0; p < passes; ++p) {
         const int start = ((warp * CONSTMEM_WARP_STEP + p * CONSTMEM_PASS_STEP) & Source::mask) + spread;
 #pragma unroll
         for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-            acc += src(start + k * Source::stride);
+            acc += sign.f[k] * src(start + k * Source::stride);
     }
     out[t] = acc;
 }
@@ -137,7 +151,8 @@ cudaError_t launch_conv(const constmem_conv_job *job, Filter f)
 template <class Source>
 cudaError_t launch_walk(Source src, const constmem_lookup_job *j)
 {
-    walk<Source><<<(j->threads + kBlock - 1) / kBlock, kBlock>>>(src, j->out, j->threads, j->passes, j->d);
+    walk<Source><<<(j->threads + kBlock - 1) / kBlock, kBlock>>>(src, j->out, j->threads, j->passes, j->d,
+                                                                 j->signs);
     return cudaGetLastError();
 }
 
@@ -171,7 +186,7 @@ extern "C" cudaError_t constmem_lookup(int step, const constmem_lookup_job *j)
     case 1:
         if (j->d != 1 || j->big)
             return cudaErrorInvalidValue;
-        coefficients<<<(j->threads + kBlock - 1) / kBlock, kBlock>>>(j->out, j->threads, j->passes);
+        coefficients<<<(j->threads + kBlock - 1) / kBlock, kBlock>>>(j->out, j->threads, j->passes, j->signs);
         return cudaGetLastError();
     case 2:
         if (j->big)
