@@ -147,6 +147,17 @@ class CompiledKernelTests(unittest.TestCase):
         self.assertFalse(r["tile_steps_go_through_shared_memory"].ok)
         self.assertIn("step 3's kernels (edge_copy", r["tile_steps_go_through_shared_memory"].detail)
 
+    def test_a_walk_step_reading_sums_from_global_memory_loses_its_step(self):
+        # lab 02's steps 1, 2 and 5 read constant memory only: sums an upload made and left in global
+        # memory are a global load, whatever constant read sits beside them
+        lab = LABS["02_constant_memory"]
+        for step in (1, 2, 5):
+            v, _ = technique(self, lab, step, [("walk_in_constant_memory", 0, 0)], self.sass)
+            self.assertIs(v.ok, True, (step, v))
+            v, _ = technique(self, lab, step, [("walk_from_upload_sums", 0, 0)], self.sass)
+            self.assertIs(v.ok, False, step)
+            self.assertIn(f"step {step} reads its table from __constant__ memory only", v.messages[0])
+
     def test_without_sass_the_global_rule_is_not_checked(self):
         lab = LABS["02_constant_memory"]
         v, run = technique(self, lab, 3, [("walk_reads_the_constant_copy", 0, 0)], {})
