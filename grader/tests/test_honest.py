@@ -147,7 +147,7 @@ class HonestSuite(unittest.TestCase):
         r = subprocess.run([sys.executable, str(GRADER / "grade.py"), str(batch), "--batch", "--out", str(out),
                             *(labs_of if only else []),
                             "--work", str(work), "--keep-work", *cache, "--jobs", jobs, "--secret-seed", SECRET_SEED,
-                            "--progress", "--timings", str(tmp / "timings.json")], env=env)
+                            "--progress", "--timings", str(work / "timings.json")], env=env)   # kept with a kept work folder
         wall = time.monotonic() - t0
         self.assertEqual(r.returncode, 0, f"grade.py exited {r.returncode} (its messages are above)")
         print(f"[test_honest] {n} submissions graded in {wall:.0f} s", file=sys.stderr)
