@@ -30,7 +30,11 @@ PASS_READS, WARP_STEP, PASS_STEP = 32, 97, 61
 SMALL_MASK, BIG_MASK, BIG_STRIDE = 511, 8191, 128
 MAX_PASSES, MAX_RADIUS = 128, 4
 MAX_THREADS, MAX_HEIGHT = 1 << 26, 4194240   # CONSTMEM_MAX_THREADS; constmem_conv_job's height <=
-TALL_CPU = 65535 + 1024
+# The CPU path's tall image (1 wide): past 65535 tiles of 16 rows, so blocks of 16 rows or fewer must loop down
+# it. Its cost is the grid's (every CUDA thread a fiber, whatever the width): about 4 s of CPU time a step for the
+# reference's harness (64-row tiles) and 8 s for 32 x 16 blocks (honest h02_policies_and_vector), plus 2 s for the
+# Python reference; the header's 4,194,240 rows (GPU path) would take four times that.
+TALL_CPU = 65535 * 16 + 1031
 KIND_LOOKUP, KIND_CONV = 0, 1
 DS = (1, 2, 4, 8, 16, 32)
 # Exactness of the walk: a thread adds passes * 32 entries. The small table
@@ -130,7 +134,7 @@ class ConstMem(LabChecker):
         # larger ones, one kind of data each (the Python reference's time)
         convs += [(301, 199, 2, (True, False))] if cpu else [(1000, 131, 2, (True,)), (67, 999, 3, (False,))]
         # the contract's limits (constmem.h): the tallest image, 1 and 3 wide, and a wide one; on the CPU path
-        # (every pixel's thread a fiber) a tall image past 65535 rows
+        # (every pixel's thread a fiber) a 1-wide image past 65535 tiles of 16 rows (TALL_CPU)
         convs += ([(1, TALL_CPU, 2, (True,)), (3, 1 << 14, 4, (False,))] if cpu else
                   [(1, MAX_HEIGHT, 4, (True,)), (3, MAX_HEIGHT, 1, (True,)), (1 << 20, 3, 2, (True,))])
         for w, h, r, kinds in convs:
