@@ -102,8 +102,13 @@ class RealBuildTests(unittest.TestCase):
         write_all(second, again, [lab.name])
         files = sorted(q.relative_to(first) for q in first.rglob("*") if q.is_file())
         self.assertEqual(files, sorted(q.relative_to(second) for q in second.rglob("*") if q.is_file()))
-        for q in files:
-            self.assertEqual((first / q).read_bytes(), (second / q).read_bytes(), f"{q} differs between two runs")
+        differ = [q for q in files if (first / q).read_bytes() != (second / q).read_bytes()]
+        if differ:   # say what differs, line by line (a point lost in one run names its reason there)
+            import difflib
+            diff = "".join(line for q in differ for line in difflib.unified_diff(
+                (first / q).read_text(errors="replace").splitlines(True),
+                (second / q).read_text(errors="replace").splitlines(True), f"first/{q}", f"second/{q}", n=1))
+            self.fail(f"{', '.join(map(str, differ))} differ between two runs:\n{diff[:8000]}")
         forger = by["forger"]
         self.assertLessEqual(forger.points, by["skeleton"].points, "a forgery scored more than the skeleton")
         self.assertTrue(any("refused" in n and ".fini_array" in n for n in forger.notes), forger.notes)
