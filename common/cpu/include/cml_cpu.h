@@ -53,6 +53,28 @@ int cml_cpu_is_device_pointer(const void *p);
 void cml_cpu_device_open(const void *p);
 void cml_cpu_device_close(const void *p);
 
+/* A file-scope __device__ or __constant__ variable as `labtool cpu-translate`
+ * rewrites it (CML_CPU_SYMBOL, cuda_runtime.h): the variable lives in a
+ * holder of whole pages of its own, and this entry, in the section
+ * cml_cpu_symtab of the object that declares it, tells the runtime where.
+ * At start-up the runtime closes those pages to host code as it closes
+ * cudaMalloc memory (opened while a kernel runs and inside the runtime's
+ * own copies), and maps the same memory a second time as the variable's
+ * device address (cudaGetSymbolAddress): the name in host code stays no
+ * device pointer, as on a GPU. */
+typedef struct cml_cpu_symbol_entry {
+    void *holder;        /* page-aligned; the variable at its start */
+    size_t holder_bytes; /* a whole number of pages */
+    size_t bytes;        /* sizeof the variable */
+    const char *decl;    /* "__device__ float g[1024]", for reports */
+} cml_cpu_symbol_entry;
+
+/* The device address of the variable whose host name is at `symbol` (of
+ * `bytes`): the second mapping of a rewritten variable; for any other (a
+ * declaration the source pass left as it was) the variable itself, from
+ * then on accepted as device memory but never closed. NULL for NULL. */
+void *cml_cpu_symbol_address(const void *symbol, size_t bytes);
+
 /* Reports a host pointer passed as argument `index` (0-based) of a launch
  * and makes the launch fail with a sticky cudaErrorIllegalAddress. */
 cudaError_t cml_cpu_host_pointer_argument(const cml_cpu_launch_desc *d, int index, const void *p);

@@ -34,6 +34,23 @@
 // Memory the host can read: in a section of its own, so that the grader's object
 // checks see it (grader/cmlgrade/objcheck.py refuses it in student code).
 #define __managed__ __attribute__((section(".cml_cpu_managed"), used))
+// A file-scope __device__ or __constant__ variable, as `labtool
+// cpu-translate` rewrites `__device__ T NAME DIMS = INIT;`:
+//     static cml_cpu_symbol<T DIMS> cml_cpu_sym_NAME = {INIT}; CML_CPU_SYMBOL(NAME, "__device__ T NAME DIMS");
+// The holder takes whole pages of its own (its alignment makes its size a
+// multiple of a page), so the runtime can close them to host code without
+// closing anything else (cml_cpu_symbol_entry, cml_cpu.h); NAME is a
+// reference to the variable in it, bound at compile time (no code runs at
+// load time, and kernels reach the variable as directly as before).
+template <typename T>
+struct alignas(4096) cml_cpu_symbol {
+    T v;
+};
+#define CML_CPU_SYMBOL(name, decl)                                                                  \
+    static auto &name __attribute__((unused)) = cml_cpu_sym_##name.v;                               \
+    static cml_cpu_symbol_entry cml_cpu_symtab_##name __attribute__((section("cml_cpu_symtab"), used)) = \
+        {&cml_cpu_sym_##name, sizeof cml_cpu_sym_##name, sizeof cml_cpu_sym_##name.v, decl}
+
 // Static shared memory: one OS thread runs one block at a time (all of its
 // CUDA threads as fibers), so a thread-local static is per block for free.
 #define __shared__ static thread_local
@@ -369,23 +386,52 @@ static inline cudaError_t cudaMallocHost(T **p, size_t bytes)
 {
     return cudaMallocHost(reinterpret_cast<void **>(p), bytes);
 }
+// The symbol API on a variable (CUDA's C++ overloads): the size checked
+// here, the copy by the C functions (cuda_runtime_api.h), which find the
+// variable's device memory from its address.
 template <typename T>
-static inline cudaError_t cudaMemcpyToSymbol(T &symbol, const void *src, size_t bytes, size_t offset = 0,
+static inline cudaError_t cudaMemcpyToSymbol(const T &symbol, const void *src, size_t bytes, size_t offset = 0,
                                              cudaMemcpyKind kind = cudaMemcpyHostToDevice)
 {
-    (void)kind;
-    if (offset + bytes > sizeof symbol)
+    if (offset > sizeof symbol || bytes > sizeof symbol - offset)
         return cudaErrorInvalidValue;
-    return cml_cpu_memcpy_to_symbol((void *)&symbol, src, bytes, offset);
+    return cudaMemcpyToSymbol((const void *)&symbol, src, bytes, offset, kind);
 }
 template <typename T>
 static inline cudaError_t cudaMemcpyFromSymbol(void *dst, const T &symbol, size_t bytes, size_t offset = 0,
                                                cudaMemcpyKind kind = cudaMemcpyDeviceToHost)
 {
-    (void)kind;
-    if (offset + bytes > sizeof symbol)
+    if (offset > sizeof symbol || bytes > sizeof symbol - offset)
         return cudaErrorInvalidValue;
-    return cml_cpu_memcpy_from_symbol(dst, (const void *)&symbol, bytes, offset);
+    return cudaMemcpyFromSymbol(dst, (const void *)&symbol, bytes, offset, kind);
+}
+template <typename T>
+static inline cudaError_t cudaMemcpyToSymbolAsync(const T &symbol, const void *src, size_t bytes, size_t offset = 0,
+                                                  cudaMemcpyKind kind = cudaMemcpyHostToDevice,
+                                                  cudaStream_t stream = 0)
+{
+    (void)stream;
+    return cudaMemcpyToSymbol(symbol, src, bytes, offset, kind);
+}
+template <typename T>
+static inline cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const T &symbol, size_t bytes, size_t offset = 0,
+                                                    cudaMemcpyKind kind = cudaMemcpyDeviceToHost,
+                                                    cudaStream_t stream = 0)
+{
+    (void)stream;
+    return cudaMemcpyFromSymbol(dst, symbol, bytes, offset, kind);
+}
+template <typename P, typename T>
+static inline cudaError_t cudaGetSymbolAddress(P **dev_ptr, const T &symbol)
+{
+    *dev_ptr = (P *)cml_cpu_symbol_address((const void *)&symbol, sizeof symbol);
+    return cudaSuccess;
+}
+template <typename T>
+static inline cudaError_t cudaGetSymbolSize(size_t *bytes, const T &symbol)
+{
+    *bytes = sizeof symbol;
+    return cudaSuccess;
 }
 template <typename K>
 static inline cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, K kernel, int block_size,

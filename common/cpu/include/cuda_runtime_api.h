@@ -122,10 +122,23 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t bytes, cudaMemcpy
                             cudaStream_t stream CML_CPU_DEFAULT(0));
 cudaError_t cudaMemset(void *dst, int value, size_t bytes);
 cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t stream CML_CPU_DEFAULT(0));
-/* Copies into / out of a __constant__ or __device__ variable: on the CPU
- * path the symbol is an ordinary variable, so its address is the symbol. */
-cudaError_t cml_cpu_memcpy_to_symbol(void *symbol, const void *src, size_t bytes, size_t offset);
-cudaError_t cml_cpu_memcpy_from_symbol(void *dst, const void *symbol, size_t bytes, size_t offset);
+/* Copies into / out of a __constant__ or __device__ variable, given the
+ * address of its name in host code (as CUDA's C API takes it; the C++
+ * templates in cuda_runtime.h take the variable and check the size). The
+ * kinds are not checked: a device source or destination is opened, the
+ * rest is host memory. */
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t bytes, size_t offset CML_CPU_DEFAULT(0),
+                               cudaMemcpyKind kind CML_CPU_DEFAULT(cudaMemcpyHostToDevice));
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t bytes, size_t offset CML_CPU_DEFAULT(0),
+                                 cudaMemcpyKind kind CML_CPU_DEFAULT(cudaMemcpyDeviceToHost));
+cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t bytes, size_t offset,
+                                    cudaMemcpyKind kind, cudaStream_t stream CML_CPU_DEFAULT(0));
+cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t bytes, size_t offset,
+                                      cudaMemcpyKind kind, cudaStream_t stream CML_CPU_DEFAULT(0));
+/* The variable's device address (a pointer kernels and cudaMemcpy take)
+ * and its size. */
+cudaError_t cudaGetSymbolAddress(void **dev_ptr, const void *symbol);
+cudaError_t cudaGetSymbolSize(size_t *bytes, const void *symbol);
 
 cudaError_t cudaStreamCreate(cudaStream_t *stream);
 cudaError_t cudaStreamDestroy(cudaStream_t stream);

@@ -228,6 +228,12 @@ typedef struct allocation {
     char *ptr;      /* what cudaMalloc returned */
     size_t bytes;   /* what was asked for */
     unsigned opens; /* the runtime's own accesses in progress (cml_cpu_device_open) */
+    /* A __device__/__constant__ variable (see "symbols" below), else NULL:
+     * its declaration for reports; shadow, the same memory where host code
+     * names the variable (closed and opened with the body), or NULL. */
+    const char *decl;
+    char *shadow;
+    size_t body_len; /* what set_access opens and closes at map + page (0: never closed) */
 } allocation;
 
 static allocation *allocs;
@@ -241,9 +247,11 @@ static unsigned running_launches; /* grids running: every allocation is open */
 static void set_access(const allocation *a, int was_open)
 {
     int open = a->opens > 0 || running_launches > 0;
-    if (open == was_open)
+    if (open == was_open || a->body_len == 0)
         return;
-    if (mprotect(a->map + page, a->map_len - 2 * page, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
+    int prot = open ? PROT_READ | PROT_WRITE : PROT_NONE;
+    if (mprotect(a->map + page, a->body_len, prot) != 0 ||
+        (a->shadow != NULL && mprotect(a->shadow, a->body_len, prot) != 0)) {
         /* Only on exhausted kernel memory for the mapping's split; going on
          * would report a wrong fault later. */
         fprintf(stderr, "cml-cpu: mprotect of a cudaMalloc allocation failed: %s\n", strerror(errno));
@@ -266,14 +274,54 @@ static size_t find_alloc(const void *p) /* index of the first allocation with pt
     return lo;
 }
 
-/* The allocation whose mapping (guards included) contains p, or NULL. Call
- * with state_lock held (or from a signal handler, read-only). */
+/* The allocation whose mapping (guards included), or whose variable's
+ * host view, contains p, or NULL. Call with state_lock held (or from a
+ * signal handler, read-only). */
 static const allocation *mapping_of(const void *p)
 {
     for (size_t i = 0; i < n_allocs; ++i)
-        if ((const char *)p >= allocs[i].map && (const char *)p < allocs[i].map + allocs[i].map_len)
+        if (((const char *)p >= allocs[i].map && (const char *)p < allocs[i].map + allocs[i].map_len) ||
+            (allocs[i].shadow != NULL && (const char *)p >= allocs[i].shadow &&
+             (const char *)p < allocs[i].shadow + allocs[i].body_len))
             return &allocs[i];
     return NULL;
+}
+
+/* Where the allocation's payload starts in the view that contains addr
+ * (the variable's host view, or the device mapping). */
+static const char *view_of(const allocation *a, const char *addr)
+{
+    if (a->shadow != NULL && addr >= a->shadow && addr < a->shadow + a->body_len)
+        return a->shadow + (a->ptr - (a->map + page));
+    return a->ptr;
+}
+
+/* "a 4000-byte cudaMalloc allocation" or "__device__ float g[1000] (4000 bytes)". */
+static void describe_alloc(const allocation *a, char *buf, size_t len)
+{
+    if (a->decl != NULL)
+        snprintf(buf, len, "%s (%zu bytes)", a->decl, a->bytes);
+    else
+        snprintf(buf, len, "a %zu-byte cudaMalloc allocation", a->bytes);
+}
+
+/* Adds a to allocs, in order of ptr. Call with state_lock held. Returns 0,
+ * or -1 out of memory. */
+static int insert_alloc(const allocation *a)
+{
+    if (n_allocs == cap_allocs) {
+        size_t cap = cap_allocs ? 2 * cap_allocs : 64;
+        allocation *grown = realloc(allocs, cap * sizeof *grown);
+        if (grown == NULL)
+            return -1;
+        allocs = grown;
+        cap_allocs = cap;
+    }
+    size_t at = find_alloc(a->ptr);
+    memmove(&allocs[at + 1], &allocs[at], (n_allocs - at) * sizeof *allocs);
+    allocs[at] = *a;
+    ++n_allocs;
+    return 0;
 }
 
 cudaError_t cudaMalloc(void **ptr, size_t bytes)
@@ -290,24 +338,14 @@ cudaError_t cudaMalloc(void **ptr, size_t bytes)
     char *map = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED)
         return record(cudaErrorMemoryAllocation);
-    allocation a = {map, len, map + page + body - payload, bytes, 0};
+    allocation a = {map, len, map + page + body - payload, bytes, 0, NULL, NULL, body};
     pthread_mutex_lock(&state_lock);
     set_access(&a, 0); /* open at once if a grid is running (another host thread's) */
-    if (n_allocs == cap_allocs) {
-        size_t cap = cap_allocs ? 2 * cap_allocs : 64;
-        allocation *grown = realloc(allocs, cap * sizeof *grown);
-        if (grown == NULL) {
-            pthread_mutex_unlock(&state_lock);
-            munmap(map, len);
-            return record(cudaErrorMemoryAllocation);
-        }
-        allocs = grown;
-        cap_allocs = cap;
+    if (insert_alloc(&a) != 0) {
+        pthread_mutex_unlock(&state_lock);
+        munmap(map, len);
+        return record(cudaErrorMemoryAllocation);
     }
-    size_t at = find_alloc(a.ptr);
-    memmove(&allocs[at + 1], &allocs[at], (n_allocs - at) * sizeof *allocs);
-    allocs[at] = a;
-    ++n_allocs;
     pthread_mutex_unlock(&state_lock);
     *ptr = a.ptr;
     return cudaSuccess;
@@ -319,7 +357,7 @@ cudaError_t cudaFree(void *ptr)
         return cudaSuccess;
     pthread_mutex_lock(&state_lock);
     size_t at = find_alloc(ptr);
-    if (at == 0 || allocs[at - 1].ptr != ptr) {
+    if (at == 0 || allocs[at - 1].ptr != ptr || allocs[at - 1].decl != NULL) { /* (a variable's: not freed) */
         pthread_mutex_unlock(&state_lock);
         return record(cudaErrorInvalidValue);
     }
@@ -476,22 +514,227 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t str
     return cudaMemset(dst, value, bytes);
 }
 
-cudaError_t cml_cpu_memcpy_to_symbol(void *symbol, const void *src, size_t bytes, size_t offset)
+// ------------------------------------------------------------ symbols
+
+/* File-scope __device__ and __constant__ variables (cml_cpu_symbol_entry,
+ * cml_cpu.h). Host code must not read or write them, as on a GPU: without
+ * that, a launcher has a kernel copy its input into a __device__ array,
+ * computes the answer on the host from there and has a kernel copy it
+ * out. Each variable's pages (its holder) are mapped from a memfd twice:
+ * where host code names the variable (the holder itself, remapped in
+ * place; kernels use this name too) and at a device address of its own
+ * (cudaGetSymbolAddress), an allocation among the cudaMalloc ones, with
+ * guard pages. Both views open and close together, like an allocation's
+ * body; the name is no device pointer (cudaMemcpy to it fails, a kernel
+ * argument pointing at it is reported), as on a GPU. Without memfd the
+ * variable stays one view, open and accepted as device memory. */
+extern const cml_cpu_symbol_entry __start_cml_cpu_symtab[] __attribute__((weak));
+extern const cml_cpu_symbol_entry __stop_cml_cpu_symtab[] __attribute__((weak));
+static int symbol_fd = -1; /* the memfd behind every variable's two views */
+static off_t symbol_fd_bytes;
+
+/* Appends `len` bytes at `from` to symbol_fd (zero pages left as holes,
+ * so that a large zero array costs nothing); returns the offset or -1. */
+static off_t symbol_store(int fd, off_t *fd_bytes, const char *from, size_t len)
 {
+    off_t at = *fd_bytes;
+    if (ftruncate(fd, at + (off_t)len) != 0)
+        return -1;
+    for (size_t o = 0; o < len; o += page) {
+        const char *pg = from + o;
+        size_t k = 0;
+        while (k < page && pg[k] == 0)
+            ++k;
+        if (k < page && pwrite(fd, pg, page, at + (off_t)o) != (ssize_t)page)
+            return -1;
+    }
+    *fd_bytes = at + (off_t)len;
+    return at;
+}
+
+/* Maps the variable's pages at `off` of fd over both views, with prot. */
+static int symbol_map(const allocation *a, int fd, off_t off, int prot)
+{
+    return mmap(a->map + page, a->body_len, prot, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED ||
+                   mmap(a->shadow, a->body_len, prot, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED
+               ? -1
+               : 0;
+}
+
+static void register_symbol(const cml_cpu_symbol_entry *e)
+{
+    char *holder = e->holder;
+    size_t len = e->holder_bytes;
+    allocation a = {holder, len, holder, e->bytes, 0, e->decl, NULL, 0}; /* one view, open: the fallback */
+    char *map = MAP_FAILED;
+    off_t off = -1;
+    if (symbol_fd >= 0 && (uintptr_t)holder % page == 0 && len % page == 0 && len > 0)
+        map = mmap(NULL, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (map != MAP_FAILED)
+        off = symbol_store(symbol_fd, &symbol_fd_bytes, holder, len);
+    if (off >= 0) {
+        allocation two = {map, len + 2 * page, map + page, e->bytes, 0, e->decl, holder, len};
+        if (symbol_map(&two, symbol_fd, off, PROT_NONE) == 0)
+            a = two;
+        else if (mmap(holder, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, symbol_fd, off) == MAP_FAILED)
+            abort(); /* the variable's pages are gone: nothing sensible is left to run */
+    }
+    if (a.shadow == NULL && map != MAP_FAILED)
+        munmap(map, len + 2 * page);
+    pthread_mutex_lock(&state_lock);
+    int bad = insert_alloc(&a);
+    pthread_mutex_unlock(&state_lock);
+    if (bad) {
+        fprintf(stderr, "cml-cpu: out of memory\n");
+        abort();
+    }
+}
+
+/* After a fork the child gets memory of its own, as it would without the
+ * memfd (a shared mapping would carry its writes into the parent's
+ * variables): a new memfd with the variables' current contents. */
+static void symbols_after_fork(void)
+{
+    if (symbol_fd < 0)
+        return;
+    int fd = memfd_create("cml_cpu_symbols", MFD_CLOEXEC);
+    off_t fd_bytes = 0;
+    for (size_t i = 0; i < n_allocs; ++i) {
+        allocation *a = &allocs[i];
+        if (a->shadow == NULL)
+            continue;
+        off_t off = -1;
+        if (fd >= 0 && mprotect(a->shadow, a->body_len, PROT_READ) == 0)
+            off = symbol_store(fd, &fd_bytes, a->shadow, a->body_len);
+        if (off < 0 || symbol_map(a, fd, off, is_open(a) ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
+            fprintf(stderr, "cml-cpu: cannot give a forked process its own __device__ variables\n");
+            _exit(1);
+        }
+    }
+    close(symbol_fd);
+    symbol_fd = fd;
+    symbol_fd_bytes = fd_bytes;
+}
+
+static void install_handlers(void);
+
+/* At load, before main: every variable of the program's cml_cpu_symtab
+ * sections is closed to host code. */
+__attribute__((constructor)) static void register_symbols(void)
+{
+    const cml_cpu_symbol_entry *e = __start_cml_cpu_symtab, *end = __stop_cml_cpu_symtab;
+    if (e == NULL || end == NULL || e == end)
+        return;
+    install_handlers(); /* host code may touch a variable before any CUDA call */
+    symbol_fd = memfd_create("cml_cpu_symbols", MFD_CLOEXEC);
+    if (symbol_fd >= 0)
+        pthread_atfork(NULL, NULL, symbols_after_fork);
+    for (; e < end; ++e)
+        if (e->holder != NULL) /* (a compiler's padding between entries is zeros) */
+            register_symbol(e);
+}
+
+/* The variable whose host view contains p, or NULL. Call with state_lock held. */
+static allocation *symbol_of(const void *p)
+{
+    for (size_t i = 0; i < n_allocs; ++i)
+        if (allocs[i].shadow != NULL && (const char *)p >= allocs[i].shadow &&
+            (const char *)p < allocs[i].shadow + allocs[i].bytes)
+            return &allocs[i];
+    return NULL;
+}
+
+void *cml_cpu_symbol_address(const void *symbol, size_t bytes)
+{
+    if (symbol == NULL)
+        return NULL;
+    pthread_mutex_lock(&state_lock);
+    allocation *a = symbol_of(symbol);
+    void *dev = a != NULL ? a->ptr + ((const char *)symbol - a->shadow) : (void *)symbol;
+    size_t at = find_alloc(symbol);
+    if (a == NULL && !(at > 0 && (const char *)symbol <= allocs[at - 1].ptr + allocs[at - 1].bytes)) {
+        /* a variable the source pass left as it was: device memory from now
+         * on (a kernel may take its address), never closed */
+        allocation open = {(char *)symbol, bytes, (char *)symbol, bytes, 0, "a __device__ variable", NULL, 0};
+        if (insert_alloc(&open) != 0)
+            dev = NULL;
+    }
+    pthread_mutex_unlock(&state_lock);
+    return dev;
+}
+
+/* The device address and size of the variable whose host name is at
+ * symbol (a rewritten variable's second view), else symbol itself and 0. */
+static char *symbol_device(const void *symbol, size_t *bytes)
+{
+    pthread_mutex_lock(&state_lock);
+    allocation *a = symbol_of(symbol);
+    char *dev = a != NULL ? a->ptr + ((const char *)symbol - a->shadow) : (char *)symbol;
+    *bytes = a != NULL ? a->bytes - (size_t)((const char *)symbol - a->shadow) : 0;
+    pthread_mutex_unlock(&state_lock);
+    return dev;
+}
+
+cudaError_t cudaGetSymbolAddress(void **dev_ptr, const void *symbol)
+{
+    size_t bytes = 0;
+    char *dev = symbol_device(symbol, &bytes);
+    if (bytes == 0)
+        return record(cudaErrorInvalidSymbol); /* from C, the size of another variable is not known */
+    *dev_ptr = dev;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetSymbolSize(size_t *bytes, const void *symbol)
+{
+    (void)symbol_device(symbol, bytes);
+    return *bytes != 0 ? cudaSuccess : record(cudaErrorInvalidSymbol);
+}
+
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t bytes, size_t offset, cudaMemcpyKind kind)
+{
+    (void)kind;
     STICKY_GUARD();
+    size_t have = 0;
+    char *dst = symbol_device(symbol, &have);
+    if (have != 0 && (offset > have || bytes > have - offset))
+        return record(cudaErrorInvalidValue);
+    cml_cpu_device_open(dst);
     cml_cpu_device_open(src); /* a cudaMemcpyDeviceToDevice into the symbol */
-    memcpy((char *)symbol + offset, src, bytes);
+    memmove(dst + offset, src, bytes);
+    cml_cpu_device_close(src);
+    cml_cpu_device_close(dst);
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t bytes, size_t offset, cudaMemcpyKind kind)
+{
+    (void)kind;
+    STICKY_GUARD();
+    size_t have = 0;
+    char *src = symbol_device(symbol, &have);
+    if (have != 0 && (offset > have || bytes > have - offset))
+        return record(cudaErrorInvalidValue);
+    cml_cpu_device_open(src);
+    cml_cpu_device_open(dst);
+    memmove(dst, src + offset, bytes);
+    cml_cpu_device_close(dst);
     cml_cpu_device_close(src);
     return cudaSuccess;
 }
 
-cudaError_t cml_cpu_memcpy_from_symbol(void *dst, const void *symbol, size_t bytes, size_t offset)
+cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t bytes, size_t offset,
+                                    cudaMemcpyKind kind, cudaStream_t stream)
 {
-    STICKY_GUARD();
-    cml_cpu_device_open(dst);
-    memcpy(dst, (const char *)symbol + offset, bytes);
-    cml_cpu_device_close(dst);
-    return cudaSuccess;
+    (void)stream;
+    return cudaMemcpyToSymbol(symbol, src, bytes, offset, kind);
+}
+
+cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t bytes, size_t offset,
+                                      cudaMemcpyKind kind, cudaStream_t stream)
+{
+    (void)stream;
+    return cudaMemcpyFromSymbol(dst, symbol, bytes, offset, kind);
 }
 
 // ------------------------------------------------------------ streams, events
@@ -644,6 +887,22 @@ static void install_altstack(worker *w)
     sigaltstack(&ss, NULL);
 }
 
+/* The fault handler (kernels' faults, host code's access to device
+ * memory, the watchdog's signal). Again at the runtime's start: a test
+ * framework may have put its own in between. */
+static void install_handlers(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = fault_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGSEGV, &sa, NULL);
+    sigaction(SIGBUS, &sa, NULL);
+    sigaction(SIGFPE, &sa, NULL);
+    sigaction(SIGUSR2, &sa, NULL); /* the watchdog's */
+}
+
 static void init_runtime(void)
 {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -661,15 +920,7 @@ static void init_runtime(void)
         fprintf(stderr, "cml-cpu: out of memory\n");
         abort();
     }
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_sigaction = fault_handler;
-    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGSEGV, &sa, NULL);
-    sigaction(SIGBUS, &sa, NULL);
-    sigaction(SIGFPE, &sa, NULL);
-    sigaction(SIGUSR2, &sa, NULL); /* the watchdog's */
+    install_handlers();
     for (int i = 0; i < n_workers; ++i)
         workers[i].index = i;
     /* Worker 0 is whichever host thread launches. */
@@ -1288,15 +1539,15 @@ static const char *fault_kind(int sig, const siginfo_t *si, const worker *w, con
     }
     const allocation *a = mapping_of(addr);
     if (a != NULL) {
-        if (addr >= a->ptr)
-            snprintf(buf, len,
-                     "out-of-bounds global access at %p: %td bytes past the end of a %zu-byte cudaMalloc "
-                     "allocation at %p",
-                     (const void *)addr, addr - (a->ptr + a->bytes), a->bytes, (void *)a->ptr);
+        char what[400];
+        const char *base = view_of(a, addr);
+        describe_alloc(a, what, sizeof what);
+        if (addr >= base)
+            snprintf(buf, len, "out-of-bounds global access at %p: %td bytes past the end of %s at %p",
+                     (const void *)addr, addr - (base + a->bytes), what, (const void *)base);
         else
-            snprintf(buf, len,
-                     "out-of-bounds global access at %p: %td bytes before a %zu-byte cudaMalloc allocation at %p",
-                     (const void *)addr, a->ptr - addr, a->bytes, (void *)a->ptr);
+            snprintf(buf, len, "out-of-bounds global access at %p: %td bytes before %s at %p", (const void *)addr,
+                     base - addr, what, (const void *)base);
         return buf;
     }
     snprintf(buf, len,
@@ -1324,25 +1575,33 @@ static void host_access_report(const siginfo_t *si, void *uctx, const allocation
     void *pc = NULL;
     (void)uctx;
 #endif
-    char place[200], where[600] = "";
-    if (addr >= a->ptr && addr < a->ptr + a->bytes)
-        snprintf(place, sizeof place, "inside a %zu-byte cudaMalloc allocation at %p", a->bytes, (void *)a->ptr);
-    else if (addr >= a->ptr)
-        snprintf(place, sizeof place, "%td bytes past the end of a %zu-byte cudaMalloc allocation at %p",
-                 addr - (a->ptr + a->bytes), a->bytes, (void *)a->ptr);
+    char place[700], what[400], where[600] = "";
+    const char *base = view_of(a, addr);
+    describe_alloc(a, what, sizeof what);
+    if (addr >= base && addr < base + a->bytes)
+        snprintf(place, sizeof place, "inside %s at %p", what, (const void *)base);
+    else if (addr >= base)
+        snprintf(place, sizeof place, "%td bytes past the end of %s at %p", addr - (base + a->bytes), what,
+                 (const void *)base);
     else
-        snprintf(place, sizeof place, "%td bytes before a %zu-byte cudaMalloc allocation at %p", a->ptr - addr,
-                 a->bytes, (void *)a->ptr);
+        snprintf(place, sizeof place, "%td bytes before %s at %p", base - addr, what, (const void *)base);
     if (pc != NULL) {
         char line[560];
         cml_cpu_where_is(pc, line, sizeof line);
         snprintf(where, sizeof where, ", at %s", line);
     }
     pthread_mutex_lock(&report_lock);
-    fprintf(stderr,
-            "cml-cpu: host code %s device memory at %p (%s)%s: a GPU's memory is not %s from the host; copy it "
-            "with cudaMemcpy, or do the work in a kernel\n",
-            did, (const void *)addr, place, where, cannot);
+    if (a->decl != NULL)
+        fprintf(stderr,
+                "cml-cpu: host code %s device memory at %p (%s)%s: a GPU's __device__ and __constant__ variables "
+                "are not %s from the host; copy with cudaMemcpyToSymbol or cudaMemcpyFromSymbol, or do the work "
+                "in a kernel\n",
+                did, (const void *)addr, place, where, cannot);
+    else
+        fprintf(stderr,
+                "cml-cpu: host code %s device memory at %p (%s)%s: a GPU's memory is not %s from the host; copy "
+                "it with cudaMemcpy, or do the work in a kernel\n",
+                did, (const void *)addr, place, where, cannot);
     /* What the program printed before, unless another thread is printing. */
     if (ftrylockfile(stdout) == 0) {
         fflush_unlocked(stdout);
