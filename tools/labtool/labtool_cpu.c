@@ -3,7 +3,7 @@
  * cuda_runtime.h, keeping every line where it was (compiler messages, the
  * runtime's reports and addr2line point at the student's own lines).
  *
- * Two rewrites, nothing else (everything else is done by the header):
+ * Three rewrites, nothing else (everything else is done by the header):
  *   K<<<grid, block[, smem[, stream]]>>>(args)
  *       -> cml_cpu_launch(CML_CPU_KERNEL(K), "K", __FILE__, __LINE__, cml_cpu_cfg(grid, block...), args)
  *      (CML_CPU_KERNEL, in cuda_runtime.h: K's address where it has one,
@@ -26,6 +26,12 @@
  *      Declarations of another form (an initializer, a struct defined in
  *      place, a function pointer) keep the header's macro (a thread_local,
  *      unchecked).
+ *   [static] __device__|__constant__ [__align__(n)] T [*]a[D]... [= INIT], ...;   (at namespace scope)
+ *       -> static cml_cpu_symbol<T[D]> cml_cpu_sym_a = {INIT}; CML_CPU_SYMBOL(a, "__device__ T a[D]"); ...
+ *      the variable in pages of its own that the runtime closes to host
+ *      code (cuda_runtime.h, cml_cpu_runtime.c "symbols"); `a` a reference
+ *      to it. Other forms (const, templates, extern, ...: see
+ *      rewrite_device_var) stay ordinary globals, open to host code.
  * Comments, string and character literals are copied untouched. */
 #include "labtool.h"
 
@@ -505,6 +511,312 @@ static int rewrite_static_shared(sbuf *b, const char *s, size_t from, size_t at,
     return 0;
 }
 
+/* Appends s[from, to) on one line: comments dropped, white space runs as
+ * one space, no leading or trailing space. */
+static void put_flat(sbuf *b, const char *s, size_t from, size_t to)
+{
+    int space = 0, any = 0;
+    for (size_t k = from; k < to;) {
+        size_t past = skip_opaque(s, to, k);
+        if (past != k && s[k] == '/') {
+            space = 1;
+            k = past;
+            continue;
+        }
+        if (isspace((unsigned char)s[k]) || (s[k] == '\\' && k + 1 < to && s[k + 1] == '\n')) {
+            space = 1;
+            ++k;
+            continue;
+        }
+        if (space && any)
+            put(b, " ", 1);
+        space = 0;
+        any = 1;
+        size_t end = past != k ? past : k + 1; /* a literal whole */
+        put(b, s + k, end - k);
+        k = end;
+    }
+}
+
+/* 1 when an `extern` declaration of the file names `name` with __device__
+ * or __constant__ (its definition must then keep its form and linkage). */
+static int declared_extern(const char *s, size_t len, const char *name, size_t n)
+{
+    for (size_t k = 0; k + 6 < len; ++k) {
+        size_t past = skip_opaque(s, len, k);
+        if (past != k) {
+            k = past - 1;
+            continue;
+        }
+        if (strncmp(s + k, "extern", 6) != 0 || (k > 0 && is_ident(s[k - 1])) || is_ident(s[k + 6]))
+            continue;
+        size_t e = k;
+        while (e < len && s[e] != ';' && s[e] != '{')
+            ++e;
+        char w[260];
+        if (n + 1 > sizeof w)
+            return 1;
+        memcpy(w, name, n);
+        w[n] = '\0';
+        if ((word_in(s, k, e, "__device__") || word_in(s, k, e, "__constant__")) && word_in(s, k, e, w))
+            return 1;
+    }
+    return 0;
+}
+
+/* The end (its ';') of the file-scope declaration starting at from, or
+ * (size_t)-1 when what starts there is no variable declaration with an
+ * optional initializer: a '{' before any '=' (a function body, a class),
+ * or the end of the text. */
+static size_t declaration_end(const char *s, size_t len, size_t from)
+{
+    int depth = 0, seen_eq = 0;
+    for (size_t k = from; k < len;) {
+        size_t past = skip_opaque(s, len, k);
+        if (past != k) {
+            k = past;
+            continue;
+        }
+        char c = s[k];
+        if (c == '{' && depth == 0 && !seen_eq)
+            return (size_t)-1;
+        if (c == '(' || c == '[' || c == '{')
+            ++depth;
+        else if (c == ')' || c == ']' || c == '}') {
+            if (--depth < 0)
+                return (size_t)-1;
+        } else if (c == '=' && depth == 0)
+            seen_eq = 1;
+        else if (c == ';' && depth == 0)
+            return k;
+        ++k;
+    }
+    return (size_t)-1;
+}
+
+/* Rewrites the file-scope declaration [from, semi) that has __device__ or
+ * __constant__ among its specifiers,
+ *     [static] __device__|__constant__ [__align__(n)] T [*]NAME [DIMS] [= INIT], ...;
+ * into one holder and one reference per declarator (CML_CPU_SYMBOL,
+ * cuda_runtime.h):
+ *     static cml_cpu_symbol<T [*][DIMS]> cml_cpu_sym_NAME = {INIT}; CML_CPU_SYMBOL(NAME, "__device__ T NAME[DIMS]");
+ * so that the runtime can close the variable to host code. INIT is kept
+ * as written (its lines too). Returns 0, or -1 for any other form, which
+ * is left as it is (an ordinary global, open to host code): const and
+ * constexpr variables (usable in constant expressions; host code cannot
+ * store into them), templates, extern declarations (and the definitions
+ * they name), __managed__, `auto`, arrays of unknown bound, function
+ * pointers, direct initialization, a type defined in place, directives
+ * inside. */
+static int rewrite_device_var(sbuf *b, const char *s, size_t len, size_t from, size_t semi)
+{
+    static const char *const refused[] = {"extern",   "template",     "typedef", "using",     "constexpr",
+                                          "const",    "inline",       "thread_local", "__shared__", "__managed__",
+                                          "__global__", "__host__",   "operator", "friend",   "auto",
+                                          "decltype", "register",     "mutable",  "virtual",  "consteval",
+                                          "constinit", "__restrict__", NULL};
+    for (int k = 0; refused[k] != NULL; ++k)
+        if (word_in(s, from, semi, refused[k]))
+            return -1;
+    for (size_t k = from; k < semi;) {
+        size_t past = skip_opaque(s, semi, k);
+        if (past != k) {
+            k = past;
+            continue;
+        }
+        if (s[k] == '#')
+            return -1;
+        ++k;
+    }
+    /* the declarators: split at commas outside (), [], {} and, before an
+     * '=', outside <> */
+    enum { MAXD = 32 };
+    size_t starts[MAXD], ends[MAXD], eqs[MAXD];
+    int n = 0, depth = 0, angle = 0;
+    size_t d0 = from, eq = 0;
+    for (size_t k = from; k <= semi;) {
+        size_t past = k < semi ? skip_opaque(s, semi, k) : k;
+        if (past != k) {
+            k = past;
+            continue;
+        }
+        char c = k < semi ? s[k] : ',';
+        if (c == '(' || c == '[' || c == '{')
+            ++depth;
+        else if (c == ')' || c == ']' || c == '}')
+            --depth;
+        else if (depth == 0 && eq == 0 && c == '<')
+            ++angle;
+        else if (depth == 0 && eq == 0 && c == '>' && angle > 0)
+            --angle;
+        else if (depth == 0 && angle == 0 && c == '=' && eq == 0)
+            eq = k;
+        else if (depth == 0 && angle == 0 && c == ',') {
+            if (n == MAXD)
+                return -1;
+            starts[n] = d0;
+            ends[n] = k;
+            eqs[n++] = eq ? eq : k;
+            d0 = k + 1;
+            eq = 0;
+        }
+        ++k;
+    }
+    if (depth != 0)
+        return -1;
+    /* each declarator: [*...] NAME [[..]...] before its '=' */
+    size_t name_at[MAXD], name_end[MAXD], dims_at[MAXD], dims_end[MAXD], stars_at[MAXD], type_end = from;
+    for (int k = 0; k < n; ++k) {
+        size_t e = back_ws(s, eqs[k]);
+        dims_end[k] = e;
+        while (e > starts[k] && s[e - 1] == ']') {
+            int d = 0;
+            size_t q = e;
+            while (q > starts[k]) {
+                char c = s[--q];
+                d += c == ']' ? 1 : c == '[' ? -1 : 0;
+                if (d == 0)
+                    break;
+            }
+            if (d != 0 || s[q] != '[')
+                return -1;
+            size_t inner = q + 1;
+            while (inner < e - 1 && isspace((unsigned char)s[inner]))
+                ++inner;
+            if (inner == e - 1)
+                return -1; /* T a[]: its size comes from the initializer */
+            e = back_ws(s, q);
+        }
+        dims_at[k] = e;
+        size_t na = e;
+        while (na > starts[k] && is_ident(s[na - 1]))
+            --na;
+        if (na == e || isdigit((unsigned char)s[na]) || e - na >= 200)
+            return -1;
+        name_at[k] = na;
+        name_end[k] = e;
+        size_t st = back_ws(s, na);
+        while (st > starts[k] && s[st - 1] == '*')
+            st = back_ws(s, st - 1);
+        stars_at[k] = st;
+        if (k == 0)
+            type_end = st;
+        else if (st > starts[k] && back_ws(s, st) > starts[k])
+            return -1; /* a type again, or a qualifier: not a plain declarator */
+        if (declared_extern(s, len, s + na, e - na))
+            return -1;
+    }
+    /* the specifiers and the type: __device__, __constant__, static,
+     * __align__(n) and alignas(n) dropped (the holder is page-aligned) */
+    sbuf type = {0};
+    int space = 0, memory = 0, constant = 0;
+    for (size_t k = from; k < type_end;) {
+        size_t past = skip_opaque(s, type_end, k);
+        if (past != k) {
+            if (s[k] != '/') { /* a literal in the type: not a plain declaration */
+                free(type.p);
+                return -1;
+            }
+            k = past;
+            space = 1;
+            continue;
+        }
+        if (isspace((unsigned char)s[k])) {
+            space = 1;
+            ++k;
+            continue;
+        }
+        size_t w = k;
+        while (w < type_end && is_ident(s[w]))
+            ++w;
+        if (w > k) {
+            size_t wl = w - k;
+            if ((wl == 10 && strncmp(s + k, "__device__", 10) == 0) ||
+                (wl == 12 && strncmp(s + k, "__constant__", 12) == 0) || (wl == 6 && strncmp(s + k, "static", 6) == 0)) {
+                memory += wl != 6;
+                constant |= wl == 12;
+                k = w;
+                space = 1;
+                continue;
+            }
+            if ((wl == 9 && strncmp(s + k, "__align__", 9) == 0) || (wl == 7 && strncmp(s + k, "alignas", 7) == 0)) {
+                size_t open = w;
+                while (open < type_end && isspace((unsigned char)s[open]))
+                    ++open;
+                int d = 0;
+                size_t close = open;
+                for (; close < type_end; ++close) {
+                    d += s[close] == '(' ? 1 : s[close] == ')' ? -1 : 0;
+                    if (d == 0)
+                        break;
+                }
+                if (open >= type_end || s[open] != '(' || close >= type_end) {
+                    free(type.p);
+                    return -1;
+                }
+                k = close + 1;
+                space = 1;
+                continue;
+            }
+        } else {
+            w = k + 1;
+            if (strchr("()[]{}=;\"'", s[k]) != NULL) {
+                free(type.p);
+                return -1;
+            }
+        }
+        if (space && type.len > 0)
+            put(&type, " ", 1);
+        space = 0;
+        put(&type, s + k, w - k);
+        k = w;
+    }
+    if (memory == 0 || type.len == 0 || type.oom) {
+        free(type.p);
+        return -1;
+    }
+    int newlines = 0;
+    for (size_t k = from; k <= semi; ++k)
+        newlines += s[k] == '\n';
+    for (int k = 0; k < n; ++k) {
+        sbuf decl = {0}, shown = {0};
+        /* T [*...][DIMS] and the declaration as reports show it */
+        puts_(&decl, type.p);
+        put_flat(&decl, s, stars_at[k] > starts[k] ? stars_at[k] : starts[k], name_at[k]);
+        put_flat(&decl, s, dims_at[k], dims_end[k]);
+        puts_(&shown, constant ? "__constant__ " : "__device__ ");
+        puts_(&shown, type.p);
+        puts_(&shown, " ");
+        put_flat(&shown, s, stars_at[k] > starts[k] ? stars_at[k] : starts[k], name_at[k]);
+        put(&shown, s + name_at[k], name_end[k] - name_at[k]);
+        put_flat(&shown, s, dims_at[k], dims_end[k]);
+        puts_(b, "static cml_cpu_symbol<");
+        puts_(b, decl.p != NULL ? decl.p : "");
+        puts_(b, "> cml_cpu_sym_");
+        put(b, s + name_at[k], name_end[k] - name_at[k]);
+        if (eqs[k] < ends[k]) {
+            /* the initializer as written, lines included: {INIT} initializes
+             * the holder's one member */
+            puts_(b, " = {");
+            put(b, s + eqs[k] + 1, ends[k] - (eqs[k] + 1));
+            for (size_t q = eqs[k] + 1; q < ends[k]; ++q)
+                newlines -= s[q] == '\n';
+            puts_(b, "}");
+        }
+        puts_(b, "; CML_CPU_SYMBOL(");
+        put(b, s + name_at[k], name_end[k] - name_at[k]);
+        puts_(b, ", \"");
+        put_name(b, shown.p != NULL ? shown.p : "", shown.len);
+        puts_(b, k + 1 < n ? "\"); " : "\");");
+        free(decl.p);
+        free(shown.p);
+    }
+    free(type.p);
+    for (; newlines > 0; --newlines)
+        put(b, "\n", 1);
+    return 0;
+}
+
 int cpu_translate(const char *src, size_t len, const char *src_name, char **out, size_t *out_len, char *err,
                   size_t errlen)
 {
@@ -559,6 +871,26 @@ int cpu_translate(const char *src, size_t len, const char *src_name, char **out,
                     continue;
                 }
                 b.len = mark; /* not an array declaration: copied as it is */
+                if (b.p != NULL)
+                    b.p[b.len] = '\0';
+            }
+        } else if (c == '_' && SCOPE == SCOPE_NAMESPACE && (i == 0 || !is_ident(src[i - 1])) &&
+                   ((i + 10 <= len && strncmp(src + i, "__device__", 10) == 0 && (i + 10 == len || !is_ident(src[i + 10]))) ||
+                    (i + 12 <= len && strncmp(src + i, "__constant__", 12) == 0 &&
+                     (i + 12 == len || !is_ident(src[i + 12])))) &&
+                   !in_directive(src, i)) {
+            /* a file-scope __device__ or __constant__ variable: storage the
+             * runtime closes to host code (rewrite_device_var) */
+            size_t from = skip_gap(src, stmt, i);
+            size_t semi = from >= copied ? declaration_end(src, len, from) : (size_t)-1;
+            if (semi != (size_t)-1) {
+                size_t mark = b.len;
+                put(&b, src + copied, from - copied);
+                if (rewrite_device_var(&b, src, len, from, semi) == 0) {
+                    copied = i = stmt = semi + 1;
+                    continue;
+                }
+                b.len = mark; /* another form: copied as it is */
                 if (b.p != NULL)
                     b.p[b.len] = '\0';
             }

@@ -567,3 +567,53 @@ Test(cpu_translate, words_in_comments_do_not_make_a_function_body_a_namespace)
     expect_has(out, "    unsigned char *bytes = (unsigned char *)cml_cpu_dynamic_shared();\n");
     free(out);
 }
+
+Test(cpu_translate, device_and_constant_variables_become_holders_the_runtime_closes_line_for_line)
+{
+    const char *src = "#define N 8\n"
+                      "__device__ int counter = 0;\n"
+                      "__constant__ float w[3] = {1, 2, // the first two\n"
+                      "                           3};\n"
+                      "static __device__ __align__(16) float g[N], *gp, h = 2.5f;\n"
+                      "namespace { __device__ __constant__ unsigned int ticket; }\n"
+                      "__device__ float twice(float x) { return 2 * x; }\n"
+                      "__global__ void k(float *o) { o[0] = w[0] + counter + g[0] + twice(h); }\n";
+    char *out = translated(src);
+    expect_has(out, "\nstatic cml_cpu_symbol<int> cml_cpu_sym_counter = { 0}; "
+                    "CML_CPU_SYMBOL(counter, \"__device__ int counter\");\n");
+    expect_has(out, "\nstatic cml_cpu_symbol<float[3]> cml_cpu_sym_w = { {1, 2, // the first two\n"
+                    "                           3}}; CML_CPU_SYMBOL(w, \"__constant__ float w[3]\");\n");
+    expect_has(out, "\nstatic cml_cpu_symbol<float[N]> cml_cpu_sym_g; CML_CPU_SYMBOL(g, \"__device__ float g[N]\"); "
+                    "static cml_cpu_symbol<float*> cml_cpu_sym_gp; CML_CPU_SYMBOL(gp, \"__device__ float *gp\"); "
+                    "static cml_cpu_symbol<float> cml_cpu_sym_h = { 2.5f}; CML_CPU_SYMBOL(h, \"__device__ float h\");\n");
+    expect_has(out, "namespace { static cml_cpu_symbol<unsigned int> cml_cpu_sym_ticket; "
+                    "CML_CPU_SYMBOL(ticket, \"__constant__ unsigned int ticket\"); }\n");
+    expect_has(out, "\n__device__ float twice(float x) { return 2 * x; }\n");
+    cr_expect_eq(lines_in(out), lines_in(src) + 2, "lines are kept (plus the #include and #line):\n%s", out);
+    free(out);
+}
+
+Test(cpu_translate, device_variables_of_other_forms_are_left_as_written)
+{
+    /* const/constexpr (constant expressions), templates, extern and the
+     * definition it names, a size from the initializer, function pointers,
+     * direct initialization, __managed__, a declaration in a macro, a
+     * function's static, a class's member function */
+    const char *src = "__device__ const int bias = 3;\n"
+                      "__constant__ constexpr float pi = 3.14f;\n"
+                      "template <int K> __device__ float table[K];\n"
+                      "extern __device__ int shared_count;\n"
+                      "__device__ int shared_count = 1;\n"
+                      "__device__ int sized[] = {1, 2};\n"
+                      "__device__ float (*op)(float);\n"
+                      "__device__ int direct(5);\n"
+                      "__device__ __managed__ int managed;\n"
+                      "#define DECL __device__ int in_macro;\n"
+                      "__global__ void k(int *o) { static __device__ int local; o[0] = local; }\n"
+                      "struct S { __device__ int get() const { return 1; } };\n";
+    char *out = translated(src);
+    expect_has(out, "#line 1 \"k.cu\"\n");
+    const char *body = strstr(out, "#line 1 \"k.cu\"\n") + strlen("#line 1 \"k.cu\"\n");
+    cr_expect_str_eq(body, src, "every declaration should be left as it is; the translation reads:\n%s", out);
+    free(out);
+}

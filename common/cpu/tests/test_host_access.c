@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "../src/cml_cpu_internal.h"
+#include "device_vars.h"
 #include "host_access.h"
 #include "kernels.h"
 
@@ -324,6 +325,121 @@ static void under_the_checks(void)
     touch(out, sizeof h, 4 * 250, 1);
 }
 
+// ------------------------------------------------------------ __device__ and __constant__ variables
+
+/* A kernel writes a __device__ array (from a __constant__ array's
+ * initializer and a __device__ function too); cudaMemcpyFromSymbol reads
+ * it back. */
+static void device_array_written_and_read_back(void)
+{
+    float *in = dev_alloc(DV_N * sizeof(float)), h[DV_N], back[DV_N];
+    fill_floats(h, DV_N, 29);
+    MUST(cudaMemcpy(in, h, sizeof h, cudaMemcpyHostToDevice));
+    MUST(dv_fill(in, DV_N, THREADS));
+    MUST(dv_read_back(back, DV_N));
+    /* 2x is an integer, the taps multiples of 1/8: every sum exact */
+    for (unsigned i = 0; i < DV_N; ++i)
+        if (back[i] != 2.0f * h[i] + dv_coef_host((int)(i % 7)))
+            wrong("dv_data[%u] is %g, want %g", i, back[i], 2.0f * h[i] + dv_coef_host((int)(i % 7)));
+    dv_host_touch(DV_READ_DATA);
+}
+
+/* cudaMemcpyToSymbol with an offset (77 ints in, 123 of them), then a
+ * kernel reads the whole array: the window where it was put, zeros around. */
+static void symbol_copy_at_an_offset(void)
+{
+    enum { FIRST = 77, COUNT = 123 };
+    int h[COUNT], back[DV_WINDOW];
+    for (int i = 0; i < COUNT; ++i)
+        h[i] = (int)((unsigned)i * 2246822519u % 4099u) - 2049;
+    int *out = dev_alloc(sizeof back);
+    MUST(dv_window_upload(h, COUNT, FIRST, out, DV_WINDOW));
+    MUST(cudaMemcpy(back, out, sizeof back, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < DV_WINDOW; ++i) {
+        int v = i >= FIRST && i < FIRST + COUNT ? h[i - FIRST] : 0;
+        if (back[i] != 5 * v + 3)
+            wrong("window[%d] gave %d, want %d", i, back[i], 5 * v + 3);
+    }
+    if (dv_window_upload_past_the_end(h) != cudaErrorInvalidValue)
+        wrong("a symbol copy past the variable's end was not refused");
+    dv_host_touch(DV_WRITE_COEF);
+}
+
+/* Initialisers: a __constant__ array, doubles in an anonymous namespace, a
+ * static int, a __device__ __constant__ long long in a namespace, a null
+ * pointer; all seen by a template kernel. */
+static void initial_values_in_a_kernel(void)
+{
+    float *out = dev_alloc(32 * sizeof(float)), back[32];
+    MUST(dv_initial(out));
+    MUST(cudaMemcpy(back, out, sizeof back, cudaMemcpyDeviceToHost));
+    const float want[13] = {dv_coef_host(0), dv_coef_host(1), dv_coef_host(2), dv_coef_host(3), dv_coef_host(4),
+                            dv_coef_host(5), dv_coef_host(6), 0.5f, -1.25f, 2.0f, 41.0f, -7000.0f, 1.0f};
+    for (int i = 0; i < 13; ++i)
+        if (back[i] != want[i])
+            wrong("initial value %d is %g, want %g", i, back[i], want[i]);
+    dv_host_touch(DV_READ_NS);
+}
+
+/* atomicInc on a __device__ unsigned from every thread of 7 blocks. */
+static void tickets_from_every_thread(void)
+{
+    unsigned last = 0, count = 0;
+    MUST(dv_tickets(7, THREADS, &last, &count));
+    if (last != 7 * THREADS || count != 7 * THREADS)
+        wrong("tickets: the last taker saw %u, the variable holds %u, want %u", last, count, 7 * THREADS);
+    dv_host_touch(DV_READ_TICKET);
+}
+
+/* cudaGetSymbolAddress: the address to a kernel, to a D2D cudaMemcpy and
+ * cudaMemset; host code then reads through such an address. */
+static void through_the_symbol_address(void)
+{
+    enum { M = DV_PAIRS - 3 };
+    struct {
+        int a;
+        float b;
+    } back[M];
+    float b[M];
+    for (int i = 0; i < M; ++i)
+        b[i] = (float)((i * 7 + 3) % 41) - 20.0f;
+    void *out = dev_alloc(sizeof back);
+    MUST(dv_pairs_by_address(b, out, M));
+    MUST(cudaMemcpy(back, out, sizeof back, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < M; ++i)
+        if (back[i].a != i * 37 - 50 || back[i].b != b[i] * 0.5f + (float)i)
+            wrong("pair %d is {%d, %g}, want {%d, %g}", i, back[i].a, back[i].b, i * 37 - 50, b[i] * 0.5f + (float)i);
+    float cleared[2 * M];
+    MUST(dv_pairs_read(cleared, M));
+    for (int i = 0; i < 2 * M; ++i)
+        if (cleared[i] != 0.0f)
+            wrong("cudaMemset left word %d of the pairs at %g", i, cleared[i]);
+    dv_host_touch(DV_READ_DEVICE_ADDRESS);
+}
+
+static void read_past_a_variable(void)
+{
+    MUST(dv_initial(dev_alloc(32 * sizeof(float))));
+    dv_host_touch(DV_READ_PAST_DATA);
+}
+
+/* Before any CUDA call: the variables are closed from the program's start. */
+static void write_before_any_call(void) { dv_host_touch(DV_WRITE_ANON); }
+
+/* What a GPU refuses stays refused: cudaMemcpy to the variable's name (not
+ * a device pointer) and the name as a kernel's pointer argument. */
+static void the_name_is_no_device_pointer(void)
+{
+    float one = 1.0f;
+    cudaError_t err = dv_memcpy_to_the_name(&one);
+    if (err != cudaErrorInvalidValue)
+        wrong("cudaMemcpy to a variable's name gave %s, want cudaErrorInvalidValue", cudaGetErrorName(err));
+    err = dv_name_as_kernel_argument();
+    if (err != cudaErrorIllegalAddress)
+        wrong("a variable's name as a kernel argument gave %s, want cudaErrorIllegalAddress", cudaGetErrorName(err));
+    dv_host_touch(DV_READ_DATA);
+}
+
 // ------------------------------------------------------------ in the parent
 
 typedef struct outcome {
@@ -368,8 +484,10 @@ static outcome run_child(void (*fn)(void), const char *env)
 
 /* The child must have died of its probe with the one-line report, the
  * address and the allocation of the probe, and `place` ("inside a ...",
- * "... bytes past the end of a ..."). */
-static void expect_death(void (*fn)(void), const char *env, const char *place_fmt, long place_bytes)
+ * "... bytes past the end of a ..."); decl: the __device__ or __constant__
+ * variable the probe touches, NULL for cudaMalloc memory. */
+static void expect_death_in(void (*fn)(void), const char *env, const char *place_fmt, long place_bytes,
+                            const char *decl)
 {
     outcome o = run_child(fn, env);
     cr_assert(strstr(o.err, "WRONG ") == NULL, "the work before the probe went wrong:\n%s", o.err);
@@ -384,23 +502,38 @@ static void expect_death(void (*fn)(void), const char *env, const char *place_fm
     cr_assert(o.exited && o.status == HOST_ACCESS_STATUS,
               "the host %s should end the process with status %d; it %s %d:\n%s", how, HOST_ACCESS_STATUS,
               o.exited ? "exited with" : "was killed by signal", o.exited ? o.status : o.signal, o.err);
-    char place[200], want[400];
+    char place[200], what[300], want[700];
     snprintf(place, sizeof place, place_fmt, place_bytes);
-    snprintf(want, sizeof want, "cml-cpu: host code %s device memory at %p (%s a %zu-byte cudaMalloc allocation at %p)",
-             write ? "wrote to" : "read", at, place, bytes, base);
+    if (decl != NULL)
+        snprintf(what, sizeof what, "%s (%zu bytes)", decl, bytes);
+    else
+        snprintf(what, sizeof what, "a %zu-byte cudaMalloc allocation", bytes);
+    snprintf(want, sizeof want, "cml-cpu: host code %s device memory at %p (%s %s at %p)", write ? "wrote to" : "read",
+             at, place, what, base);
     const char *line = strstr(o.err, "cml-cpu: host code");
     cr_assert_not_null(line, "no report:\n%s", o.err);
     cr_assert(strncmp(line, want, strlen(want)) == 0, "the report should start\n  %s\nit reads:\n%s", want, o.err);
-    const char *tail = write ? ": a GPU's memory is not writable from the host; copy it with cudaMemcpy, or do the "
-                               "work in a kernel\n"
-                             : ": a GPU's memory is not readable from the host; copy it with cudaMemcpy, or do the "
-                               "work in a kernel\n";
+    char tail[300];
+    if (decl != NULL)
+        snprintf(tail, sizeof tail,
+                 ": a GPU's __device__ and __constant__ variables are not %s from the host; copy with "
+                 "cudaMemcpyToSymbol or cudaMemcpyFromSymbol, or do the work in a kernel\n",
+                 write ? "writable" : "readable");
+    else
+        snprintf(tail, sizeof tail,
+                 ": a GPU's memory is not %s from the host; copy it with cudaMemcpy, or do the work in a kernel\n",
+                 write ? "writable" : "readable");
     const char *end = strchr(line, '\n');
     cr_assert(end != NULL && (size_t)(end + 1 - line) >= strlen(tail) &&
                   strncmp(end + 1 - strlen(tail), tail, strlen(tail)) == 0,
               "the report should be one line ending \"%s\"; it reads:\n%s", tail, o.err);
     cr_assert(strstr(end, "cml-cpu: host code") == NULL && strstr(o.err, "SURVIVED") == NULL,
               "one report, and nothing after it:\n%s", o.err);
+}
+
+static void expect_death(void (*fn)(void), const char *env, const char *place_fmt, long place_bytes)
+{
+    expect_death_in(fn, env, place_fmt, place_bytes, NULL);
 }
 
 #define INSIDE "inside"
@@ -439,4 +572,38 @@ Test(host_access, a_refused_launch_leaves_memory_closed) { expect_death(after_a_
 Test(host_access, launches_under_the_race_and_bank_checks_work_and_close_again)
 {
     expect_death(under_the_checks, NULL, INSIDE, 0);
+}
+
+Test(device_vars, a_kernel_writes_a_device_array_and_cudaMemcpyFromSymbol_reads_it)
+{
+    expect_death_in(device_array_written_and_read_back, "CML_CPU_THREADS=3", INSIDE, 0,
+                    "__device__ float dv_data[DV_N]");
+}
+Test(device_vars, cudaMemcpyToSymbol_at_an_offset_reaches_the_kernel)
+{
+    expect_death_in(symbol_copy_at_an_offset, NULL, INSIDE, 0, "__constant__ float dv_coef[DV_TAPS]");
+}
+Test(device_vars, initialised_variables_have_their_values_in_kernels)
+{
+    expect_death_in(initial_values_in_a_kernel, NULL, INSIDE, 0, "__constant__ long long dv_ns");
+}
+Test(device_vars, atomicInc_on_a_device_scalar_counts_every_thread)
+{
+    expect_death_in(tickets_from_every_thread, "CML_CPU_THREADS=3", INSIDE, 0, "__device__ unsigned int dv_ticket");
+}
+Test(device_vars, the_symbol_address_works_in_kernels_memcpy_and_memset)
+{
+    expect_death_in(through_the_symbol_address, NULL, INSIDE, 0, "__device__ float dv_data[DV_N]");
+}
+Test(device_vars, a_host_read_past_a_variable_dies)
+{
+    expect_death_in(read_past_a_variable, NULL, "%ld bytes past the end of", 8, "__device__ float dv_data[DV_N]");
+}
+Test(device_vars, a_host_write_before_any_cuda_call_dies)
+{
+    expect_death_in(write_before_any_call, NULL, INSIDE, 0, "__device__ double dv_anon[3]");
+}
+Test(device_vars, the_name_is_no_device_pointer_as_on_a_gpu)
+{
+    expect_death_in(the_name_is_no_device_pointer, NULL, INSIDE, 0, "__device__ float dv_data[DV_N]");
 }
