@@ -123,6 +123,19 @@ FORGERIES = {
     "setenv_turns_off_a_check": ("""
         #include <stdlib.h>
         extern "C" void reduce_helper_env(void) { setenv("CML_CPU_CHECK", "none", 1); }""", "environment"),
+    # host work through a __device__ global: `__device__ int box[1 << 16];` as labtool cpu-translate writes it, with
+    # the CPU path's own header (HONEST declares cudaError_t itself, so the header's is renamed); the launcher copies
+    # it to the host with the symbol API, refused as in nvcc's object. (A direct host read of the variable, closed to
+    # host code, ends the run: common/cpu/tests/test_host_access.c, device_vars.)
+    "device_global_host_sum": (f"""
+        #define cudaError_t cml_fixture_cuda_error_t
+        #include "{helpers.KIT}/common/cpu/include/cuda_runtime.h"
+        #undef cudaError_t
+        static cml_cpu_symbol<int[1 << 16]> cml_cpu_sym_box; CML_CPU_SYMBOL(box, "__device__ int box[1 << 16]");
+        extern "C" int reduce_helper_device_sum(int n) {{
+            static int h[1 << 16]; cudaMemcpyFromSymbol(h, box, (size_t)n * sizeof(int)); int s = 0;
+            for (int i = 0; i < n; ++i) s += h[i]; return (int)cudaMemcpyToSymbol(box, &s, sizeof s); }}""",
+                               "cudaMemcpyFromSymbol"),
 }
 
 
