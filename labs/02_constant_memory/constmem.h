@@ -72,7 +72,7 @@ extern "C" {
  * the passes taken in groups of 32 and both loops unrolled, every index is
  * a constant the compiler knows, so every read is an operand of the
  * multiply-add itself. (The sign of read k is the same in every pass: one
- * sum per k, signed once at the end, keeps the multiply-adds as they are.) */
+ * sum per k, signed once at the end, keeps those multiply-adds as they are.) */
 
 /* Copies the two tables into constant memory (steps 1 and 5):
  *   table  host pointer, CONSTMEM_TABLE_ENTRIES floats

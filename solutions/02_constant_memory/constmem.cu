@@ -58,19 +58,17 @@ __device__ int walk_base(int warp, int pass, int mask)
     return (warp * CONSTMEM_WARP_STEP + pass * CONSTMEM_PASS_STEP) & mask;
 }
 
-// The thread's sum from its sums per read (constmem.h, the signs): acc[k]
-// holds read k of every pass added up, subtracted where bit k of signs is
-// set. The sign of read k is the same in every pass, so a kernel that keeps
-// one sum per k signs each once, here, and its passes stay loads and adds
-// (or multiply-adds) with no work of their own for the signs.
-__device__ float walk_signed_sum(const float (&acc)[CONSTMEM_PASS_READS], unsigned signs)
-{
-    float sum = 0.0f;
-#pragma unroll
-    for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-        sum += (signs >> k) & 1u ? -acc[k] : acc[k];
-    return sum;
-}
+// The walk's signs (constmem.h) as factors: s[k] = -1 where bit k of
+// job->signs is set, +1 where it is clear (walk_signs_of, with the
+// launchers, makes them). Passed by value, the struct is a kernel
+// parameter, and kernel parameters live in a constant bank too: with k
+// known to the compiler, s[k] is an operand of the multiply-add, read
+// through the constant cache like step 1's coefficients. So sum +=
+// sg.s[k] * entry costs what sum += entry did: one instruction, no
+// register.
+struct walk_signs {
+    float s[CONSTMEM_PASS_READS];
+};
 
 // ------------------------------------------------------------ lookup kernels
 
@@ -79,7 +77,7 @@ __device__ float walk_signed_sum(const float (&acc)[CONSTMEM_PASS_READS], unsign
 // no instruction of its own: the multiply-add takes the entry straight from
 // the constant cache as an operand.
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes, unsigned signs)
+lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes, walk_signs sg)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
@@ -89,12 +87,13 @@ lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes, unsign
     // TODO(step 1): for each pass p = 0 .. passes - 1, with x = (t + p) % 3
     // - 1 as a float, add c_table[32 * (p % 32) + k] * x into acc[k] for k =
     // 0 .. CONSTMEM_PASS_READS - 1 (float acc[CONSTMEM_PASS_READS] = {}: one
-    // sum per read k); then sum = walk_signed_sum(acc, signs), read k
-    // subtracted where bit k of signs is set. Take the passes in
-    // groups of 32 (p = p0 + q, p0 a multiple of 32) and unroll the loops
-    // over q and k (#pragma unroll): then 32 * q + k is a constant in every
-    // read, and so is k in acc[k] (acc stays in registers). No index may
-    // depend on the lane: that is what makes a read a broadcast.
+    // sum per read k); then add up sg.s[k] * acc[k] into sum (a multiply-add
+    // takes one constant operand, here the entry: the sign waits for the
+    // end). Take the passes in groups of 32 (p = p0 + q, p0 a multiple of
+    // 32) and unroll the loops over q and k (#pragma unroll): then 32 * q +
+    // k is a constant in every read, and so is k in acc[k] (acc stays in
+    // registers). No index may depend on the lane: that is what makes a
+    // read a broadcast.
     // BEGIN SOLUTION
     float acc[CONSTMEM_PASS_READS] = {};
     for (int p0 = 0; p0 < passes; p0 += 32) {
@@ -108,8 +107,10 @@ lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes, unsign
             }
         }
     }
-    sum = walk_signed_sum(acc, signs);
-    //@ (void)passes; (void)signs;
+#pragma unroll
+    for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
+        sum += sg.s[k] * acc[k];
+    //@ (void)passes; (void)sg;
     // END SOLUTION
     out[t] = sum;
 }
@@ -117,28 +118,27 @@ lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes, unsign
 // Step 2: lane l reads entry base + l % d + k: d different words per read,
 // which the constant cache serves one after another.
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_distinct(float *__restrict__ out, int threads, int passes, int d, unsigned signs)
+lookup_kernel_distinct(float *__restrict__ out, int threads, int passes, int d, walk_signs sg)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
         return;
     float sum = 0.0f;
 
-    // TODO(step 2): as step 1 (lane = t % 32, acc[k] then walk_signed_sum),
-    // but add c_table[first + k] into acc[k], with first = walk_base(warp, p,
-    // CONSTMEM_SMALL_MASK) + lane % d computed once per pass (d is a power
-    // of two: lane % d is lane & (d - 1)).
+    // TODO(step 2): for each pass (lane = t % 32, warp = t / 32), first =
+    // walk_base(warp, p, CONSTMEM_SMALL_MASK) + lane % d, computed once per
+    // pass (d is a power of two: lane % d is lane & (d - 1)); then sum +=
+    // sg.s[k] * c_table[first + k] for k = 0 .. CONSTMEM_PASS_READS - 1,
+    // the loop over k unrolled.
     // BEGIN SOLUTION
     int warp = t / 32, lane = t % 32;
-    float acc[CONSTMEM_PASS_READS] = {};
     for (int p = 0; p < passes; ++p) {
         int first = walk_base(warp, p, CONSTMEM_SMALL_MASK) + (lane & (d - 1));
 #pragma unroll
         for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-            acc[k] += c_table[first + k];
+            sum += sg.s[k] * c_table[first + k];
     }
-    sum = walk_signed_sum(acc, signs);
-    //@ (void)passes; (void)d; (void)signs;
+    //@ (void)passes; (void)d; (void)sg;
     // END SOLUTION
     out[t] = sum;
 }
@@ -149,7 +149,7 @@ lookup_kernel_distinct(float *__restrict__ out, int threads, int passes, int d, 
 template <int STRIDE, int MASK>
 __global__ void __launch_bounds__(LOOKUP_THREADS)
 lookup_kernel_ldg(const float *__restrict__ table, float *__restrict__ out, int threads, int passes, int d,
-                  unsigned signs)
+                  walk_signs sg)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
@@ -157,19 +157,17 @@ lookup_kernel_ldg(const float *__restrict__ table, float *__restrict__ out, int 
     float sum = 0.0f;
 
     // TODO(step 3): as step 2 on `table` with any stride and mask: first =
-    // walk_base(warp, p, MASK) + lane % d, then acc[k] += __ldg(&table[first
-    // + k * STRIDE]) for k = 0 .. CONSTMEM_PASS_READS - 1, and the signed sum.
+    // walk_base(warp, p, MASK) + lane % d, then sum += sg.s[k] *
+    // __ldg(&table[first + k * STRIDE]) for k = 0 .. CONSTMEM_PASS_READS - 1.
     // BEGIN SOLUTION
     int warp = t / 32, lane = t % 32;
-    float acc[CONSTMEM_PASS_READS] = {};
     for (int p = 0; p < passes; ++p) {
         int first = walk_base(warp, p, MASK) + (lane & (d - 1));
 #pragma unroll
         for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-            acc[k] += __ldg(&table[first + k * STRIDE]);
+            sum += sg.s[k] * __ldg(&table[first + k * STRIDE]);
     }
-    sum = walk_signed_sum(acc, signs);
-    //@ (void)table; (void)passes; (void)d; (void)signs;
+    //@ (void)table; (void)passes; (void)d; (void)sg;
     // END SOLUTION
     out[t] = sum;
 }
@@ -178,7 +176,7 @@ lookup_kernel_ldg(const float *__restrict__ table, float *__restrict__ out, int 
 // __restrict__, no __ldg): what most code does.
 template <int STRIDE, int MASK>
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_global(const float *table, float *out, int threads, int passes, int d, unsigned signs)
+lookup_kernel_global(const float *table, float *out, int threads, int passes, int d, walk_signs sg)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
@@ -188,15 +186,13 @@ lookup_kernel_global(const float *table, float *out, int threads, int passes, in
     // TODO(step 4): step 3 with table[first + k * STRIDE] instead of __ldg.
     // BEGIN SOLUTION
     int warp = t / 32, lane = t % 32;
-    float acc[CONSTMEM_PASS_READS] = {};
     for (int p = 0; p < passes; ++p) {
         int first = walk_base(warp, p, MASK) + (lane & (d - 1));
 #pragma unroll
         for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-            acc[k] += table[first + k * STRIDE];
+            sum += sg.s[k] * table[first + k * STRIDE];
     }
-    sum = walk_signed_sum(acc, signs);
-    //@ (void)table; (void)passes; (void)d; (void)signs;
+    //@ (void)table; (void)passes; (void)d; (void)sg;
     // END SOLUTION
     out[t] = sum;
 }
@@ -205,7 +201,7 @@ lookup_kernel_global(const float *table, float *out, int threads, int passes, in
 // each warp starting somewhere else: the SM's warps together touch far
 // more than the 8 KB the constant cache keeps, and most reads miss.
 __global__ void __launch_bounds__(LOOKUP_THREADS)
-lookup_kernel_big(float *__restrict__ out, int threads, int passes, unsigned signs)
+lookup_kernel_big(float *__restrict__ out, int threads, int passes, walk_signs sg)
 {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t >= threads)
@@ -213,18 +209,17 @@ lookup_kernel_big(float *__restrict__ out, int threads, int passes, unsigned sig
     float sum = 0.0f;
 
     // TODO(step 5): step 2's walk with d = 1 on c_big: base = walk_base(warp,
-    // p, CONSTMEM_BIG_MASK), acc[k] += c_big[base + k * CONSTMEM_BIG_STRIDE].
+    // p, CONSTMEM_BIG_MASK), sum += sg.s[k] * c_big[base + k *
+    // CONSTMEM_BIG_STRIDE].
     // BEGIN SOLUTION
     int warp = t / 32;
-    float acc[CONSTMEM_PASS_READS] = {};
     for (int p = 0; p < passes; ++p) {
         int base = walk_base(warp, p, CONSTMEM_BIG_MASK);
 #pragma unroll
         for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
-            acc[k] += c_big[base + k * CONSTMEM_BIG_STRIDE];
+            sum += sg.s[k] * c_big[base + k * CONSTMEM_BIG_STRIDE];
     }
-    sum = walk_signed_sum(acc, signs);
-    //@ (void)passes; (void)signs;
+    //@ (void)passes; (void)sg;
     // END SOLUTION
     out[t] = sum;
 }
@@ -387,6 +382,15 @@ static dim3 lookup_grid(int threads)
     return dim3((unsigned)((threads + LOOKUP_THREADS - 1) / LOOKUP_THREADS));
 }
 
+// The factors of the job's signs (walk_signs).
+static walk_signs walk_signs_of(unsigned signs)
+{
+    walk_signs sg;
+    for (int k = 0; k < CONSTMEM_PASS_READS; ++k)
+        sg.s[k] = (signs >> k) & 1u ? -1.0f : 1.0f;
+    return sg;
+}
+
 extern "C" cudaError_t constmem_upload_tables(const float *table, const float *big)
 {
     // TODO(step 1): copy the CONSTMEM_TABLE_ENTRIES floats at table into
@@ -422,12 +426,11 @@ template <int STRIDE, int MASK>
 static cudaError_t lookup_global_walk(int step, const constmem_lookup_job *j)
 {
     dim3 grid = lookup_grid(j->threads);
+    walk_signs sg = walk_signs_of(j->signs);
     if (step == 3)
-        lookup_kernel_ldg<STRIDE, MASK><<<grid, LOOKUP_THREADS>>>(j->table, j->out, j->threads, j->passes, j->d,
-                                                                  j->signs);
+        lookup_kernel_ldg<STRIDE, MASK><<<grid, LOOKUP_THREADS>>>(j->table, j->out, j->threads, j->passes, j->d, sg);
     else
-        lookup_kernel_global<STRIDE, MASK><<<grid, LOOKUP_THREADS>>>(j->table, j->out, j->threads, j->passes, j->d,
-                                                                     j->signs);
+        lookup_kernel_global<STRIDE, MASK><<<grid, LOOKUP_THREADS>>>(j->table, j->out, j->threads, j->passes, j->d, sg);
     CML_TRY_LAUNCH();
     return cudaSuccess;
 }
@@ -439,16 +442,17 @@ extern "C" cudaError_t constmem_lookup(int step, const constmem_lookup_job *j)
         (j->big != 0 && j->big != 1))
         return cudaErrorInvalidValue;
     dim3 grid = lookup_grid(j->threads);
+    walk_signs sg = walk_signs_of(j->signs);
     switch (step) {
     case 1:
         if (j->d != 1 || j->big)
             return cudaErrorInvalidValue;
-        lookup_kernel_broadcast<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, j->signs);
+        lookup_kernel_broadcast<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, sg);
         break;
     case 2:
         if (j->big)
             return cudaErrorInvalidValue;
-        lookup_kernel_distinct<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, j->d, j->signs);
+        lookup_kernel_distinct<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, j->d, sg);
         break;
     case 3:
     case 4:
@@ -457,7 +461,7 @@ extern "C" cudaError_t constmem_lookup(int step, const constmem_lookup_job *j)
     case 5:
         if (j->d != 1 || !j->big)
             return cudaErrorInvalidValue;
-        lookup_kernel_big<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, j->signs);
+        lookup_kernel_big<<<grid, LOOKUP_THREADS>>>(j->out, j->threads, j->passes, sg);
         break;
     default:
         return cudaErrorInvalidValue;

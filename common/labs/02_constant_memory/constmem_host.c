@@ -211,8 +211,8 @@ const char *cm_lookup_cause_text(cm_lookup_cause cause)
                "time, so per-thread addresses cost up to 32 times as much (step 2 measures it)";
     case CM_LK_SIGNS_IGNORED:
         return "the sums are the walk's with every read added: the signs are ignored. Read k of every pass is "
-               "subtracted where bit k of job->signs is set (constmem.h): keep one sum per k and sign it once, "
-               "at the end (walk_signed_sum). The signs are drawn after constmem_upload_tables, so a sum made "
+               "subtracted where bit k of job->signs is set (constmem.h): multiply read k by sg.s[k] (step 1: "
+               "its sum acc[k], once at the end). The signs are drawn after constmem_upload_tables, so a sum made "
                "in the upload cannot know them";
     default:
         return "wrong entries summed: check the walk (base = walk_base(warp, p, mask) once per pass, entry "
