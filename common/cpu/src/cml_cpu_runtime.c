@@ -230,10 +230,12 @@ typedef struct allocation {
     unsigned opens; /* the runtime's own accesses in progress (cml_cpu_device_open) */
     /* A __device__/__constant__ variable (see "symbols" below), else NULL:
      * its declaration for reports; shadow, the same memory where host code
-     * names the variable (closed and opened with the body), or NULL. */
+     * names the variable (its holder, of map_len bytes like its device
+     * view at map = ptr), or NULL. The variables open and close together
+     * (symbol_group), not one by one. */
     const char *decl;
     char *shadow;
-    size_t body_len; /* what set_access opens and closes at map + page (0: never closed) */
+    size_t body_len; /* what set_access opens and closes at map + page (0: never closed one by one) */
 } allocation;
 
 static allocation *allocs;
@@ -249,9 +251,7 @@ static void set_access(const allocation *a, int was_open)
     int open = a->opens > 0 || running_launches > 0;
     if (open == was_open || a->body_len == 0)
         return;
-    int prot = open ? PROT_READ | PROT_WRITE : PROT_NONE;
-    if (mprotect(a->map + page, a->body_len, prot) != 0 ||
-        (a->shadow != NULL && mprotect(a->shadow, a->body_len, prot) != 0)) {
+    if (mprotect(a->map + page, a->body_len, open ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
         /* Only on exhausted kernel memory for the mapping's split; going on
          * would report a wrong fault later. */
         fprintf(stderr, "cml-cpu: mprotect of a cudaMalloc allocation failed: %s\n", strerror(errno));
@@ -260,6 +260,33 @@ static void set_access(const allocation *a, int was_open)
 }
 
 static int is_open(const allocation *a) { return a->opens > 0 || running_launches > 0; }
+
+/* The __device__ and __constant__ variables' views (see "symbols" below). */
+static struct {
+    unsigned opens;          /* the runtime's own accesses in progress */
+    char *device;            /* the device views, one range (guard pages around it) */
+    size_t device_len;
+    char **run_at;           /* the host views: runs of adjacent holders */
+    size_t *run_len, n_runs;
+} symbol_group;
+
+static int symbols_open(void) { return symbol_group.opens > 0 || running_launches > 0; }
+
+/* As set_access, for every variable at once. */
+static void symbols_set_access(int was_open)
+{
+    int open = symbols_open();
+    if (open == was_open || symbol_group.device == NULL)
+        return;
+    int prot = open ? PROT_READ | PROT_WRITE : PROT_NONE, bad = mprotect(symbol_group.device, symbol_group.device_len, prot);
+    for (size_t i = 0; i < symbol_group.n_runs; ++i)
+        bad |= mprotect(symbol_group.run_at[i], symbol_group.run_len[i], prot);
+    if (bad) {
+        fprintf(stderr, "cml-cpu: mprotect of the __device__ variables failed: %s\n", strerror(errno));
+        abort();
+    }
+}
+
 
 static size_t find_alloc(const void *p) /* index of the first allocation with ptr > p */
 {
@@ -282,7 +309,7 @@ static const allocation *mapping_of(const void *p)
     for (size_t i = 0; i < n_allocs; ++i)
         if (((const char *)p >= allocs[i].map && (const char *)p < allocs[i].map + allocs[i].map_len) ||
             (allocs[i].shadow != NULL && (const char *)p >= allocs[i].shadow &&
-             (const char *)p < allocs[i].shadow + allocs[i].body_len))
+             (const char *)p < allocs[i].shadow + allocs[i].map_len))
             return &allocs[i];
     return NULL;
 }
@@ -291,8 +318,8 @@ static const allocation *mapping_of(const void *p)
  * (the variable's host view, or the device mapping). */
 static const char *view_of(const allocation *a, const char *addr)
 {
-    if (a->shadow != NULL && addr >= a->shadow && addr < a->shadow + a->body_len)
-        return a->shadow + (a->ptr - (a->map + page));
+    if (a->shadow != NULL && addr >= a->shadow && addr < a->shadow + a->map_len)
+        return a->shadow;
     return a->ptr;
 }
 
@@ -381,7 +408,11 @@ void cml_cpu_device_open(const void *p)
 {
     pthread_mutex_lock(&state_lock);
     allocation *a = payload_of(p);
-    if (a != NULL) {
+    if (a != NULL && a->shadow != NULL) { /* a variable: all of them open together */
+        int was = symbols_open();
+        ++symbol_group.opens;
+        symbols_set_access(was);
+    } else if (a != NULL) {
         int was = is_open(a);
         ++a->opens;
         set_access(a, was);
@@ -393,7 +424,11 @@ void cml_cpu_device_close(const void *p)
 {
     pthread_mutex_lock(&state_lock);
     allocation *a = payload_of(p);
-    if (a != NULL && a->opens > 0) { /* freed and reallocated between: nothing to close */
+    if (a != NULL && a->shadow != NULL && symbol_group.opens > 0) {
+        int was = symbols_open();
+        --symbol_group.opens;
+        symbols_set_access(was);
+    } else if (a != NULL && a->opens > 0) { /* freed and reallocated between: nothing to close */
         int was = is_open(a);
         --a->opens;
         set_access(a, was);
@@ -408,10 +443,13 @@ static void launch_opens(int delta)
     pthread_mutex_lock(&state_lock);
     int before = running_launches > 0;
     running_launches += delta;
-    if ((running_launches > 0) != before)
+    if ((running_launches > 0) != before) {
         for (size_t i = 0; i < n_allocs; ++i)
             if (allocs[i].opens == 0) /* the others stay open for the runtime's own access */
                 set_access(&allocs[i], before);
+        if (symbol_group.opens == 0)
+            symbols_set_access(before);
+    }
     pthread_mutex_unlock(&state_lock);
 }
 
@@ -520,26 +558,24 @@ cudaError_t cudaMemsetAsync(void *dst, int value, size_t bytes, cudaStream_t str
  * cml_cpu.h). Host code must not read or write them, as on a GPU: without
  * that, a launcher has a kernel copy its input into a __device__ array,
  * computes the answer on the host from there and has a kernel copy it
- * out. Each variable's pages (its holder) are mapped from a memfd twice:
+ * out. Each variable's pages (its holder) are mapped from one memfd twice:
  * where host code names the variable (the holder itself, remapped in
  * place; kernels use this name too) and at a device address of its own
- * (cudaGetSymbolAddress), an allocation among the cudaMalloc ones, with
- * guard pages. Both views open and close together, like an allocation's
- * body; the name is no device pointer (cudaMemcpy to it fails, a kernel
- * argument pointing at it is reported), as on a GPU. Without memfd the
- * variable stays one view, open and accepted as device memory. */
+ * (cudaGetSymbolAddress), all of them one range between two guard pages,
+ * each an allocation among the cudaMalloc ones. The name is no device
+ * pointer (cudaMemcpy to it fails, a kernel argument pointing at it is
+ * reported), as on a GPU. The variables open and close together, as one
+ * allocation would (symbol_group: one mprotect per run of adjacent
+ * holders and one for the device range, so that a launch costs a few
+ * mprotect calls whatever the number of variables). Without memfd the
+ * variables stay one view, open and accepted as device memory. */
 extern const cml_cpu_symbol_entry __start_cml_cpu_symtab[] __attribute__((weak));
 extern const cml_cpu_symbol_entry __stop_cml_cpu_symtab[] __attribute__((weak));
 static int symbol_fd = -1; /* the memfd behind every variable's two views */
-static off_t symbol_fd_bytes;
-
-/* Appends `len` bytes at `from` to symbol_fd (zero pages left as holes,
- * so that a large zero array costs nothing); returns the offset or -1. */
-static off_t symbol_store(int fd, off_t *fd_bytes, const char *from, size_t len)
+/* Writes `len` bytes at `from` at offset `at` of fd (zero pages left as
+ * holes, so that a large zero array costs nothing). Returns 0 or -1. */
+static int symbol_store(int fd, off_t at, const char *from, size_t len)
 {
-    off_t at = *fd_bytes;
-    if (ftruncate(fd, at + (off_t)len) != 0)
-        return -1;
     for (size_t o = 0; o < len; o += page) {
         const char *pg = from + o;
         size_t k = 0;
@@ -548,47 +584,33 @@ static off_t symbol_store(int fd, off_t *fd_bytes, const char *from, size_t len)
         if (k < page && pwrite(fd, pg, page, at + (off_t)o) != (ssize_t)page)
             return -1;
     }
-    *fd_bytes = at + (off_t)len;
-    return at;
+    return 0;
 }
 
-/* Maps the variable's pages at `off` of fd over both views, with prot. */
-static int symbol_map(const allocation *a, int fd, off_t off, int prot)
+/* Copies every variable into a new memfd (from its host view, readable)
+ * and maps both views of each from it with prot. Returns the fd or -1. */
+static int symbols_map(const cml_cpu_symbol_entry *const *e, size_t n, int prot)
 {
-    return mmap(a->map + page, a->body_len, prot, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED ||
-                   mmap(a->shadow, a->body_len, prot, MAP_SHARED | MAP_FIXED, fd, off) == MAP_FAILED
-               ? -1
-               : 0;
+    int fd = memfd_create("cml_cpu_symbols", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, (off_t)symbol_group.device_len) != 0)
+        return -1;
+    off_t at = 0;
+    for (size_t i = 0; i < n; at += (off_t)e[i]->holder_bytes, ++i)
+        if (symbol_store(fd, at, e[i]->holder, e[i]->holder_bytes) != 0)
+            return -1;
+    if (mmap(symbol_group.device, symbol_group.device_len, prot, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)
+        return -1;
+    at = 0;
+    for (size_t i = 0; i < n; at += (off_t)e[i]->holder_bytes, ++i)
+        if (mmap(e[i]->holder, e[i]->holder_bytes, prot, MAP_SHARED | MAP_FIXED, fd, at) == MAP_FAILED) {
+            fprintf(stderr, "cml-cpu: cannot map the __device__ variable %s\n", e[i]->decl);
+            abort(); /* its pages are gone: nothing sensible is left to run */
+        }
+    return fd;
 }
 
-static void register_symbol(const cml_cpu_symbol_entry *e)
-{
-    char *holder = e->holder;
-    size_t len = e->holder_bytes;
-    allocation a = {holder, len, holder, e->bytes, 0, e->decl, NULL, 0}; /* one view, open: the fallback */
-    char *map = MAP_FAILED;
-    off_t off = -1;
-    if (symbol_fd >= 0 && (uintptr_t)holder % page == 0 && len % page == 0 && len > 0)
-        map = mmap(NULL, len + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (map != MAP_FAILED)
-        off = symbol_store(symbol_fd, &symbol_fd_bytes, holder, len);
-    if (off >= 0) {
-        allocation two = {map, len + 2 * page, map + page, e->bytes, 0, e->decl, holder, len};
-        if (symbol_map(&two, symbol_fd, off, PROT_NONE) == 0)
-            a = two;
-        else if (mmap(holder, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, symbol_fd, off) == MAP_FAILED)
-            abort(); /* the variable's pages are gone: nothing sensible is left to run */
-    }
-    if (a.shadow == NULL && map != MAP_FAILED)
-        munmap(map, len + 2 * page);
-    pthread_mutex_lock(&state_lock);
-    int bad = insert_alloc(&a);
-    pthread_mutex_unlock(&state_lock);
-    if (bad) {
-        fprintf(stderr, "cml-cpu: out of memory\n");
-        abort();
-    }
-}
+static const cml_cpu_symbol_entry **symbol_entries; /* by holder address */
+static size_t n_symbol_entries;
 
 /* After a fork the child gets memory of its own, as it would without the
  * memfd (a shared mapping would carry its writes into the parent's
@@ -597,23 +619,22 @@ static void symbols_after_fork(void)
 {
     if (symbol_fd < 0)
         return;
-    int fd = memfd_create("cml_cpu_symbols", MFD_CLOEXEC);
-    off_t fd_bytes = 0;
-    for (size_t i = 0; i < n_allocs; ++i) {
-        allocation *a = &allocs[i];
-        if (a->shadow == NULL)
-            continue;
-        off_t off = -1;
-        if (fd >= 0 && mprotect(a->shadow, a->body_len, PROT_READ) == 0)
-            off = symbol_store(fd, &fd_bytes, a->shadow, a->body_len);
-        if (off < 0 || symbol_map(a, fd, off, is_open(a) ? PROT_READ | PROT_WRITE : PROT_NONE) != 0) {
-            fprintf(stderr, "cml-cpu: cannot give a forked process its own __device__ variables\n");
-            _exit(1);
-        }
+    for (size_t i = 0; i < n_symbol_entries; ++i)
+        mprotect(symbol_entries[i]->holder, symbol_entries[i]->holder_bytes, PROT_READ);
+    int fd = symbols_map(symbol_entries, n_symbol_entries, symbols_open() ? PROT_READ | PROT_WRITE : PROT_NONE);
+    if (fd < 0) {
+        fprintf(stderr, "cml-cpu: cannot give a forked process its own __device__ variables\n");
+        _exit(1);
     }
     close(symbol_fd);
     symbol_fd = fd;
-    symbol_fd_bytes = fd_bytes;
+}
+
+static int by_holder(const void *a, const void *b)
+{
+    const char *x = (*(const cml_cpu_symbol_entry *const *)a)->holder;
+    const char *y = (*(const cml_cpu_symbol_entry *const *)b)->holder;
+    return x < y ? -1 : x > y;
 }
 
 static void install_handlers(void);
@@ -622,16 +643,69 @@ static void install_handlers(void);
  * sections is closed to host code. */
 __attribute__((constructor)) static void register_symbols(void)
 {
-    const cml_cpu_symbol_entry *e = __start_cml_cpu_symtab, *end = __stop_cml_cpu_symtab;
-    if (e == NULL || end == NULL || e == end)
+    const cml_cpu_symbol_entry *first = __start_cml_cpu_symtab, *end = __stop_cml_cpu_symtab;
+    if (first == NULL || end == NULL || first == end)
         return;
     install_handlers(); /* host code may touch a variable before any CUDA call */
-    symbol_fd = memfd_create("cml_cpu_symbols", MFD_CLOEXEC);
+    size_t n = 0, total = 0;
+    const cml_cpu_symbol_entry **e = malloc((size_t)(end - first) * sizeof *e);
+    if (e == NULL)
+        abort();
+    for (const cml_cpu_symbol_entry *x = first; x < end; ++x) {
+        /* (a compiler's padding between entries is zeros) */
+        if (x->holder == NULL)
+            continue;
+        e[n++] = x;
+        total += x->holder_bytes;
+    }
+    qsort(e, n, sizeof *e, by_holder);
+    int two_views = n > 0;
+    for (size_t i = 0; i < n; ++i)
+        two_views &= (uintptr_t)e[i]->holder % page == 0 && e[i]->holder_bytes % page == 0 && e[i]->holder_bytes > 0;
+    char *res = two_views ? mmap(NULL, total + 2 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)
+                          : MAP_FAILED;
+    if (res != MAP_FAILED) {
+        symbol_group.device = res + page;
+        symbol_group.device_len = total;
+        symbol_group.run_at = malloc(n * sizeof *symbol_group.run_at);
+        symbol_group.run_len = malloc(n * sizeof *symbol_group.run_len);
+        if (symbol_group.run_at == NULL || symbol_group.run_len == NULL)
+            abort();
+        symbol_fd = symbols_map(e, n, PROT_NONE);
+        if (symbol_fd < 0) { /* no memfd: one view each, open */
+            munmap(res, total + 2 * page);
+            symbol_group.device = NULL;
+        }
+    }
+    symbol_entries = e;
+    n_symbol_entries = n;
+    size_t at = 0;
+    for (size_t i = 0; i < n; at += e[i]->holder_bytes, ++i) {
+        char *holder = e[i]->holder;
+        size_t len = e[i]->holder_bytes;
+        allocation a = {holder, len, holder, e[i]->bytes, 0, e[i]->decl, NULL, 0};
+        if (symbol_group.device != NULL) {
+            a.map = a.ptr = symbol_group.device + at;
+            a.shadow = holder;
+            size_t r = symbol_group.n_runs;
+            if (r > 0 && symbol_group.run_at[r - 1] + symbol_group.run_len[r - 1] == holder) {
+                symbol_group.run_len[r - 1] += len;
+            } else {
+                symbol_group.run_at[r] = holder;
+                symbol_group.run_len[r] = len;
+                ++symbol_group.n_runs;
+            }
+        }
+        pthread_mutex_lock(&state_lock);
+        int bad = insert_alloc(&a);
+        pthread_mutex_unlock(&state_lock);
+        if (bad) {
+            fprintf(stderr, "cml-cpu: out of memory\n");
+            abort();
+        }
+    }
     if (symbol_fd >= 0)
         pthread_atfork(NULL, NULL, symbols_after_fork);
-    for (; e < end; ++e)
-        if (e->holder != NULL) /* (a compiler's padding between entries is zeros) */
-            register_symbol(e);
 }
 
 /* The variable whose host view contains p, or NULL. Call with state_lock held. */
