@@ -202,14 +202,16 @@ def base_name(name: str) -> str:
 
 
 def step_kernels(launched: list[str], sass: dict[str, str], names: dict[str, str] | None = None,
-                 template: bool = False) -> tuple[list[str], list[str]]:
+                 template: bool = False, groups: list[list[str]] | None = None) -> tuple[list[str], list[str]]:
     """The SASS functions (mangled names) of the kernels a step launched,
     and the launched names found nowhere in the SASS. A launched name is a
     mangled name (ncu's), or a demangled one (the CPU runtime's, without
     parameters); where neither matches one function (the CPU runtime names
     a kernel it cannot find in the debug information by its launch's text)
     every function of that unqualified name is the step's. template: each
-    found function's other instantiations too."""
+    found function's other instantiations too. groups, where given, gets
+    each launched name's functions: one where the name was exact, several
+    where it stood for every function of a name."""
     if names is None:
         from .objcheck import demangle
         names = demangle(sorted(sass))
@@ -227,6 +229,8 @@ def step_kernels(launched: list[str], sass: dict[str, str], names: dict[str, str
         if template:
             hits = [h for x in hits for h in by_base.get(base_name(names.get(x, x)), [x])]
         found += [h for h in hits if h not in found]
+        if groups is not None and hits:
+            groups.append(list(hits))
     return found, missing
 
 

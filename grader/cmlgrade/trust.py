@@ -277,7 +277,8 @@ def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_lim
             if not sass:
                 run.technique[s] = "; ".join(x for x in (run.technique.get(s, ""), f"SASS {note}") if x)
                 continue
-            kernels, _ = step_kernels(launched[s], sass)
+            groups: list[list[str]] = []
+            kernels, _ = step_kernels(launched[s], sass, groups=groups)
             if not kernels:
                 continue   # nothing of the step in the CUDA build's code: the SASS checks say so
             from .objcheck import demangle
@@ -288,7 +289,10 @@ def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_lim
                 if not any(re.search(ins, b, re.M) for b in bodies.values()):
                     lines.append(rule.feedback.format(step=s, kernel=shown, what=f"has no instruction {ins}"))
             for ins in rule.forbid:
-                hit = next((k for k, b in bodies.items() if re.search(ins, b, re.M)), None)
+                # a launch the trace names exactly (ncu's mangled names) is held to the rule; one that stands
+                # for every instantiation of a template (the CPU path's name of a template in an anonymous
+                # namespace) only where every one of them breaks it: one of them is the step's
+                hit = next((g[0] for g in groups if all(re.search(ins, bodies[k], re.M) for k in g)), None)
                 if hit is not None:
                     lines.append(rule.feedback.format(step=s, kernel=names[hit][:60], what=f"has {ins}"))
         if not lines:

@@ -158,6 +158,18 @@ class CompiledKernelTests(unittest.TestCase):
             self.assertIs(v.ok, False, step)
             self.assertIn(f"step {step} reads its table from __constant__ memory only", v.messages[0])
 
+    def test_a_template_named_for_all_its_instantiations_keeps_its_steps(self):
+        # the CPU path names a launch of a template in an anonymous namespace by its text (walk_by<Source>):
+        # every instantiation is the step's, and a forbid rule fails only where all of them break it
+        lab = LABS["02_constant_memory"]
+        for step in (2, 3):
+            v, _ = technique(self, lab, step, [("walk_by<Source>", 0, 0)], self.sass)
+            self.assertIs(v.ok, True, (step, v))
+        # named exactly (ncu's mangled names), the wrong instantiation loses the step
+        wrong = next(m for m in self.sass if "walk_by" in m and "FromGlobal" in m)
+        v, _ = technique(self, lab, 2, [(wrong, 0, 0)], self.sass)
+        self.assertIs(v.ok, False)
+
     def test_without_sass_the_global_rule_is_not_checked(self):
         lab = LABS["02_constant_memory"]
         v, run = technique(self, lab, 3, [("walk_reads_the_constant_copy", 0, 0)], {})
