@@ -343,6 +343,25 @@ static int scope_of_brace(const char *s, size_t brace, int enclosing)
     return SCOPE_CODE;
 }
 
+/* The parenthesized group after an attribute keyword (`__align__ (16)`,
+ * `alignas(T)`): from `from`, past blanks, a '(' and its matching ')' before
+ * `end`. Sets *open to the '(' and returns the ')', or (size_t)-1. */
+static size_t paren_group(const char *s, size_t from, size_t end, size_t *open)
+{
+    while (from < end && isspace((unsigned char)s[from]))
+        ++from;
+    if (from >= end || s[from] != '(')
+        return (size_t)-1;
+    *open = from;
+    int d = 0;
+    for (size_t close = from; close < end; ++close) {
+        d += s[close] == '(' ? 1 : s[close] == ')' ? -1 : 0;
+        if (d == 0)
+            return close;
+    }
+    return (size_t)-1;
+}
+
 /* Rewrites the static shared array declaration whose `__shared__` is at
  * position at (declaration text [from, semi), `;` at semi) into references
  * to the runtime's guarded shared memory (see the file comment). Returns 0,
@@ -382,19 +401,8 @@ static int rewrite_static_shared(sbuf *b, const char *s, size_t from, size_t at,
         size_t kw = strncmp(s + i, "__align__", 9) == 0 ? 9 : strncmp(s + i, "alignas", 7) == 0 ? 7 : 0;
         if (kw == 0 || is_ident(s[i + kw]))
             break;
-        size_t open = i + kw;
-        while (open < decl_end && isspace((unsigned char)s[open]))
-            ++open;
-        if (open >= decl_end || s[open] != '(')
-            return -1;
-        int d = 0;
-        size_t close = open;
-        for (; close < decl_end; ++close) {
-            d += s[close] == '(' ? 1 : s[close] == ')' ? -1 : 0;
-            if (d == 0)
-                break;
-        }
-        if (close >= decl_end || close - open + 1 >= sizeof align)
+        size_t open = 0, close = paren_group(s, i + kw, decl_end, &open);
+        if (close == (size_t)-1 || close - open + 1 >= sizeof align)
             return -1;
         memcpy(align, s + open, close - open + 1);
         align[close - open + 1] = '\0';
@@ -740,17 +748,8 @@ static int rewrite_device_var(sbuf *b, const char *s, size_t len, size_t from, s
                 continue;
             }
             if ((wl == 9 && strncmp(s + k, "__align__", 9) == 0) || (wl == 7 && strncmp(s + k, "alignas", 7) == 0)) {
-                size_t open = w;
-                while (open < type_end && isspace((unsigned char)s[open]))
-                    ++open;
-                int d = 0;
-                size_t close = open;
-                for (; close < type_end; ++close) {
-                    d += s[close] == '(' ? 1 : s[close] == ')' ? -1 : 0;
-                    if (d == 0)
-                        break;
-                }
-                if (open >= type_end || s[open] != '(' || close >= type_end) {
+                size_t open = 0, close = paren_group(s, w, type_end, &open);
+                if (close == (size_t)-1) {
                     free(type.p);
                     return -1;
                 }
