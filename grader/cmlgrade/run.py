@@ -78,6 +78,8 @@ def probe_gpu(runner: Path, gpu: str | None) -> tuple[bool, str]:
     if r.rc == 0:
         return True, ""
     why = (r.output.strip().splitlines() or [f"exit {r.rc}"])[-1]
+    if r.rc in (126, 127) or not runner.is_file():   # the runner did not start: it says nothing of a GPU
+        return False, f"no CUDA device found: the probe ({runner.name}) did not run: {why}"
     if r.rc != 77:
         return False, why if why.startswith(GPU_FAILED) else f"{GPU_FAILED}: its probe ended with {why}"
     return False, no_gpu_reason(why if "CUDA" in why or "device" in why else f"no CUDA device: {why}")
