@@ -173,7 +173,13 @@ class LeftoverSweepTests(unittest.TestCase):
         """Runs a program that leaves one process behind (`detach` puts it in
         its own process group or session) and ends once that process has
         written its pid: no sleeps, so a loaded or many-core machine cannot
-        change the outcome. Returns the leftover's pid."""
+        change the outcome. Returns the leftover's pid. The class's
+        background sweeper stops first: a leftover in a session of its own
+        is fair game for any sweep, so one running beside the start could
+        kill it before it writes its pid (the run then waits out its time
+        limit); this checks the sweep at the end of the run."""
+        self.stop.set()
+        self.sweeper.join()
         d = Path(tempfile.mkdtemp(prefix="cmlgrade-sweep-"))
         self.addCleanup(shutil.rmtree, d, True)
         pid = d / "pid"
