@@ -31,10 +31,20 @@ class Case:
     repeats: int = 0    # > 0: a timed case (harness.h)
     seed: int = 0       # a filled case's data and the timed repeats' changes and samples
     words: int = 0      # a filled case's count
+    limit: bool = False  # at the contract's limits (huge or very narrow): checked, never traced or counted (ordinary)
 
     @property
     def count(self) -> int:
         return self.words if self.fill else len(self.data) // 4
+
+
+def ordinary(cases: list[Case]) -> list[Case]:
+    """The cases not at the contract's limits (all of them where every one
+    is): what the technique traces and the counters measure. A limit case
+    (a 1-wide image a million rows tall) says whether a kernel covers the
+    whole range, not how it uses shared memory, and under the CPU path's
+    bank tracing or Nsight Compute's replays it costs minutes."""
+    return [c for c in cases if not c.limit] or cases
 
 
 class LabChecker:
@@ -53,8 +63,8 @@ class LabChecker:
 
     def counter_cases(self, cases: list[Case], step: int) -> list[Case]:
         """The cases a step's hardware counters are read on (checker.counters_step):
-        the step's two largest unless a lab needs a shape of its own."""
-        return sorted(cases, key=lambda c: c.count)[-2:]
+        the step's two largest ordinary cases unless a lab needs a shape of its own."""
+        return sorted(ordinary(cases), key=lambda c: c.count)[-2:]
 
     def out_bytes(self, c: Case) -> int:
         raise NotImplementedError

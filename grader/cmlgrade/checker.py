@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checks
-from .checkbase import Case
+from .checkbase import Case, ordinary
 from .sandbox import Executor
 
 MAX_MESSAGES = 3
@@ -357,10 +357,11 @@ class StepTrace:
 
 
 def trace_cases(lab_name: str, seed: int, cpu: bool, step: int) -> list[Case]:
-    """The cases a step is traced on: its two largest checked cases (the
-    same for the student's harness and the reference's)."""
+    """The cases a step is traced on: its two largest ordinary checked cases
+    (checkbase.ordinary; the same for the student's harness and the
+    reference's)."""
     chk = CHECKERS[lab_name]
-    return sorted(chk.step_cases(make_cases(lab_name, seed, cpu), step), key=lambda c: c.count)[-2:]
+    return sorted(ordinary(chk.step_cases(make_cases(lab_name, seed, cpu), step)), key=lambda c: c.count)[-2:]
 
 
 def parse_cpu_launches(text: str) -> dict[str, KernelUse]:

@@ -129,8 +129,8 @@ class Banks(LabChecker):
         out.append(Case(1, len(bad), 3, _records(bad),
                         "conflict_degree on inputs it must refuse (misaligned, width not 4/8/16, NULL)"))
         # step 4: round counts it must refuse, then the probe on distinct lane words (the
-        # grader's counters and technique runs take a step's last two cases of the
-        # largest size: they must be probes that run)
+        # grader's counters and technique runs take a step's last two ordinary cases of the
+        # largest size: they must be probes that run; the limit's is not ordinary)
         for rounds in (0, -1, MAX_ROUNDS + 1):
             out.append(Case(3, rounds & 0xFFFFFFFFFFFFFFFF, 0, array("I", range(WARP)).tobytes(),
                             f"probe with rounds = {rounds} (must return cudaErrorInvalidValue)"))
@@ -145,7 +145,8 @@ class Banks(LabChecker):
         for name, words in named.items():
             rounds = (rnd.randint(2, 12 if cpu else 50) if "random" in name else 1 if name == "stride 1" else
                       (3 if cpu else MAX_ROUNDS) if "highest" in name else 7)
-            out.append(Case(2, rounds, 0, array("I", words).tobytes(), f"probe, {name}, {rounds} round(s)"))
+            out.append(Case(2, rounds, 0, array("I", words).tobytes(), f"probe, {name}, {rounds} round(s)",
+                            limit="highest" in name))
         # steps 5-7: batches of nonzero small-integer matrices (exact), one of reals (bounded)
         batches = [1, 2, 33, rnd.randint(3, 40 if cpu else 400)] + ([] if cpu else [257])
         for n in batches:   # integers +-[1, 64]: |products| <= 2^12, sums of 32 exact in float

@@ -123,7 +123,7 @@ class ConstMem(LabChecker):
                     signs = (0, 0xFFFFFFFF)[n] if n < 2 else rnd.getrandbits(32)
                     out.append(CmCase(kind, threads, passes, tables[n % len(tables)] + struct.pack("<I", signs),
                                       f"{threads} threads, {passes} passes, d = {d}, {'big' if big else 'small'} "
-                                      f"table, signs {signs:#010x}"))
+                                      f"table, signs {signs:#010x}", limit=threads > (1 << 18) + 3))
                     n += 1
         # convolutions (width, height, radius): 1-pixel and 1-wide images, around one 32 x 64 tile, ragged
         # right and bottom edges, every radius
@@ -135,8 +135,9 @@ class ConstMem(LabChecker):
         convs += [(301, 199, 2, (True, False))] if cpu else [(1000, 131, 2, (True,)), (67, 999, 3, (False,))]
         # the contract's limits (constmem.h): the tallest image, 1 and 3 wide, and a wide one; on the CPU path
         # (every pixel's thread a fiber) a 1-wide image past 65535 tiles of 16 rows (TALL_CPU)
-        convs += ([(1, TALL_CPU, 2, (True,)), (3, 1 << 14, 4, (False,))] if cpu else
+        limits = ([(1, TALL_CPU, 2, (True,)), (3, 1 << 14, 4, (False,))] if cpu else
                   [(1, MAX_HEIGHT, 4, (True,)), (3, MAX_HEIGHT, 1, (True,)), (1 << 20, 3, 2, (True,))])
+        convs += limits
         for w, h, r, kinds in convs:
             taps = (2 * r + 1) ** 2
             for exact in kinds:
@@ -146,7 +147,8 @@ class ConstMem(LabChecker):
                     data = signed_reals_1_2(rnd, taps + w * h).tobytes()
                 out.append(CmCase(KIND_CONV | r << 8, w, h, data,
                                   f"{w} x {h} image, radius {r}" + (" (small integers, exact)" if exact else
-                                                                    " (reals)"), exact=exact))
+                                                                    " (reals)"), exact=exact,
+                                  limit=(w, h, r, kinds) in limits))
         return out
 
     def step_cases(self, cases: list[Case], step: int) -> list[Case]:

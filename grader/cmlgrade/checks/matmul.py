@@ -85,14 +85,16 @@ class Matmul(LabChecker):
         # the contract's limits (matmul.h): every side past the largest tile (128) with one small side, so the
         # CPU path stays quick; on a GPU each side at MATMUL_MAX_SIDE (gridDim.y's 65535 blocks of 8 rows) with
         # the others small, and K at the limit (entries +-1: a sum of 2^18 terms stays exact)
-        exact += [(600, 601, 3), (603, 2, 605), (2, 607, 609)]
+        limits = [(600, 601, 3), (603, 2, 605), (2, 607, 609)]
+        exact += limits
         ones = [(1, 1, 16411)] if cpu else [(MAX_SIDE, 2, 3), (3, MAX_SIDE, 2), (2, 3, MAX_SIDE),
                                             (MAX_SIDE - 1, 1, 1)]
         out: list[Case] = []
         for m, n, k in ones:
-            out.append(self._case(EXACT, m, n, k, small_ints(rnd, m * k, 1), small_ints(rnd, k * n, 1)))
+            out.append(self._case(EXACT, m, n, k, small_ints(rnd, m * k, 1), small_ints(rnd, k * n, 1), limit=True))
         for m, n, k in exact:
-            out.append(self._case(EXACT, m, n, k, small_ints(rnd, m * k), small_ints(rnd, k * n)))
+            out.append(self._case(EXACT, m, n, k, small_ints(rnd, m * k), small_ints(rnd, k * n),
+                                  limit=(m, n, k) in limits))
         for m, n, k in reals:
             out.append(self._case(REALS, m, n, k, signed_reals_1_2(rnd, m * k), signed_reals_1_2(rnd, k * n)))
         for dk, (m, n, k) in distinct:
@@ -103,8 +105,9 @@ class Matmul(LabChecker):
         return out
 
     @staticmethod
-    def _case(dk: int, m: int, n: int, k: int, a: list[float], b: list[float]) -> MmCase:
-        return MmCase(k, m, n, array("f", a + b).tobytes(), f"{m} x {n} x {k} ({WHAT[dk]})", data_kind=dk)
+    def _case(dk: int, m: int, n: int, k: int, a: list[float], b: list[float], limit: bool = False) -> MmCase:
+        return MmCase(k, m, n, array("f", a + b).tobytes(), f"{m} x {n} x {k} ({WHAT[dk]})", data_kind=dk,
+                      limit=limit)
 
     def out_bytes(self, c: Case) -> int:
         return 4 * (c.a * c.b + 2 * guard_words(c.b))

@@ -56,12 +56,12 @@ class Stencil(LabChecker):
     def __init__(self) -> None:
         self._want: dict[int, tuple[Case, list[int]]] = {}
 
-    def _case(self, rnd: random.Random, dims: int, nx: int, ny: int, nz: int) -> Case:
+    def _case(self, rnd: random.Random, dims: int, nx: int, ny: int, nz: int, limit: bool = False) -> Case:
         c1, c2, c3 = _distinct_eighths(rnd, 2 * R + 1), _distinct_eighths(rnd, 9), _distinct_eighths(rnd, 7)
         outside = _values(rnd, 1)[0]
         head = array("f", [p / 8 for p in c1 + c2 + c3] + [float(outside)])
         grid = array("f", _values(rnd, nx * ny * nz))
-        return Case(0, nx, ny | nz << 32, head.tobytes() + grid.tobytes(), _name(nx, ny, nz, dims))
+        return Case(0, nx, ny | nz << 32, head.tobytes() + grid.tobytes(), _name(nx, ny, nz, dims), limit=limit)
 
     def cases(self, rnd: random.Random, cpu: bool) -> list[Case]:
         out = []
@@ -74,19 +74,19 @@ class Stencil(LabChecker):
         sizes2 += [(700, 301)] if cpu else [(2049, 1025)]   # on a GPU: as large as Python stays quick
         # the contract's limits (stencil.h): 2D ny up to 1,000,000, 3D ny and nz up to 65535 each, on narrow
         # grids (the CPU path's tall 2D grid is 1 wide)
-        sizes2 += [(1, MAX_NY2)] if cpu else [(1, MAX_NY2), (3, MAX_NY2)]
-        for nx, ny in sizes2:
-            out.append(self._case(rnd, 2, nx, ny, 1))
+        limits2 = [(1, MAX_NY2)] if cpu else [(1, MAX_NY2), (3, MAX_NY2)]
+        for nx, ny in sizes2 + limits2:
+            out.append(self._case(rnd, 2, nx, ny, 1, limit=(nx, ny) in limits2))
         sizes3 = [(1, 1, 1), (2, 2, 2), (3, 1, 2), (1, 2, 3), (5, 4, 3), (31, 7, 3), (33, 9, 5), (65, 17, 70),
                   (129, 17, 33), (1, 1, 300), (1, 37, 129), (67, 1, 65),
                   (rnd.randint(2, 70), rnd.randint(2, 40), rnd.randint(2, 140))]
         sizes3 += [(70, 33, 131)] if cpu else [(257, 129, 67)]
         # (the CPU path: ny at the limit, nz at an eighth of it: a z-marching step's 512-thread blocks over 65535
         # planes take half a minute there)
-        sizes3 += [(1, MAX_YZ3, 1), (1, 2, MAX_YZ3 // 8)] if cpu else [(1, MAX_YZ3, 5), (3, 4, MAX_YZ3),
+        limits3 = [(1, MAX_YZ3, 1), (1, 2, MAX_YZ3 // 8)] if cpu else [(1, MAX_YZ3, 5), (3, 4, MAX_YZ3),
                                                                       (2, MAX_YZ3, 9)]
-        for nx, ny, nz in sizes3:
-            out.append(self._case(rnd, 3, nx, ny, nz))
+        for nx, ny, nz in sizes3 + limits3:
+            out.append(self._case(rnd, 3, nx, ny, nz, limit=(nx, ny, nz) in limits3))
         # grids outside the launcher's limits: it must return cudaErrorInvalidValue (each
         # smaller than the step's two largest grids, which the grader's technique run takes)
         refuse = [(1, 0, 1, 1), (1, 5, 2, 1), (2, 0, 1, 1), (2, 4, 3, 2), (3, 0, 1, 1), (3, 1, 65536, 1),

@@ -30,10 +30,11 @@ class Transpose(LabChecker):
         # the contract's limit is rows * cols < 2^31 alone: very tall and very wide narrow matrices, past
         # gridDim.y's 65535 blocks of tiles 32 and 64 rows high on a GPU (4,194,305 rows), as tall as the
         # CPU path takes in a few seconds there
-        shapes += [(TALL_CPU, 3), (2, TALL_CPU)] if cpu else [(TALL, 1), (TALL, 3), (3, TALL)]
+        limits = [(TALL_CPU, 3), (2, TALL_CPU)] if cpu else [(TALL, 1), (TALL, 3), (3, TALL)]
         out = []
-        for rows, cols in shapes:  # every element distinct: a wrong index is always seen
-            out.append(Case(0, rows, cols, distinct_words(rnd, rows * cols).tobytes(), f"{rows} x {cols}"))
+        for rows, cols in shapes + limits:  # every element distinct: a wrong index is always seen
+            out.append(Case(0, rows, cols, distinct_words(rnd, rows * cols).tobytes(), f"{rows} x {cols}",
+                            limit=(rows, cols) in limits))
         return out
 
     def counter_cases(self, cases: list[Case], step: int) -> list[Case]:
