@@ -136,7 +136,9 @@ class LeftoverSweepTests(unittest.TestCase):
         self.swept = []
 
         def sweep():
-            while not self.stop.is_set():
+            # a sweep every millisecond or so, between the runs' starts and ends; without the pause it holds the
+            # lock the runs start under almost all the time (7 s a run instead of 5 ms: 300 runs took 270 s)
+            while not self.stop.wait(0.001):
                 self.swept.append(kill_leftovers())
         self.sweeper = threading.Thread(target=sweep, daemon=True)
         self.sweeper.start()
