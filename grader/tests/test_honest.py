@@ -20,8 +20,11 @@ CMLGRADE_HONEST=1; `unittest discover` (the `grader` test) skips it.
 CMLGRADE_HONEST_WORK keeps the build trees there between runs (the
 reference build is then reused); CMLGRADE_HONEST_ONLY=id,id,... grades only
 those entries; CMLGRADE_HONEST_JOBS=N grades N labs at once (default 2, as
-on CI's two cores). Skipped, with the reason, only where the
-CPU path cannot be built (no cmake, C/C++ compiler or Criterion)."""
+on CI's two cores). CMLGRADE_HONEST_GPU=1 grades on the GPUs that
+grade.py finds instead (a GPU host: sanitizers, counters, Nsight Compute
+traces and timing too; every point the references earn there). Skipped,
+with the reason, only where the CPU path cannot be built (no cmake, C/C++
+compiler or Criterion)."""
 import json
 import os
 import re
@@ -134,11 +137,13 @@ class HonestSuite(unittest.TestCase):
         shutil.rmtree(work / "results", ignore_errors=True)
         n = len(suite["honest"]) + len(suite["fixture"])
         jobs = os.environ.get("CMLGRADE_HONEST_JOBS", "2")
+        gpu = os.environ.get("CMLGRADE_HONEST_GPU") == "1"
         print(f"\n[test_honest] grading {len(suite['honest'])} honest programs and {len(suite['fixture'])} "
-              f"fixtures in one batch on the CPU path (bubblewrap, secret seed, --jobs {jobs})", file=sys.stderr,
-              flush=True)
+              f"fixtures in one batch {'on the GPUs' if gpu else 'on the CPU path'} (bubblewrap, secret seed, "
+              f"--jobs {jobs})", file=sys.stderr, flush=True)
         t0 = time.monotonic()
-        env = dict(os.environ, CUDA_VISIBLE_DEVICES="")   # the CPU path, even on a GPU machine
+        # the CPU path, even on a GPU machine, unless CMLGRADE_HONEST_GPU=1
+        env = dict(os.environ) if gpu else dict(os.environ, CUDA_VISIBLE_DEVICES="")
         # With a kept work folder, each lab graded is cached there as soon as it is done (the same bytes, kit,
         # rubric and seed are not graded again; a run cut short keeps what it finished).
         cache = ["--cache", str(work / "cache")] if os.environ.get("CMLGRADE_HONEST_WORK") else ["--no-cache"]
