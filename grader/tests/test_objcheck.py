@@ -246,6 +246,19 @@ class RefusedObjects(unittest.TestCase):
         rep = report(self, {"reduction.cu": code})
         self.assertTrue(any("declares __managed__ memory" in r for r in rep.refused), rep.refused)
 
+    def test_opening_device_memory_to_host_code_on_the_cpu_path_is_refused(self):
+        # the runtime's own door (cml_cpu.h), called from host code: a __device__ global read on the host
+        inc = helpers.KIT / "common" / "cpu" / "include"
+        code = HONEST.replace("typedef int cudaError_t;", f'#include "{inc}/cuda_runtime.h"') + """
+            extern "C" void cml_cpu_device_open(const void *p);
+            extern "C" void cml_cpu_device_close(const void *p);
+            static int box[1024];
+            extern "C" int reduce_helper_peek(void) {
+                cml_cpu_device_open(box); int v = box[0]; cml_cpu_device_close(box); return v; }"""
+        rep = report(self, {"reduction.cu": code})
+        self.assertTrue(any("calls cml_cpu_device_open in reduce_helper_peek (opens device memory to host code"
+                            in r for r in rep.refused), rep.refused)
+
     @unittest.skipUnless(shutil.which("nvcc"), "needs nvcc (the CUDA build's host object)")
     def test_managed_memory_in_the_cuda_build_is_refused(self):
         rep = report(self, {"reduction.cu": """
