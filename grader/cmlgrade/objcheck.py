@@ -118,10 +118,14 @@ __tsan_init .bss .data""".split())
 # register an exit handler.
 REGISTRATION = re.compile(r"__sti____cudaRegisterAll|__nv_cudaEntityRegisterCallback|__cudaUnregisterBinaryUtil")
 KIT_PREFIX = re.compile(r"^(cml_|criterion_|cr_|__wrap_|__real_)")
-# The CPU path's runtime functions that lift its guard on device memory for the host (cml_cpu.h): its own
-# copies call them; a student's host code calling them would read a kernel's data on the host (the CPU
-# path's __managed__). Translated student code never calls them.
-CPU_DEVICE_DOORS = frozenset({"cml_cpu_device_open", "cml_cpu_device_close"})
+# The CPU path's runtime (cml_cpu_*) is what translated student code calls (launches, barriers, warp
+# operations), except these, refused with why: the bank counts a lab's counters read, and the doors that lift
+# the runtime's guard on device memory for its own copies (host code calling them would read a kernel's
+# data on the host: the CPU path's __managed__).
+_DOOR = ("opens device memory to host code: the CPU path's runtime does that for its own copies only",
+         "read and write device memory in kernels")
+CPU_RUNTIME_REFUSED = {"cml_cpu_bank_totals": ("the kit's own code", "write the step yourself"),
+                       "cml_cpu_device_open": _DOOR, "cml_cpu_device_close": _DOOR}
 CTOR_SECTIONS = (".ctors", ".dtors", ".fini_array", ".preinit_array")
 LIBRARY_NAMESPACE = re.compile(r"^_ZN\d*(3cub|6thrust)|CUB_\d+_|THRUST_\d+_")
 # Libraries a lab's student code must not call (the technique is the lab's to write), by their symbols;
@@ -488,11 +492,11 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
             why.append("declares __managed__ memory, which host code can read: keep a step's data in the device "
                        "buffers the launcher is given")
             continue
-        if cpu_path and u in CPU_DEVICE_DOORS:
-            why.append(f"calls {u}{where(users_of(u))} (opens device memory to host code: the CPU path's runtime "
-                       f"does that for its own copies only): read and write device memory in kernels")
+        if cpu_path and u in CPU_RUNTIME_REFUSED:
+            what, change = CPU_RUNTIME_REFUSED[u]
+            why.append(f"calls {u}{where(users_of(u))} ({what}): {change}")
             continue
-        if KIT_PREFIX.match(u) and not (cpu_path and (u.startswith("cml_cpu_") and u != "cml_cpu_bank_totals")):
+        if KIT_PREFIX.match(u) and not (cpu_path and u.startswith("cml_cpu_")):
             why.append(f"calls {u}{where(users_of(u))} (the kit's own code): write the step yourself")
             continue
         if cpu_path and (u.startswith("__tsan_") or u.startswith("cml_cpu_")):

@@ -73,12 +73,14 @@ def probe_gpu(runner: Path, gpu: str | None) -> tuple[bool, str]:
     """Asks a (trusted, reference) runner whether a GPU is usable. The
     runner exits 77 where there is no GPU; any other failure means a GPU is
     there but failed its probe, and the reason then starts with GPU_FAILED."""
+    if not runner.is_file():   # not built: it says nothing of a GPU
+        return False, f"no CUDA device found: the probe ({runner.name}) was not built"
     env = scrubbed_env({"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else None)
     r = run_process([str(runner), "--probe"], timeout=60, env=env)
     if r.rc == 0:
         return True, ""
     why = (r.output.strip().splitlines() or [f"exit {r.rc}"])[-1]
-    if r.rc in (126, 127) or not runner.is_file():   # the runner did not start: it says nothing of a GPU
+    if r.rc in (126, 127):   # the runner did not start (prlimit's exit): it says nothing of a GPU
         return False, f"no CUDA device found: the probe ({runner.name}) did not run: {why}"
     if r.rc != 77:
         return False, why if why.startswith(GPU_FAILED) else f"{GPU_FAILED}: its probe ended with {why}"
