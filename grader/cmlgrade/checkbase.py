@@ -13,7 +13,10 @@ from __future__ import annotations
 import math
 import random
 import struct
+import threading
 from array import array
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 
 F32 = struct.Struct("<f")
@@ -45,6 +48,57 @@ def ordinary(cases: list[Case]) -> list[Case]:
     whole range, not how it uses shared memory, and under the CPU path's
     bank tracing or Nsight Compute's replays it costs minutes."""
     return [c for c in cases if not c.limit] or cases
+
+
+class Answers:
+    """Right answers computed once per grader process. The cases of a seed
+    are made once per run (checker.make_cases) and are the same for every
+    submission of a batch, public and secret seed alike, and several steps
+    share a case (lab 02's three convolution steps): a Python reference
+    that takes seconds on a case the size of a GPU's limits is then paid
+    once a batch, not once a step and submission. Keyed by the case object
+    and a tag (what of the step the answer depends on); the oldest answers
+    are dropped past `budget` bytes. The GPU workers' threads share it: a
+    thread that asks for an answer another is computing waits for it."""
+
+    def __init__(self, budget: int = 768 << 20) -> None:
+        self.budget = budget
+        self._held: OrderedDict[tuple[int, object], tuple[Case, array, int]] = OrderedDict()
+        self._busy: dict[tuple[int, object], threading.Event] = {}
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, c: Case, tag: object, compute: Callable[[], array]) -> array:
+        key = (id(c), tag)
+        while True:
+            with self._lock:
+                hit = self._held.get(key)
+                if hit is not None and hit[0] is c:   # the same case (an id is reused only after it is gone)
+                    self._held.move_to_end(key)
+                    return hit[1]
+                wait = self._busy.get(key)
+                if wait is None:
+                    self._busy[key] = threading.Event()
+                    break
+            wait.wait()   # another thread's answer (or, where it failed, this thread's turn)
+        try:
+            got = compute()
+            size = len(got) * got.itemsize
+            with self._lock:
+                old = self._held.pop(key, None)
+                self._bytes -= old[2] if old else 0
+                if size <= self.budget:
+                    self._held[key] = (c, got, size)
+                    self._bytes += size
+                while self._bytes > self.budget:
+                    self._bytes -= self._held.popitem(last=False)[1][2]
+            return got
+        finally:
+            with self._lock:
+                self._busy.pop(key).set()
+
+
+ANSWERS = Answers()
 
 
 class LabChecker:

@@ -86,11 +86,16 @@ VERSION = 2          # harness.h's file format
 SAMPLES = 32         # HN_SAMPLES
 
 
-def write_input(path: Path, step: int, cases: list[Case]) -> None:
+def write_input(path: Path, step: int | list[int], cases: list[Case]) -> None:
+    """The harness's input: every case run by `step` (or case k by step[k]).
+    The grader runs one step a process: in one process for several steps,
+    a step could hand a later one the answer to a case they share (lab 02's
+    steps 6-8 convolve the same images), which its own process lacks."""
+    steps = step if isinstance(step, list) else [step] * len(cases)
     with path.open("wb") as f:
         f.write(b"CMLH" + struct.pack("<II", VERSION, len(cases)))
-        for c in cases:
-            f.write(struct.pack("<IIQQQIIQ", step, c.kind, c.a, c.b, c.count, c.fill, c.repeats, c.seed))
+        for s, c in zip(steps, cases):
+            f.write(struct.pack("<IIQQQIIQ", s, c.kind, c.a, c.b, c.count, c.fill, c.repeats, c.seed))
             if not c.fill:
                 f.write(c.data)
 
@@ -161,21 +166,37 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         return StepVerdict(False, note="the kit-only check could not run: its harness did not build")
     chk = CHECKERS[lab_name]
     cases = chk.step_cases(make_cases(lab_name, seed, cpu), step)
-    work = out_dir / f"check-{tag}-step{step}"
+    got, why = _run_harness(exe, harness, chk, out_dir / f"check-{tag}-step{step}", [step] * len(cases), cases,
+                            timeout, env, readable)
+    return _verdict(chk, step, cases, got, why)
+
+
+def _run_harness(exe: Executor, harness: Path, chk, work: Path, steps: list[int], cases: list[Case], timeout: float,
+                 env: dict[str, str], readable: list[Path]) -> tuple[list[Output | None], str]:
+    """The harness run on the cases (case k by steps[k]) in a folder of its
+    own: each case's Output (None where there is none), and why a missing
+    one is missing."""
     work.mkdir(parents=True, exist_ok=True)
     inp, outp = work / "input.bin", work / "output.bin"
-    write_input(inp, step, cases)
+    write_input(inp, steps, cases)
     outp.unlink(missing_ok=True)
     r = exe.run([str(harness), str(inp), str(outp)], cwd=work, timeout=timeout, writable=[work],
                 readable=readable, env=env)
     # the grader runs a harness only where it knows there is a device (a GPU, or the CPU path): a
     # harness that says "no device" (exit 77) has no excuse, it fails like any other missing output
     got = read_output(outp, cases, [chk.out_bytes(c) for c in cases])
+    for p in (inp, outp):
+        p.unlink(missing_ok=True)
+    return got, (f"timed out after {timeout:.0f} s" if r.timed_out else
+                 f"no output (the harness ended with status {r.rc})")
+
+
+def _verdict(chk, step: int, cases: list[Case], got: list[Output | None], missing: str) -> StepVerdict:
+    """A step's verdict on its cases' outputs (missing: why an absent output is absent)."""
     v = StepVerdict(True, total=len(cases))
     for c, g in zip(cases, got):
         if g is None:
-            why = (f"timed out after {timeout:.0f} s" if r.timed_out else
-                   f"no output (the harness ended with status {r.rc})")
+            why = missing
         else:
             why = (cuda_error(g.err) if g.err != 0 else chk.judge(c, step, g.out) or
                    ("the kernel changed its input" if g.after != c.data else None))
@@ -184,8 +205,6 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
             if len(v.messages) < MAX_MESSAGES:
                 v.messages.append(f"step {step}, {c.label}: {why}")
     v.ok = v.failed == 0
-    for p in (inp, outp):
-        p.unlink(missing_ok=True)
     return v
 
 

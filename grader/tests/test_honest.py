@@ -22,7 +22,9 @@ reference build is then reused); CMLGRADE_HONEST_ONLY=id,id,... grades only
 those entries; CMLGRADE_HONEST_JOBS=N grades N labs at once (default 2, as
 on CI's two cores). CMLGRADE_HONEST_GPU=1 grades on the GPUs that
 grade.py finds instead (a GPU host: sanitizers, counters, Nsight Compute
-traces and timing too; every point the references earn there). Skipped,
+traces and timing too; every point the references earn there, speed aside:
+a program slower than the reference loses performance points rightly, and
+its line says so without failing the test). Skipped,
 with the reason, only where the CPU path cannot be built (no cmake, C/C++
 compiler or Criterion)."""
 import json
@@ -178,10 +180,16 @@ def verdict(entry: dict, ls: dict, kit_labs: dict) -> tuple[str, bool]:
     lost = lost_lines(ls)
     if "base" not in entry:
         refused = [note for note in ls["notes"] if "refused" in note]
+        # on a GPU a program's speed is measured, not its style: an honest program slower than the
+        # reference loses performance points rightly (its lines are shown, not held against the grader)
+        slower = [it for it in lost if it["name"].startswith("performance ")]
+        lost = [it for it in lost if it not in slower]
         ok = not lost and not refused
         line = (f"honest {entry['id']} ({entry['lab']}): {ls['points']:g}/{ls['max_points']:g} measured points "
-                f"(the reference earns all of them) {'OK' if ok else 'WRONG'}")
+                f"(the reference earns all of them{', its speed aside' if slower else ''}) "
+                f"{'OK' if ok else 'WRONG'}")
         line += "".join(f"\n    refused: {note[:400]}" for note in refused)
+        line += "".join(f"\n    slower than the reference (timed, right to lose): {why_lost(it)}" for it in slower)
         return line + "".join(f"\n    lost {why_lost(it)}" for it in lost), ok
     measured = [it for it in ls["items"] if it["status"] not in ("not_measured", "excluded")]
     whole = entry["loses"] == ["lab"]

@@ -647,3 +647,94 @@ class CpuPathCannotRun(unittest.TestCase):
         self.assertEqual(ls.points, 0)
         self.assertGreater(ls.max_points, 0)
         self.assertTrue(any("does not compile" in n for n in ls.notes), ls.notes)
+
+
+class AnswersTests(unittest.TestCase):
+    """checkbase.Answers: the checker's right answers are computed once per
+    case and tag for a run, never handed to another case, bounded in
+    memory, and shared by the GPU workers' threads; a cached answer still
+    fails a wrong output."""
+
+    def case(self, n=4):
+        from cmlgrade.checkbase import Case
+        return Case(0, n, 1, bytes(4 * n), f"n = {n}")
+
+    def test_one_computation_per_case_and_tag(self):
+        from array import array
+        from cmlgrade.checkbase import Answers
+        ans, calls = Answers(), []
+
+        def compute(v):
+            return lambda: calls.append(v) or array("d", [v] * 4)
+        c, twin = self.case(), self.case()   # equal fields, another case
+        self.assertEqual(list(ans.get(c, "a", compute(1.0))), [1.0] * 4)
+        self.assertEqual(list(ans.get(c, "a", compute(9.0))), [1.0] * 4)   # kept
+        self.assertEqual(list(ans.get(c, "b", compute(2.0))), [2.0] * 4)   # another tag
+        self.assertEqual(list(ans.get(twin, "a", compute(3.0))), [3.0] * 4)   # another case object
+        self.assertEqual(calls, [1.0, 2.0, 3.0])
+
+    def test_the_oldest_answers_go_past_the_budget(self):
+        from array import array
+        from cmlgrade.checkbase import Answers
+        ans = Answers(budget=3 * 8 * 100)   # three answers of 100 doubles
+        cases = [self.case() for _ in range(4)]
+        for k, c in enumerate(cases):
+            ans.get(c, 0, lambda k=k: array("d", [k] * 100))
+        calls = []
+        ans.get(cases[0], 0, lambda: calls.append(0) or array("d", [0] * 100))    # dropped: computed again
+        ans.get(cases[3], 0, lambda: calls.append(3) or array("d", [3] * 100))    # kept
+        self.assertEqual(calls, [0])
+        self.assertLessEqual(ans._bytes, ans.budget)
+        ans.get(self.case(), 0, lambda: array("d", [0] * 1000))   # larger than the budget: returned, not kept
+        self.assertLessEqual(ans._bytes, ans.budget)
+
+    def test_threads_asking_at_once_compute_it_once(self):
+        import threading
+        import time
+        from array import array
+        from cmlgrade.checkbase import Answers
+        ans, calls, c, got = Answers(), [], self.case(), []
+
+        def slow():
+            calls.append(1)
+            time.sleep(0.2)
+            return array("d", [5.0])
+        threads = [threading.Thread(target=lambda: got.append(ans.get(c, 0, slow)[0])) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual((calls, got), ([1], [5.0] * 4))
+
+    def test_a_failed_computation_is_not_kept(self):
+        from array import array
+        from cmlgrade.checkbase import Answers
+        ans, c = Answers(), self.case()
+
+        def broken():
+            raise MemoryError("no room")
+        with self.assertRaises(MemoryError):
+            ans.get(c, 0, broken)
+        self.assertEqual(list(ans.get(c, 0, lambda: array("d", [1.0]))), [1.0])
+
+    def test_steps_sharing_a_case_share_its_answer_and_still_judge_each_output(self):
+        """Lab 02's steps 6-8 convolve the same images: the answer of the
+        first is the answer of the others, and a wrong pixel of a later
+        step is still found."""
+        from array import array
+        from cmlgrade import checker
+        from cmlgrade.checks import constmem as cm
+        chk = checker.CHECKERS[cm.LAB]
+        c = next(x for x in checker.make_cases(cm.LAB, 4321, True)
+                 if x.kind & 0xFF == cm.KIND_CONV and x.a * x.b > 1000 and getattr(x, "exact", False))
+        r, t = c.kind >> 8, 2 * (c.kind >> 8) + 1
+        vals = array("f")
+        vals.frombytes(c.data)
+        right = array("f", cm.conv(vals[t * t:], c.a, c.b, vals[:t * t], r))
+        self.assertIsNone(chk.judge(c, 6, right.tobytes()))
+        self.assertIsNone(chk.judge(c, 7, right.tobytes()))
+        wrong = array("f", right)
+        wrong[c.a * (c.b // 2) + c.a // 2] += 1.0
+        why = chk.judge(c, 8, wrong.tobytes())
+        self.assertIsNotNone(why)
+        self.assertIn("1 of", why)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import add, mul, ne
 
-from ..checkbase import FILL_FLOATS, Case, LabChecker, floats_close
+from ..checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
 
 LAB = "02_constant_memory"
 
@@ -172,7 +172,8 @@ class ConstMem(LabChecker):
         got.frombytes(out)
         if c.kind & 0xFF == KIND_CONV:
             return self._judge_conv(c, got, out)
-        want = self._walk(c, step)
+        # step 1 sums rows of its own; steps 3 and 4 walk the global copies; 2 and 5 the uploaded tables
+        want = ANSWERS.get(c, 1 if step == 1 else 3 if step in (3, 4) else 2, lambda: self._walk(c, step))
         if want.tobytes() == out:
             return None
         nbad = sum(map(ne, want, got))   # float equality: -0 == 0, NaN never equal
@@ -238,7 +239,7 @@ class ConstMem(LabChecker):
         vals = array("f")
         vals.frombytes(c.data)
         filt, img = vals[:t * t], vals[t * t:]
-        want = conv(img, w, h, filt, r)
+        want = ANSWERS.get(c, "conv", lambda: array("d", conv(img, w, h, filt, r)))   # steps 6-8: one answer
         # The kernel's float sum of the t * t products (any order, fused or not) is within gamma_{t*t} times
         # the sum of their magnitudes of the exact sum; that sum is at most max|in| * sum|w|, and this double
         # reference is within gamma_{t*t} (for double) times it. On integer-valued data every product and

@@ -19,7 +19,7 @@ from array import array
 from itertools import repeat
 from operator import add, mul, truediv
 
-from ..checkbase import FILL_FLOATS, Case, LabChecker, floats_close
+from ..checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
 
 LAB = "05_stencil"
 
@@ -53,9 +53,6 @@ def _values(rnd: random.Random, n: int) -> list[int]:
 
 
 class Stencil(LabChecker):
-    def __init__(self) -> None:
-        self._want: dict[int, tuple[Case, list[int]]] = {}
-
     def _case(self, rnd: random.Random, dims: int, nx: int, ny: int, nz: int, limit: bool = False) -> Case:
         c1, c2, c3 = _distinct_eighths(rnd, 2 * R + 1), _distinct_eighths(rnd, 9), _distinct_eighths(rnd, 7)
         outside = _values(rnd, 1)[0]
@@ -103,12 +100,13 @@ class Stencil(LabChecker):
     def out_bytes(self, c: Case) -> int:
         return 4 if c.kind == 1 else (c.count - HEAD + 2 * GUARD) * 4
 
-    def _reference(self, c: Case, step: int) -> list[int]:
-        """8 x the stencil of the case at every point, exact (integers)."""
-        key = id(c)
-        hit = self._want.get(key)
-        if hit is not None and hit[0] is c:
-            return hit[1]
+    def _reference(self, c: Case, step: int) -> array:
+        """8 x the stencil of the case at every point, exact (integers),
+        computed once per case (its grid's dimensions say its steps: 3-6
+        share the 3D cases)."""
+        return ANSWERS.get(c, "stencil", lambda: array("q", self._stencil(c, step)))
+
+    def _stencil(self, c: Case, step: int) -> list[int]:
         head = array("f", c.data[:HEAD * 4])
         p = [round(8 * x) for x in head[:HEAD - 1]]
         c1, c2, c3 = p[:2 * R + 1], p[2 * R + 1:2 * R + 10], p[2 * R + 10:]
@@ -126,9 +124,6 @@ class Stencil(LabChecker):
                 want[x::nx] = wt[x * ny:(x + 1) * ny]
         else:
             want = self._flat(g, o, c1, c2, c3, nx, ny, nz, dims)
-        if len(self._want) > 64:
-            self._want.clear()
-        self._want[key] = (c, want)
         return want
 
     @staticmethod
