@@ -16,10 +16,12 @@ import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from . import gpuhold
 from . import run as R
 from .build import build_tree, clock, shared_lock
 from .cache import ResultCache, gpu_names
@@ -685,30 +687,46 @@ class Pipeline:
                                                       readable)
             phase.done("counters")
             pr = lab.rubric.performance
-            if pr.steps:
-                progress.say(job.sub.student, lab.name, "timing against the reference")
-            for s in pr.steps:
-                if s not in steps:
-                    continue  # a wrong or hanging step is not timed
-                if not lab.solution_dir:   # nothing to time it against
-                    run.perf[s] = PerfResult(s, None, None, True, note=NO_REFERENCE)
-                    continue
-                if deadline.expired():
-                    run.timed_out.append(f"performance step {s}")
-                    continue
-                case = self._timed_case(lab, s)
-                if case is not None:   # timed by the kit-only harnesses (checker.run_timed)
-                    run.perf[s] = self.harness_times.perf(
-                        self.student_exe, self.trusted, bdir / lab.harness, self.ref_build / f"{lab.stem}_harness_ref",
-                        lab.name, s, case, deadline, pr.timeout_s, out, env, readable,
-                        (gpu, lab.name, s, case.seed, case.repeats))
-                    continue
-                perf = R.run_perf if self.ref_times is None else partial(self.ref_times.perf, key=(gpu, lab.name))
-                run.perf[s] = perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
-                                   s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
+            with ExitStack() as hold:
+                if pr.steps:
+                    progress.say(job.sub.student, lab.name, "timing against the reference")
+                if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():
+                    # nothing else of the kit's runs on this GPU while it is timed (gpuhold.py): the kit's test
+                    # binaries running there end first, and new ones wait or go to another GPU
+                    unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None,
+                                                                   deadline))
+                    if unheld:
+                        progress.say(job.sub.student, lab.name, f"timing beside other work: {unheld}")
+                self._time_steps(job, gpu, steps, deadline, out, env, readable)
             phase.done("timing")
         run.seconds["gpu"] = clock() - t0
         progress.say(job.sub.student, lab.name, "done", finished=True)
+
+    def _time_steps(self, job: _Job, gpu: str | None, steps: list[int], deadline, out: Path, env: dict[str, str],
+                    readable: list[Path]) -> None:
+        """The performance lines: each passing timed step against the reference."""
+        lab, run, bdir = job.lab, job.run, job.build_dir
+        runner = bdir / lab.runner
+        pr = lab.rubric.performance
+        for s in pr.steps:
+            if s not in steps:
+                continue  # a wrong or hanging step is not timed
+            if not lab.solution_dir:   # nothing to time it against
+                run.perf[s] = PerfResult(s, None, None, True, note=NO_REFERENCE)
+                continue
+            if deadline.expired():
+                run.timed_out.append(f"performance step {s}")
+                continue
+            case = self._timed_case(lab, s)
+            if case is not None:   # timed by the kit-only harnesses (checker.run_timed)
+                run.perf[s] = self.harness_times.perf(
+                    self.student_exe, self.trusted, bdir / lab.harness, self.ref_build / f"{lab.stem}_harness_ref",
+                    lab.name, s, case, deadline, pr.timeout_s, out, env, readable,
+                    (gpu, lab.name, s, case.seed, case.repeats))
+                continue
+            perf = R.run_perf if self.ref_times is None else partial(self.ref_times.perf, key=(gpu, lab.name))
+            run.perf[s] = perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
+                               s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
 
     def _gpu_worker(self, gpu: str | None, q: queue.Queue, progress: Progress, errors: list) -> None:
         while True:
