@@ -90,6 +90,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--modes", default=",".join(MODES),
                    help=f"comma-separated, in order, from {', '.join(MODES)} (default: both)")
     p.add_argument("--jobs", type=int, default=1, help="CPU jobs (default 1: seconds on one core)")
+    p.add_argument("--per-gpu", type=int, default=1, metavar="N", help="as grade.py's --per-gpu (default 1)")
     p.add_argument("--work", type=Path, help="work folder (default: a temporary one, removed)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers here")
     p.add_argument("--cuda-arch", default=os.environ.get("CUDAARCHS", ""), help="as grade.py's --cuda-arch")
@@ -209,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
             opts = Options(kit=kit, work=work / "grade", keep_work=True, jobs=args.jobs, arch=args.cuda_arch,
                            sandbox=args.sandbox or clock_kind == "wall",
                            cpu_path={"auto": None, "cuda": False, "cpu": True}[args.path],
-                           fresh_trees=(mode == "fresh"), retime_reference=(mode == "fresh"), progress=args.progress)
+                           fresh_trees=(mode == "fresh"), retime_reference=(mode == "fresh"), progress=args.progress,
+                           per_gpu=max(1, args.per_gpu))
             pipe = Pipeline(opts, labs)
             t0 = clock()
             pipe.prepare()

@@ -16,11 +16,13 @@ import re
 import shutil
 import struct
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checks
 from .checkbase import Case, ordinary
+from .gpuhold import alone_on
 from .sandbox import Executor
 
 MAX_MESSAGES = 3
@@ -307,9 +309,10 @@ def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: 
         p.unlink(missing_ok=True)
     # every kernel the step launches: the harness runs nothing else (the manifest's kernel regex is the
     # runner's, which launches copies and references too)
-    r = exe.run([ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
-                 str(harness), str(inp), str(outp)],
-                cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
+    with alone_on(env):   # Nsight Compute has the GPU to itself (gpuhold.py)
+        r = exe.run([ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
+                     str(harness), str(inp), str(outp)],
+                    cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
     try:
         text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
     except OSError:
@@ -458,7 +461,8 @@ def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         # mangled names: what cuobjdump calls the same functions (static.step_kernels)
         cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
                "--metrics", ",".join(SHARED_METRICS), str(harness), str(inp), str(outp)]
-    r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
+    with nullcontext() if cpu else alone_on(env):   # Nsight Compute has the GPU to itself (gpuhold.py)
+        r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
     try:
         text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
     except OSError:

@@ -40,6 +40,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rubric-override", type=Path, metavar="FILE", help="instructor's TOML merged over the default rubrics")
     p.add_argument("--secret-seed", metavar="N", help=f"secret data seed for the hidden tests (or ${SECRET_ENV})")
     p.add_argument("--jobs", type=int, default=0, help="CPU jobs for builds (default: all cores)")
+    p.add_argument("--per-gpu", type=int, default=1, metavar="N",
+                   help="submissions graded at once on each GPU (default 1): their tests, checks and sanitizers "
+                        "share it; Nsight Compute and the timing have it alone")
     p.add_argument("--quiet", action="store_true", help="no progress and no summary (for scripts)")
     p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
     p.add_argument("--self-check", action="store_true", help="grade the reference solutions as a submission; "
@@ -87,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if args.batch and args.single:
         print("grade.py: --batch and --single exclude each other", file=sys.stderr)
+        return EXIT_USAGE
+    if not 1 <= args.per_gpu <= 16:
+        print(f"grade.py: --per-gpu {args.per_gpu}: give 1 to 16 submissions at once per GPU", file=sys.stderr)
         return EXIT_USAGE
     kit = (args.kit or default_kit()).resolve()
     problems = check_kit(kit)
@@ -175,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
                    sandbox=not args.no_sandbox, arch=args.cuda_arch, hide=hide,
                    require_isolation=secret is not None or len(subs) > 1 or args.batch,
                    progress=(args.progress or sys.stderr.isatty()) and not args.quiet, fresh_trees=args.fresh_trees,
-                   cache=cache, reference_build=args.reference_build)
+                   cache=cache, reference_build=args.reference_build, per_gpu=args.per_gpu)
     pipe = Pipeline(opts, labs)
     t0 = time.monotonic()
     edition = not any(lab.solution_dir for lab in labs)   # tools/release's student edition

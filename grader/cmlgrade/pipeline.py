@@ -74,6 +74,7 @@ class Options:
     cache: Path | None = None   # the content-hash cache of graded labs (cache.py); None: none
     retime_reference: bool = False   # time the reference beside every submission (the old way), not once per batch
     reference_build: Path | None = None   # a reference build folder shared by several runs (built under a lock)
+    per_gpu: int = 1   # submissions graded at once on each GPU (their untimed phases share it; gpuhold.py)
 
 
 def parse_seed(text: str) -> int:
@@ -205,6 +206,7 @@ class Pipeline:
         self.no_gpu_reason = ""
         self.refs: dict[tuple, LabRun] = {}
         self.ref_lock = threading.Lock()
+        self.ref_once: dict[tuple, threading.Lock] = {}   # one reference run per lab and GPU, however many workers
         self._tmp = None
         self.skeletons = Skeletons()
         self.notes: list[str] = []   # about the whole run (once, not per item)
@@ -505,8 +507,16 @@ class Pipeline:
         with self.ref_lock:
             if key in self.refs:
                 return self.refs[key]
+            once = self.ref_once.setdefault(key, threading.Lock())
+        with once:   # workers sharing a GPU (--per-gpu): the first runs the reference there, the others wait
+            with self.ref_lock:
+                if key in self.refs:
+                    return self.refs[key]
+            return self._run_reference(lab, gpu, key)
+
+    def _run_reference(self, lab: Lab, gpu: str | None, key: tuple) -> LabRun:
         ref = LabRun(lab.name, gpu=gpu or "")
-        env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}
+        env = self._gpu_env(gpu)
         out = self.work / "reference" / "results" / f"{lab.name}-gpu{gpu}"
         for kind, seed in self._seeds():
             ref.tests[kind] = {}
@@ -530,6 +540,18 @@ class Pipeline:
         with self.ref_lock:
             self.refs[key] = ref
         return ref
+
+    def _gpu_env(self, gpu: str | None) -> dict[str, str]:
+        """What a process run on `gpu` gets: the GPU, and where several
+        workers share it (--per-gpu), the share of its memory the kit's test
+        binaries size their parallel tests by (criterion_main.c: the GPU's
+        memory over CML_GPU_SLOTS, 4 GiB a test)."""
+        if gpu is None:
+            return {}
+        env = {"CUDA_VISIBLE_DEVICES": gpu}
+        if self.gpu_ok and self.opts.per_gpu > 1:
+            env["CML_GPU_SLOTS"] = str(2 * self.opts.per_gpu)
+        return env
 
     def _listed(self, job: _Job, out: Path) -> LabRun:
         """What stands in for the reference's results where the kit has no
@@ -570,11 +592,20 @@ class Pipeline:
                 run.sanitizers[tool] = R.SanitizerReport("not_run", "refused by the object checks", 0, None)
             progress.say(job.sub.student, lab.name, "refused by the object checks", finished=True)
             return
+        # the GPU is shared with the other workers on it (--per-gpu) but for Nsight Compute and the timing
+        with ExitStack() as sharing:
+            sharing.enter_context(gpuhold.share_of(gpu if self.gpu_ok else None).shared())
+            self._run_lab_sharing(job, gpu, progress, sharing)
+
+    def _run_lab_sharing(self, job: _Job, gpu: str | None, progress: Progress, sharing: ExitStack) -> None:
+        """_run_lab within the GPU's share; `sharing` is closed (the share let
+        go) before the timing, which has the GPU alone."""
+        lab, run = job.lab, job.run
         t0 = clock()
         run.gpu = gpu or ""
         job.gpu_key = gpu
         deadline = R.Deadline(lab.rubric.lab.time_limit_s)
-        env = {"CUDA_VISIBLE_DEVICES": gpu} if gpu is not None else {}
+        env = self._gpu_env(gpu)
         out = self.work / "results" / safe_name(job.sub.student) / lab.name
         out.mkdir(parents=True, exist_ok=True)
         ref = job.ref = self.reference(lab, gpu) if lab.solution_dir else self._listed(job, out)
@@ -691,8 +722,11 @@ class Pipeline:
                 if pr.steps:
                     progress.say(job.sub.student, lab.name, "timing against the reference")
                 if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():
-                    # nothing else of the kit's runs on this GPU while it is timed (gpuhold.py): the kit's test
-                    # binaries running there end first, and new ones wait or go to another GPU
+                    # nothing else runs on this GPU while it is timed (gpuhold.py): not the grader's other
+                    # workers, and not the kit's test binaries (those running there end first, new ones wait
+                    # or go to another GPU)
+                    sharing.close()
+                    hold.enter_context(gpuhold.share_of(gpu).alone())
                     unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None,
                                                                    deadline))
                     if unheld:
@@ -750,8 +784,9 @@ class Pipeline:
         progress = Progress(self.opts.progress, total)
         q: queue.Queue = queue.Queue()
         errors: list[str] = []
+        per_gpu = max(1, self.opts.per_gpu) if self.gpu_ok else 1
         workers = [threading.Thread(target=self._gpu_worker, args=(g, q, progress, errors), daemon=True)
-                   for g in self.gpus]
+                   for g in self.gpus for _ in range(per_gpu)]
         for w in workers:
             w.start()
         jobs: dict[str, list[_Job]] = {}

@@ -11,6 +11,7 @@ import statistics
 import time
 from pathlib import Path
 
+from .gpuhold import alone_on
 from .parsers import (CounterReport, ReportError, SanitizerFinding, SanitizerReport, TestOutcome, parse_counters,
                       parse_criterion_json, parse_runner_json, parse_sanitizer)
 from .results import BinaryRun, PerfResult
@@ -241,8 +242,9 @@ def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], de
 
 def run_counters(exe: Executor, runner: Path, steps: list[int], timeout: float, cwd: Path,
                  gpu_env: dict[str, str], readable: list[Path]) -> CounterReport:
-    r = exe.run([str(runner), "--step", ",".join(str(s) for s in sorted(set(steps))), "--counters"], cwd=cwd,
-                timeout=timeout, writable=[cwd], readable=readable, env=gpu_env)
+    with alone_on(gpu_env):   # the runner's counters come from Nsight Compute: the GPU to itself (gpuhold.py)
+        r = exe.run([str(runner), "--step", ",".join(str(s) for s in sorted(set(steps))), "--counters"], cwd=cwd,
+                    timeout=timeout, writable=[cwd], readable=readable, env=gpu_env)
     if r.timed_out:
         return CounterReport(False, "timed out")
     rep = parse_counters(r.stdout)

@@ -110,3 +110,103 @@ class HeldAlone(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Sharing(unittest.TestCase):
+    """GpuShare: the grader's workers on one GPU (--per-gpu) share it for
+    tests, checks and sanitizers; Nsight Compute and the timing have it
+    alone. Threads signal each other with events: no timing margins."""
+
+    def run_in(self, fn):
+        t = threading.Thread(target=fn, daemon=True)
+        t.start()
+        self.addCleanup(t.join, 60)
+        return t
+
+    def test_shares_run_together_and_alone_waits_for_them(self):
+        share = gpuhold.GpuShare()
+        in_a, in_b, leave, alone = threading.Event(), threading.Event(), threading.Event(), threading.Event()
+
+        def sharer(mark):
+            with share.shared():
+                mark.set()
+                leave.wait(60)
+
+        self.run_in(lambda: sharer(in_a))
+        self.run_in(lambda: sharer(in_b))
+        self.assertTrue(in_a.wait(60) and in_b.wait(60), "two shares were not held at once")
+
+        def timer():
+            with share.alone():
+                alone.set()
+        self.run_in(timer)
+        self.assertFalse(alone.wait(0.3), "alone while others shared the GPU")
+        leave.set()
+        self.assertTrue(alone.wait(60))
+
+    def test_a_waiting_alone_goes_before_new_shares(self):
+        share = gpuhold.GpuShare()
+        held, leave, waiting_alone, late_in, alone_done = (threading.Event() for _ in range(5))
+        order = []
+
+        def first():
+            with share.shared():
+                held.set()
+                leave.wait(60)
+
+        def timer():
+            waiting_alone.set()
+            with share.alone():
+                order.append("alone")
+            alone_done.set()
+
+        def late():
+            with share.shared():
+                order.append("late share")
+                late_in.set()
+
+        self.run_in(first)
+        self.assertTrue(held.wait(60))
+        self.run_in(timer)
+        self.assertTrue(waiting_alone.wait(60))
+        while not share._waiting:   # the timer is queued (it waits on the condition, not on a clock)
+            threading.Event().wait(0.01)
+        self.run_in(late)
+        self.assertFalse(late_in.wait(0.3), "a new share started while the timing waited")
+        leave.set()
+        self.assertTrue(alone_done.wait(60) and late_in.wait(60))
+        self.assertEqual(order, ["alone", "late share"])
+
+    def test_alone_inside_a_share_lets_it_go_and_takes_it_back(self):
+        share = gpuhold.GpuShare()
+        with share.shared():
+            with share.alone():   # a worker's trace inside its own tests phase: no deadlock
+                self.assertEqual(share._sharing, 0)
+            self.assertEqual(share._sharing, 1)
+        self.assertEqual(share._sharing, 0)
+
+    def test_the_reference_runs_once_per_gpu_however_many_workers(self):
+        from helpers import labs
+        from cmlgrade.pipeline import Options, Pipeline
+        from cmlgrade.results import LabRun
+        lab = labs()["04_reduction"]
+        pipe = Pipeline(Options(kit=helpers.KIT), [lab])
+        started, release, calls = threading.Event(), threading.Event(), []
+
+        def run_reference(lab_, gpu, key):
+            calls.append(gpu)
+            started.set()
+            release.wait(60)
+            ref = LabRun(lab_.name, gpu=gpu)
+            with pipe.ref_lock:
+                pipe.refs[key] = ref
+            return ref
+        got = []
+        with mock.patch.object(pipe, "_run_reference", run_reference):
+            threads = [self.run_in(lambda g=g: got.append(pipe.reference(lab, g))) for g in ("0", "0", "0", "1")]
+            self.assertTrue(started.wait(60))
+            release.set()
+            for t in threads:
+                t.join(60)
+        self.assertEqual(sorted(calls), ["0", "1"])
+        self.assertEqual(len({id(r) for r in got if r.gpu == "0"}), 1)
