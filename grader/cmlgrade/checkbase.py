@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 F32 = struct.Struct("<f")
 FILL_DATA, FILL_INTS, FILL_FLOATS = 0, 1, 2   # harness.h: the case's data follows / ints / floats made there
+COPY_STEP = 0   # harness.h's HN_COPY_STEP: the device's copy ceiling, timed by the reference's harness
 
 
 @dataclass
@@ -39,6 +40,13 @@ class Case:
     @property
     def count(self) -> int:
         return self.words if self.fill else len(self.data) // 4
+
+
+def copy_case(words: int, repeats: int, seed: int) -> Case:
+    """The device-to-device copy of `words` words (step COPY_STEP): its
+    median time gives the copy bandwidth, 2 * 4 * words bytes over it."""
+    return Case(0, 0, 0, b"", f"device copy of {4 * words / 2 ** 20:.0f} MiB", fill=FILL_INTS, repeats=repeats,
+                seed=seed, words=words)
 
 
 def ordinary(cases: list[Case]) -> list[Case]:
@@ -135,6 +143,13 @@ class LabChecker:
         """A sampled output word (u32 bits) against the reference's: exact
         unless a lab says otherwise."""
         return ref == got
+
+    def traffic(self, c: Case, step: int) -> int:
+        """The fewest bytes of device memory a timed case's launch must move:
+        its input read once and an output the input's size written once,
+        unless a lab says otherwise. Over the copy bandwidth, the least time
+        any kernel can take (reftime: a faster time is impossible)."""
+        return 8 * c.count
 
 
 def ints(rnd: random.Random, n: int, lo: int, span: int) -> array:

@@ -225,23 +225,36 @@ def run_timed(exe: Executor, harness: Path, c: Case, step: int, work: Path, time
     """One harness run of a timed case (harness.h): the launch timed with
     CUDA events by the harness's kit code, every output poisoned again and
     one input word changed before each repeat, output words sampled after."""
+    return run_timed_cases(exe, harness, [(step, c)], work, timeout, env, readable)[0]
+
+
+def run_timed_cases(exe: Executor, harness: Path, cases: list[tuple[int, Case]], work: Path, timeout: float,
+                    env: dict[str, str], readable: list[Path]) -> list[Timed]:
+    """One harness run of several timed cases (step, case), in order: each
+    case's Timed. Step COPY_STEP (checkbase) is the device's copy ceiling,
+    for the reference's harness only."""
     work.mkdir(parents=True, exist_ok=True)
     inp, outp = work / "timed-input.bin", work / "timed-output.bin"
-    write_input(inp, step, [c])
+    only = [c for _, c in cases]
+    write_input(inp, [s for s, _ in cases], only)
     outp.unlink(missing_ok=True)
     r = exe.run([str(harness), str(inp), str(outp)], cwd=work, timeout=timeout, writable=[work],
                 readable=readable, env=env)
-    g = read_output(outp, [c], [0])[0]
+    got = read_output(outp, only, [0] * len(only))
     for p in (inp, outp):
         p.unlink(missing_ok=True)
-    if g is None:
-        return Timed(note=f"timed out after {timeout:.0f} s" if r.timed_out else
-                     f"no timing (the harness ended with status {r.rc})")
-    if g.err or g.timed_err:
-        return Timed(note=f"{cuda_error(g.err or g.timed_err)} in a timed run")
-    if len(g.times) != c.repeats or not all(t > 0 for t in g.times):
-        return Timed(note="the timed run is incomplete")
-    return Timed(g.times, g.samples)
+    res = []
+    for c, g in zip(only, got):
+        if g is None:
+            res.append(Timed(note=f"timed out after {timeout:.0f} s" if r.timed_out else
+                             f"no timing (the harness ended with status {r.rc})"))
+        elif g.err or g.timed_err:
+            res.append(Timed(note=f"{cuda_error(g.err or g.timed_err)} in a timed run"))
+        elif len(g.times) != c.repeats or not all(t > 0 for t in g.times):
+            res.append(Timed(note="the timed run is incomplete"))
+        else:
+            res.append(Timed(g.times, g.samples))
+    return res
 
 
 def same_answers(lab_name: str, c: Case, step: int, mine: Timed, ref: Timed) -> str | None:
@@ -488,6 +501,28 @@ def shared_use(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
     return (None, why) if t is None else ((t.loads, t.stores), "")
 
 
+def _copy_ceiling(harness: Path, cpu: bool, timeout: float) -> int:
+    """The harness's device-copy case (harness.h HN_COPY_STEP): its times
+    came back, and the bandwidth they give."""
+    import statistics
+    import tempfile
+    from .checkbase import COPY_STEP, copy_case
+    from .sandbox import Sandbox
+    c = copy_case(1 << 20 if cpu else 1 << 28, 5, 20261128)
+    with tempfile.TemporaryDirectory(prefix="cml-checker-") as tmp:
+        t = run_timed_cases(Executor(Sandbox(None, "")), harness, [(COPY_STEP, c)], Path(tmp), timeout, {}, [])[0]
+    if t.note or len(t.times) != c.repeats:
+        print(f"{c.label}: no timing ({t.note or 'incomplete'})")
+        return 1
+    if any(len(s) != SAMPLES for s in t.samples) or any(v != 0x3C3C3C3C for s in t.samples for _, v in s):
+        print(f"{c.label}: the copy's sampled words are not the source's (0x3c bytes)")
+        return 1
+    ms = statistics.median(t.times)
+    print(f"{c.label}: median {ms:.4f} ms of {c.repeats}, {2 * 4 * c.count / (ms * 1e6):.1f} GB/s"
+          + (" (emulated: the CPU path, not a GPU)" if cpu else ""))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """The checker on one harness, for the kit's own tests (CTest
     <lab>.cpu.checker.*): python3 -m cmlgrade.checker --lab L --harness H
@@ -500,8 +535,11 @@ def main(argv: list[str] | None = None) -> int:
                                  description="Run the kit-only checker on one lab's harness and say each step's verdict.")
     ap.add_argument("--lab", required=True, help="lab name, e.g. 04_reduction")
     ap.add_argument("--harness", required=True, type=Path, help="the harness program (e.g. build-cpu/reduction_harness_ref_cpu)")
-    ap.add_argument("--steps", required=True, help="comma-separated step numbers")
-    ap.add_argument("--expect", required=True, choices=("pass", "fail"), help="what every listed step must do")
+    ap.add_argument("--steps", help="comma-separated step numbers")
+    ap.add_argument("--expect", choices=("pass", "fail"), help="what every listed step must do")
+    ap.add_argument("--copy-ceiling", action="store_true",
+                    help="instead: time the harness's device-to-device copy (the timing's ceiling) and say its "
+                         "bandwidth (emulated on the CPU path)")
     ap.add_argument("--cpu", action="store_true", help="the CPU path's case sizes")
     ap.add_argument("--seed", type=int, default=20261125, help="the cases' seed (default: %(default)s)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per step (default: %(default)s)")
@@ -512,6 +550,10 @@ def main(argv: list[str] | None = None) -> int:
     if not a.harness.is_file():
         print(f"checker: no harness at {a.harness}", file=sys.stderr)
         return 2
+    if a.copy_ceiling:
+        return _copy_ceiling(a.harness.resolve(), a.cpu, a.timeout)
+    if not a.steps or not a.expect:
+        ap.error("--steps and --expect are needed (or --copy-ceiling)")
     bad = 0
     exe = Executor(Sandbox(None, ""))
     with tempfile.TemporaryDirectory(prefix="cml-checker-") as tmp:

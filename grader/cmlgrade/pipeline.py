@@ -27,7 +27,7 @@ from .build import build_tree, clock, shared_lock
 from .cache import ResultCache, gpu_names
 from .kitslots import SlotPool
 from .checker import CHECKERS, counters_report
-from .reftime import HarnessTimes, RefTimes
+from .reftime import RefTimes, perf_lab
 from .buildtree import TreeError, make_student_tree
 from .intake import Submission
 from .labs import Lab, LabError, kit_description, manifests
@@ -279,7 +279,6 @@ class Pipeline:
                                               self.opts.arch])
         self.cached: dict[tuple[str, str], tuple] = {}
         self.ref_times = None if self.opts.retime_reference else RefTimes()   # reftime.py
-        self.harness_times = HarnessTimes()
         # the timed cases' data, changed words and sampled places: public, never the secret seed, new each batch
         self.timing_seed = random.SystemRandom().getrandbits(63)
         self.slots = None
@@ -352,7 +351,9 @@ class Pipeline:
         """The harness-timed case of a step, None where the runner times it."""
         if not lab.harness or lab.cpu or not lab.solution_dir or step not in self._timed_steps(lab):
             return None
-        return CHECKERS[lab.name].timing_case(step, HARNESS_REPEATS, self.timing_seed)
+        # a seed of its own for each step: steps timed in one harness run never get the same data
+        seed = int.from_bytes(hashlib.sha256(f"{self.timing_seed}|{step}".encode()).digest()[:8], "little") >> 1
+        return CHECKERS[lab.name].timing_case(step, HARNESS_REPEATS, seed)
 
     def _build_probe(self) -> None:
         """A student edition (no solutions/) has no reference to build: only
@@ -742,25 +743,29 @@ class Pipeline:
         lab, run, bdir = job.lab, job.run, job.build_dir
         runner = bdir / lab.runner
         pr = lab.rubric.performance
+        by_harness = {}
         for s in pr.steps:
             if s not in steps:
                 continue  # a wrong or hanging step is not timed
             if not lab.solution_dir:   # nothing to time it against
                 run.perf[s] = PerfResult(s, None, None, True, note=NO_REFERENCE)
                 continue
+            case = self._timed_case(lab, s)
+            if case is not None:   # timed by the kit-only harnesses, all such steps at once (below)
+                by_harness[s] = case
+                continue
             if deadline.expired():
                 run.timed_out.append(f"performance step {s}")
-                continue
-            case = self._timed_case(lab, s)
-            if case is not None:   # timed by the kit-only harnesses (checker.run_timed)
-                run.perf[s] = self.harness_times.perf(
-                    self.student_exe, self.trusted, bdir / lab.harness, self.ref_build / f"{lab.stem}_harness_ref",
-                    lab.name, s, case, deadline, pr.timeout_s, out, env, readable,
-                    (gpu, lab.name, s, case.seed, case.repeats))
                 continue
             perf = R.run_perf if self.ref_times is None else partial(self.ref_times.perf, key=(gpu, lab.name))
             run.perf[s] = perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
                                s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
+        if by_harness and deadline.expired():
+            run.timed_out += [f"performance step {s}" for s in sorted(by_harness)]
+        elif by_harness:   # student and reference interleaved, every step in one harness run a side and round
+            run.perf.update(perf_lab(self.student_exe, self.trusted, bdir / lab.harness,
+                                     self.ref_build / f"{lab.stem}_harness_ref", lab.name, by_harness, deadline,
+                                     pr.timeout_s, out, env, readable))
 
     def _gpu_worker(self, gpu: str | None, q: queue.Queue, progress: Progress, errors: list) -> None:
         while True:

@@ -1,4 +1,11 @@
-"""The reference's timings, measured once per GPU per batch.
+"""The reference's timings.
+
+The labs' timed steps are timed by the kit-only harnesses (perf_lab, at
+the end): the reference and the student interleaved, every step in one
+harness run a side and round, the device's copy bandwidth measured in the
+same run as a ceiling. A step timed by its runner instead (a kit whose lab
+has no harness timing) has its reference measured once per GPU per batch
+(RefTimes), as follows.
 
 Before issue 16 every submission's timing alternated student and reference
 runs (S R R S ...), `repeats` of each: half of the timing phase re-measured
@@ -105,49 +112,89 @@ class RefTimes:
         return res
 
 
-@dataclass
-class HarnessTimes:
-    """Timing by the kit-only harnesses (checker.run_timed): the student's
-    launch timed by kit code, every repeat re-poisoned, fed a changed input
-    word and sampled. The reference's harness is timed once per (GPU, lab,
-    step) in a batch; each later submission costs one short reference run,
-    the drift check (as RefTimes)."""
-    tolerance: float = TOLERANCE
-    table: dict[tuple, object] = field(default_factory=dict)
-    lock: threading.Lock = field(default_factory=threading.Lock)
+ROUNDS = 2            # reference, student, reference, student: each its share of the repeats
+COPY_REPEATS = 10     # timed device-to-device copies in each of the reference's runs
+CEILING = 1.25        # a time implying more than this times the copy bandwidth is impossible
 
-    def perf(self, exe_student: Executor, exe_ref: Executor, harness: Path, ref_harness: Path, lab_name: str,
-             step: int, case, deadline: Deadline, own_timeout: float, cwd: Path, gpu_env: dict[str, str],
-             readable: list[Path], key: tuple) -> PerfResult:
-        from dataclasses import replace
-        from .checker import run_timed, same_answers
-        res = PerfResult(step, None, None, True)
-        work = cwd / f"timed-step{step}"
-        mine = run_timed(exe_student, harness, case, step, work, deadline.limit(own_timeout), gpu_env, readable)
-        if mine.note:
-            res.correct, res.note = False, mine.note
-            return res
-        with self.lock:
-            ref = self.table.get(key)
-            if ref is not None and not deadline.expired():
-                probe = run_timed(exe_ref, ref_harness, replace(case, repeats=3), step, work,
-                                  deadline.limit(own_timeout), gpu_env, [])
-                lo, hi = min(ref.times) * (1 - self.tolerance), max(ref.times) * (1 + self.tolerance)
-                if probe.note or not lo <= statistics.median(probe.times) <= hi:
-                    ref = None   # the GPU's speed moved (or the probe failed): time the reference again
-            if ref is None:
-                if deadline.expired():
-                    res.note = "the lab's time limit ran out"
-                    return res
-                ref = run_timed(exe_ref, ref_harness, case, step, work, deadline.limit(own_timeout), gpu_env, [])
-                if ref.note:
-                    res.note = f"the reference could not be timed: {ref.note}"
-                    return res
-                self.table[key] = ref
-        wrong = same_answers(lab_name, case, step, mine, ref)
+
+def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harness: Path, lab_name: str,
+             cases: dict[int, object], deadline: Deadline, own_timeout: float, cwd: Path, gpu_env: dict[str, str],
+             readable: list[Path]) -> dict[int, PerfResult]:
+    """Every harness-timed step of a lab for one submission, the reference
+    and the student interleaved on the same GPU (the caller holds it alone:
+    gpuhold.py): ROUNDS rounds of a reference run then a student run, each
+    one harness process timing every step's case (its own seed a step) for
+    its share of the repeats. So a change of the GPU's speed during the
+    timing falls on both alike. Each reference run also times the device's
+    copy of the largest case's input (the kit's code: checkbase.COPY_STEP);
+    a student time that implies moving the step's bytes (checker.traffic)
+    faster than CEILING x that bandwidth is flagged impossible and earns
+    nothing, unless the reference's own time is (then the ceiling is not
+    trusted, and said so)."""
+    from dataclasses import replace
+    from .checkbase import COPY_STEP, copy_case
+    from .checker import CHECKERS, Timed, run_timed_cases, same_answers
+    steps = sorted(cases)
+    per = {s: replace(cases[s], repeats=max(3, cases[s].repeats // ROUNDS)) for s in steps}
+    copy = copy_case(max(c.count for c in per.values()), COPY_REPEATS, per[steps[0]].seed)
+    mine = {s: Timed() for s in steps}
+    ref = {s: Timed() for s in steps}
+    copies: list[float] = []
+    ref_note = ""
+    work = cwd / "timed"
+    for _ in range(ROUNDS):
+        for side in ("reference", "student"):
+            if deadline.expired():
+                ref_note = ref_note or "the lab's time limit ran out"
+                break
+            if side == "reference":
+                got = run_timed_cases(exe_ref, ref_harness, [(COPY_STEP, copy)] + [(s, per[s]) for s in steps],
+                                      work, deadline.limit(own_timeout), gpu_env, [])
+                if not got[0].note:
+                    copies += got[0].times
+                into = ref
+                got = got[1:]
+            else:
+                got = run_timed_cases(exe_student, harness, [(s, per[s]) for s in steps], work,
+                                      deadline.limit(own_timeout), gpu_env, readable)
+                into = mine
+            for s, t in zip(steps, got):
+                acc = into[s]
+                if acc.note:
+                    continue   # the first failure is the step's
+                if t.note:
+                    acc.note = t.note
+                else:
+                    acc.times += t.times
+                    acc.samples += t.samples
+    chk = CHECKERS[lab_name]
+    out: dict[int, PerfResult] = {}
+    copy_gbs = 2 * 4 * copy.count / (statistics.median(copies) * 1e6) if copies else None   # GB/s
+    for s in steps:
+        res = out[s] = PerfResult(s, None, None, True)
+        if mine[s].note:
+            res.correct, res.note = False, mine[s].note
+            continue
+        if ref[s].note or ref_note or not ref[s].times or len(mine[s].times) != len(ref[s].times):
+            res.note = (f"the reference could not be timed: {ref[s].note or ref_note or 'no timing'}")
+            continue
+        wrong = same_answers(lab_name, per[s], s, mine[s], ref[s])
         if wrong:
             res.correct, res.note = False, wrong
-            return res
-        res.samples_student, res.samples_ref = list(mine.times), list(ref.times)
-        res.student_ms, res.ref_ms = statistics.median(mine.times), statistics.median(ref.times)
-        return res
+            continue
+        res.samples_student, res.samples_ref = list(mine[s].times), list(ref[s].times)
+        res.student_ms, res.ref_ms = statistics.median(mine[s].times), statistics.median(ref[s].times)
+        if copy_gbs is None:
+            res.ceiling = "the device's copy bandwidth could not be measured"
+            continue
+        least_ms = chk.traffic(per[s], s) / (copy_gbs * 1e6)   # the step's bytes at the copy bandwidth
+        res.floor_ms = least_ms / CEILING
+        res.ceiling = (f"the least time: {chk.traffic(per[s], s) / 2 ** 20:.0f} MiB moved at the device's copy "
+                       f"bandwidth ({copy_gbs:.0f} GB/s, measured in the same run) takes {least_ms:.4f} ms")
+        if res.ref_ms < res.floor_ms:
+            res.ceiling += (f"; the reference's own time ({res.ref_ms:.4f} ms) is below it, so no time is judged "
+                            "against it")
+            res.floor_ms = None
+        elif res.student_ms < res.floor_ms:
+            res.impossible = True
+    return out

@@ -28,6 +28,9 @@ class PerfResult:
     note: str = ""
     samples_student: list[float] = field(default_factory=list)
     samples_ref: list[float] = field(default_factory=list)
+    floor_ms: float | None = None   # faster than this is impossible on this GPU (reftime.perf_lab)
+    ceiling: str = ""               # how floor_ms was found (or why there is none)
+    impossible: bool = False        # the student's time is below floor_ms: no credit, flagged
 
 
 @dataclass

@@ -436,6 +436,10 @@ def _static_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
     return items
 
 
+IMPOSSIBLE = ("step {step}: {ms:.4f} ms is faster than this GPU can move the step's data: no performance credit "
+              "(flagged for the instructor)")
+
+
 def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
     pr = lab.rubric.performance
     items = []
@@ -473,10 +477,15 @@ def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
             items.append(Item(name, "performance", pts, 0.0, "not_measured", pr.visibility,
                               [f"not measured: {res.note or 'no timing'}"]))
             continue
+        if res.impossible:   # faster than the GPU can move the step's data: a forged or broken timing
+            items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
+                              [IMPOSSIBLE.format(step=s, ms=res.student_ms)], [res.ceiling]))
+            continue
         credit = perf_credit(res.student_ms, res.ref_ms, pr.full_credit_ratio, True)
         ratio = res.student_ms / res.ref_ms
         detail = [f"median {res.student_ms:.4f} ms against the reference's {res.ref_ms:.4f} ms "
-                  f"({len(res.samples_student)} alternating runs each)"]
+                  f"({len(res.samples_student)} runs each, student and reference alternating)"]
+        detail += [res.ceiling] if res.ceiling else []
         fb = [] if credit >= 1.0 else [pr.feedback.format(step=s, ratio=ratio, full=pr.full_credit_ratio)]
         items.append(Item(name, "performance", pts, r2(pts * credit), "passed" if credit >= 1.0 else "partial",
                           pr.visibility, fb, detail))
@@ -594,6 +603,10 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
         notes.append(run.build_problem)
     if run.timed_out:
         notes.append("cut off by a time limit: " + ", ".join(run.timed_out))
+    impossible = sorted(st for st, res in run.perf.items() if res.impossible)
+    if impossible:
+        notes.append("timed faster than the GPU can move the data (scored 0 for speed, flagged for the instructor): "
+                     "step " + ", ".join(map(str, impossible)))
     if run.submitted and "hidden" not in ref.tests and lab.rubric.tests.hidden_share > 0:
         notes.append(f"hidden tests not run here (public seed): in the instructor's run, "
                      f"{lab.rubric.tests.hidden_share:.0%} of each step's points come from the same tests on secret data")

@@ -35,6 +35,12 @@
  *   i32 the timed repeats' first CUDA error. A checked case has nrep = 0;
  *   a timed case writes no output or input bytes (nbytes = inbytes = 0),
  *   and nrep = 0 when its setup failed (cuda_error says why).
+ * Step 0 (HN_COPY_STEP) with repeats R > 0 is the device's copy ceiling,
+ *   the kit's own code, never the student's: HN_WARMUP untimed and R timed
+ *   cudaMemcpy device-to-device copies of count words (no data follows, and
+ *   none is made on the host); its records are those of a timed case, the
+ *   samples read from the copy. The grader asks only the reference's
+ *   harness for it, in the same run as the reference's timed steps.
  * Exit status 0 when the output file is complete, 77 without a device. */
 #ifndef CML_HARNESS_H
 #define CML_HARNESS_H
@@ -52,6 +58,7 @@
 #define HN_SAMPLES 32u
 #define HN_MAX_REPEATS 1000u
 #define HN_MAX_COUNT ((uint64_t)1 << 30)
+#define HN_COPY_STEP 0u
 
 typedef struct {
     uint32_t step, kind;
@@ -104,6 +111,23 @@ static uint32_t hn_word(uint32_t fill, uint64_t *s)
     return w;
 }
 
+/* One timed repeat's record: its ms, then HN_SAMPLES words of the device
+ * buffer `dev` (bytes long) at places drawn from *s (0xffffffff once an
+ * error has happened). Returns the error so far. */
+static cudaError_t hn_record(FILE *out, float ms, const void *dev, size_t bytes, uint64_t *s, cudaError_t err)
+{
+    hn_write(out, &ms, 4);
+    for (uint32_t k = 0; k < HN_SAMPLES; ++k) {
+        uint64_t at = hn_next(s) % (bytes / 4);
+        uint32_t v = 0xffffffffu;
+        if (err == cudaSuccess)
+            err = cudaMemcpy(&v, (const unsigned char *)dev + 4 * at, 4, cudaMemcpyDeviceToHost);
+        hn_write(out, &at, 8);
+        hn_write(out, &v, 4);
+    }
+    return err;
+}
+
 static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE *out)
 {
     size_t in_bytes = 0, out_bytes = 0;
@@ -145,21 +169,55 @@ static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE 
         float ms = 0.0f;
         if (err == cudaSuccess)
             err = cudaEventElapsedTime(&ms, e0, e1);
-        if (r < HN_WARMUP)
-            continue;
-        hn_write(out, &ms, 4);
-        for (uint32_t k = 0; k < HN_SAMPLES; ++k) {
-            uint64_t at = hn_next(&s) % (out_bytes / 4);
-            uint32_t v = 0xffffffffu;
-            if (err == cudaSuccess)
-                err = cudaMemcpy(&v, dout + 4 * at, 4, cudaMemcpyDeviceToHost);
-            hn_write(out, &at, 8);
-            hn_write(out, &v, 4);
-        }
+        if (r >= HN_WARMUP)
+            err = hn_record(out, ms, dout, out_bytes, &s, err);
     }
     cudaEventDestroy(e0);
     cudaEventDestroy(e1);
     free(fresh);
+    return err;
+}
+
+/* The copy ceiling (HN_COPY_STEP): R timed device-to-device copies of
+ * c->count words, written as a timed case's records. */
+static cudaError_t hn_copy_timed(const hn_case *c, FILE *out)
+{
+    size_t bytes = (size_t)c->count * 4;
+    void *src = NULL, *dst = NULL;
+    cudaEvent_t e0 = NULL, e1 = NULL;
+    cudaError_t err = bytes >= 4 ? cudaMalloc(&src, bytes) : cudaErrorInvalidValue;
+    if (err == cudaSuccess)
+        err = cudaMalloc(&dst, bytes);
+    if (err == cudaSuccess)
+        err = cudaMemset(src, 0x3c, bytes);
+    if (err == cudaSuccess)
+        err = cudaEventCreate(&e0);
+    if (err == cudaSuccess)
+        err = cudaEventCreate(&e1);
+    uint32_t nrep = err == cudaSuccess ? c->repeats : 0;
+    hn_write(out, &nrep, 4);
+    uint64_t s = c->seed;
+    for (uint32_t r = 0; nrep && r < HN_WARMUP + nrep; ++r) { /* every record is written, an error or not */
+        float ms = 0.0f;
+        if (err == cudaSuccess)
+            err = cudaEventRecord(e0, 0);
+        if (err == cudaSuccess)
+            err = cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0);
+        if (err == cudaSuccess)
+            err = cudaEventRecord(e1, 0);
+        if (err == cudaSuccess)
+            err = cudaEventSynchronize(e1);
+        if (err == cudaSuccess)
+            err = cudaEventElapsedTime(&ms, e0, e1);
+        if (r >= HN_WARMUP)
+            err = hn_record(out, ms, dst, bytes, &s, err);
+    }
+    if (e0)
+        cudaEventDestroy(e0);
+    if (e1)
+        cudaEventDestroy(e1);
+    cudaFree(src);
+    cudaFree(dst);
     return err;
 }
 
@@ -170,6 +228,10 @@ static int hn_read_case(FILE *in, hn_case *c)
         !hn_read(in, &c->seed, 8) || c->count > HN_MAX_COUNT || c->fill > 2 || c->repeats > HN_MAX_REPEATS)
         return 0;
     size_t bytes = (size_t)c->count * 4;
+    if (c->step == HN_COPY_STEP && c->repeats) { /* the copy ceiling: device buffers only (hn_copy_timed) */
+        c->data = NULL;
+        return c->fill != 0;
+    }
     c->data = malloc(bytes ? bytes : 1);
     if (!c->data)
         return 0;
@@ -210,6 +272,19 @@ static int hn_main(int argc, char **argv, const hn_lab *lab)
         if (!hn_read_case(in, &c)) {
             fprintf(stderr, "harness: case %u is damaged, or no memory for it\n", k);
             return 2;
+        }
+        if (c.step == HN_COPY_STEP && c.repeats) { /* the copy ceiling: no lab code at all */
+            int32_t none = 0;
+            uint64_t zero64 = 0;
+            hn_write(out, &none, 4);
+            hn_write(out, &zero64, 8);
+            hn_write(out, &zero64, 8);
+            int32_t t32 = (int32_t)hn_copy_timed(&c, out);
+            hn_write(out, &t32, 4);
+            fflush(out);
+            if (t32 != 0)
+                cudaGetLastError();
+            continue;
         }
         size_t bytes = (size_t)c.count * 4;
         void *after = c.repeats ? NULL : malloc(bytes ? bytes : 1);

@@ -16,6 +16,7 @@ Layers (each runs without a GPU):
   (test_sandbox.py, with bubblewrap).
 The end-to-end grading of the references and mistakes on the CPU path is
 the kit's own CTest (label cpu) and test_real_build.py."""
+import json
 import os
 import shutil
 import subprocess
@@ -566,6 +567,96 @@ class TimingForgeries(unittest.TestCase):
                 _, t = self.timed(self.fake(body))
                 self.assertNotEqual(t.note, "")
                 self.assertEqual(t.times, [])
+
+
+# A stand-in for a lab's harness (harness.h's file formats): every timed case, the device-copy case (step 0)
+# included, gets FAKE_MS[step] ms a repeat and the same samples as any other harness; each run appends its side
+# ("reference" or "student") and its steps to FAKE_LOG.
+FAKE_HARNESS = """#!/usr/bin/env python3
+import json, os, struct, sys
+d = open(sys.argv[1], 'rb').read()
+n = struct.unpack_from('<I', d, 8)[0]
+at, cases = 12, []
+for _ in range(n):
+    step, kind, a, b, count, fill, reps, seed = struct.unpack_from('<IIQQQIIQ', d, at)
+    at += 48 + (0 if fill else 4 * count)
+    cases.append((step, reps))
+ms = json.loads(os.environ['FAKE_MS'])
+with open(os.environ['FAKE_LOG'], 'a') as log:
+    log.write(os.environ['FAKE_SIDE'] + ' ' + ','.join(str(s) for s, _ in cases) + '\\n')
+f = open(sys.argv[2], 'wb')
+f.write(b'CMLO' + struct.pack('<II', 2, n))
+for step, reps in cases:
+    f.write(struct.pack('<iQQI', 0, 0, 0, reps))
+    for r in range(reps):
+        f.write(struct.pack('<f', ms[str(step)]) + b''.join(struct.pack('<QI', k, 1000 + r + step) for k in range(32)))
+    f.write(struct.pack('<i', 0))
+"""
+
+
+class ImpossibleTimes(unittest.TestCase):
+    """reftime.perf_lab: the reference and the student interleaved (ABAB),
+    every timed step in one harness run a side and round, and the device's
+    copy bandwidth measured in the reference's runs: a student time that
+    implies moving the step's data faster than the copy bandwidth allows
+    is flagged impossible and earns nothing; a reference that seems
+    impossible itself means the ceiling is not used."""
+    lab = "04_reduction"
+
+    def timing(self, student_ms, ref_ms, copy_ms, n=1 << 28):
+        from cmlgrade.checkbase import FILL_INTS, Case
+        from cmlgrade.reftime import perf_lab
+        from cmlgrade.run import Deadline
+        d = tmpdir(self)
+        harness = d / "harness"
+        harness.write_text(FAKE_HARNESS)
+        harness.chmod(0o755)
+        log = d / "log"
+        cases = {s: Case(0, n, 0, b"", f"n = {n} int (timed)", fill=FILL_INTS, repeats=20, seed=5 + s, words=n)
+                 for s in (7, 8)}
+
+        class Side(Executor):   # the same fake harness, told which side it plays and its times
+            def __init__(self, side, ms):
+                super().__init__(Sandbox(None, ""))
+                self.side, self.ms = side, ms
+
+            def run(self, argv, **kw):
+                kw["env"] = dict(kw.get("env") or {}, FAKE_SIDE=self.side, FAKE_LOG=str(log),
+                                 FAKE_MS=json.dumps({str(k): v for k, v in self.ms.items()}))
+                return super().run(argv, **kw)
+        got = perf_lab(Side("student", student_ms), Side("reference", {**ref_ms, 0: copy_ms}), harness,
+                       harness, self.lab, cases, Deadline(600), 60, d, {}, [])
+        return got, log.read_text().splitlines()
+
+    def test_student_and_reference_alternate_every_step_in_one_run(self):
+        got, log = self.timing({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0}, copy_ms=1.0)
+        self.assertEqual(log, ["reference 0,7,8", "student 7,8", "reference 0,7,8", "student 7,8"])
+        for s in (7, 8):
+            self.assertTrue(got[s].correct, got[s].note)
+            self.assertEqual(len(got[s].samples_student), 20)   # 10 a round, two rounds
+            self.assertFalse(got[s].impossible)
+            self.assertIn("copy bandwidth", got[s].ceiling)
+
+    def test_a_time_faster_than_the_copy_bandwidth_allows_earns_nothing(self):
+        # 1 GiB of ints, copied (2 GiB moved) in 1 ms: 2147 GB/s; reading the ints takes at least 0.5 ms
+        got, _ = self.timing({7: 0.3, 8: 0.45}, {7: 0.6, 8: 0.6}, copy_ms=1.0)
+        self.assertTrue(got[7].impossible, got[7].ceiling)   # 0.3 ms < 0.5 ms / 1.25
+        self.assertFalse(got[8].impossible, got[8].ceiling)  # 0.45 ms: within the margin
+        run = LabRun(self.lab, build_ok={t: True for t in labs()[self.lab].student_targets()}, submitted=True)
+        run.perf = got
+        ls = score_lab(labs()[self.lab], run, LabRun(self.lab))
+        line = next(i for i in ls.items if i.name.startswith("performance step 7"))
+        self.assertEqual(line.points, 0.0)
+        self.assertIn("faster than this GPU can move", " ".join(line.feedback))
+        self.assertTrue(any("flagged for the instructor" in n and "step 7" in n for n in ls.notes), ls.notes)
+        line8 = next(i for i in ls.items if i.name.startswith("performance step 8"))
+        self.assertGreater(line8.points, 0.0)
+
+    def test_a_reference_below_the_ceiling_turns_it_off(self):
+        got, _ = self.timing({7: 0.1, 8: 0.1}, {7: 0.2, 8: 0.2}, copy_ms=1.0)
+        for s in (7, 8):
+            self.assertFalse(got[s].impossible)
+            self.assertIn("no time is judged against it", got[s].ceiling)
 
 
 class CounterForgeries(unittest.TestCase):

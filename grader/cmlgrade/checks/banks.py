@@ -295,6 +295,9 @@ class Banks(LabChecker):
         return Case(4, batch, 0, b"", f"A*B^T, batch {batch} (timed)", fill=FILL_FLOATS, repeats=repeats,
                     seed=seed, words=2 * batch * MATRIX)
 
+    def traffic(self, c: Case, step: int) -> int:
+        return 4 * (c.count + c.count // 2)   # A and B read once, C (one matrix a pair) written once
+
     def close(self, c: Case, step: int, ref: int, got: int) -> bool:
         # inputs in [-1, 1): sum|a b| < 32, and each of the two harnesses is within
         # 32 u sum|a b| of the exact product, so they differ by at most 2 * 32 * 32 u

@@ -187,6 +187,9 @@ class Matmul(LabChecker):
         return MmCase(k, m, n, b"", f"{m} x {n} x {k} (timed)", fill=FILL_FLOATS, repeats=repeats, seed=seed,
                       words=m * k + k * n, data_kind=REALS)
 
+    def traffic(self, c: Case, step: int) -> int:
+        return 4 * (c.count + c.a * c.b)   # A and B read once, C written once (a loose floor: matmul computes)
+
     def close(self, c: Case, step: int, ref: int, got: int) -> bool:
         # each harness's C(i, j) is within gamma_K * sum_k |A(i, k)| |B(k, j)| of the exact one; with |A|,
         # |B| < 1 that sum is below K: the two are within 2 * gamma_K * K of each other

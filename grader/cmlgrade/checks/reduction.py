@@ -48,6 +48,9 @@ class Reduction(LabChecker):
             return None
         return f"got {got:.9g}, expected {exact:.9g}" + (f" (allowed error {tol:.3g})" if tol else "")
 
+    def traffic(self, c: Case, step: int) -> int:
+        return 4 * c.count   # the ints read once; one sum written
+
     def timing_case(self, step: int, repeats: int, seed: int) -> Case | None:
         n = 1 << 28   # 1 GiB of ints (the results pages' size): far past L2; exact, so the samples must equal the reference's
         return Case(0, n, 0, b"", f"n = {n} int (timed)", fill=FILL_INTS, repeats=repeats, seed=seed, words=n)
