@@ -20,7 +20,8 @@ CMLGRADE_HONEST=1; `unittest discover` (the `grader` test) skips it.
 CMLGRADE_HONEST_WORK keeps the build trees there between runs (the
 reference build is then reused); CMLGRADE_HONEST_ONLY=id,id,... grades only
 those entries; CMLGRADE_HONEST_JOBS=N grades N labs at once (default 2, as
-on CI's two cores). CMLGRADE_HONEST_GPU=1 grades on the GPUs that
+on CI's two cores; CMLGRADE_HONEST_PER_GPU=N passes --per-gpu N).
+CMLGRADE_HONEST_GPU=1 grades on the GPUs that
 grade.py finds instead (a GPU host: sanitizers, counters, Nsight Compute
 traces and timing too; every point the references earn there, speed aside:
 a program slower than the reference loses performance points rightly, and
@@ -154,6 +155,7 @@ class HonestSuite(unittest.TestCase):
         r = subprocess.run([sys.executable, str(GRADER / "grade.py"), str(batch), "--batch", "--out", str(out),
                             *(labs_of if only else []),
                             "--work", str(work), "--keep-work", *cache, "--jobs", jobs, "--secret-seed", SECRET_SEED,
+                            "--per-gpu", os.environ.get("CMLGRADE_HONEST_PER_GPU", "1"),
                             "--progress", "--timings", str(work / "timings.json")], env=env)   # kept with a kept work folder
         wall = time.monotonic() - t0
         self.assertEqual(r.returncode, 0, f"grade.py exited {r.returncode} (its messages are above)")
