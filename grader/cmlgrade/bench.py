@@ -136,18 +136,38 @@ def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path) -> l
 
 def summarize(results, wall: float, setup: dict[str, float]) -> dict:
     per: dict[str, list[float]] = {p: [] for p in PHASES}
+    gpu_stage: list[float] = []
     n = 0
     for r in results:
         for lab, t in sorted(r.timings.items()):
             n += 1
             for p in PHASES:
                 per[p].append(float(t.get(p, 0.0)))
+            gpu_stage.append(float(t.get("gpu", 0.0)))
     row = {p: {"mean": round(statistics.fmean(v), 2) if v else 0.0,
                "median": round(statistics.median(v), 2) if v else 0.0,
                "max": round(max(v), 2) if v else 0.0} for p, v in per.items()}
     return {"submission_labs": n, "phases": row, "class_total_s": round(wall, 1),
             "per_batch_s": {k: round(v, 1) for k, v in setup.items()},
-            "per_submission_lab_s": round(wall / n, 2) if n else 0.0}
+            "per_submission_lab_s": round(wall / n, 2) if n else 0.0,
+            "gpu_stage_s": round(statistics.fmean(gpu_stage), 2) if gpu_stage else 0.0}
+
+
+CLASS = (300, 6)   # the projection's class: students x labs
+
+
+def projection(s: dict, per_gpu: int, gpus_here: int) -> str:
+    """The time a class of CLASS would take on 1, 4 and 8 GPUs at this
+    run's GPU stage (a GPU's wall seconds per submission-lab: the stage's
+    mean over the --per-gpu submissions sharing it), GPU-bound, and the
+    builds' CPU time alongside."""
+    n = CLASS[0] * CLASS[1]
+    per = s["gpu_stage_s"] / max(1, per_gpu)
+    build = s["phases"]["build"]["mean"]
+    hours = "  ".join(f"{g} GPU{'s' if g > 1 else ''}: {n * per / g / 3600:.1f} h" for g in (1, 4, 8))
+    return (f"{s['gpu_stage_s']:.1f} s of GPU stage per submission-lab (--per-gpu {per_gpu}: {per:.1f} GPU-seconds "
+            f"each, measured on {gpus_here} GPU(s)); {CLASS[0]} students x {CLASS[1]} labs ({n} submission-labs), "
+            f"GPU-bound: {hours}; builds {n * build / 3600:.1f} CPU-hours alongside")
 
 
 def print_table(rows: dict[str, dict], out=sys.stdout) -> None:
@@ -237,6 +257,10 @@ def main(argv: list[str] | None = None) -> int:
         what = "CPU seconds (of the grader's child processes)" if clock_kind == "cpu" else "wall seconds"
         print(f"\n{what} per submission-lab by phase (mean / max); the class total is wall time:")
         print_table(rows)
+        if clock_kind == "wall" and list_gpus():
+            print("\nprojected (GPU wall time, the class as graded here):")
+            for mode, r in rows.items():
+                print(f"{mode}: {projection(r, max(1, args.per_gpu), len(list_gpus()))}")
         same = None
         if len(modes) > 1:
             n, diffs = compare(work / f"out-{modes[0]}", work / f"out-{modes[-1]}")

@@ -292,3 +292,20 @@ class FakeBuildTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class BenchProjection(unittest.TestCase):
+    """grader/tools/bench's summary: the GPU stage per submission-lab and
+    the class of 300 x 6 projected on 1, 4 and 8 GPUs from it."""
+
+    def test_the_gpu_stage_and_the_projection(self):
+        from types import SimpleNamespace
+        from cmlgrade.bench import projection, summarize
+        results = [SimpleNamespace(timings={"04_reduction": {"build": 4.0, "tests": 20.0, "gpu": 30.0},
+                                            "06_transpose": {"build": 2.0, "tests": 10.0, "gpu": 10.0}})]
+        s = summarize(results, 50.0, {"reference build and skeletons": 12.0})
+        self.assertEqual((s["submission_labs"], s["gpu_stage_s"], s["phases"]["build"]["mean"]), (2, 20.0, 3.0))
+        line = projection(s, 2, 4)   # two submissions sharing each GPU: 10 GPU-seconds a submission-lab
+        self.assertIn("10.0 GPU-seconds each", line)
+        self.assertIn("1 GPU: 5.0 h  4 GPUs: 1.2 h  8 GPUs: 0.6 h", line)   # 1800 x 10 s = 5 h on one GPU
+        self.assertIn("builds 1.5 CPU-hours", line)
