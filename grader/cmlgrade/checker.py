@@ -22,7 +22,7 @@ from pathlib import Path
 
 from . import checks
 from .checkbase import Case, ordinary
-from .gpuhold import alone_on
+from .gpushare import alone_on
 from .sandbox import Executor
 
 MAX_MESSAGES = 3

@@ -1,10 +1,5 @@
-"""Sharing a GPU: held alone while a submission is timed or its counters
-read (docs/grading.md §9), shared by several submissions otherwise.
-
-Within the grader (GpuShare): `--per-gpu N` workers grade N submissions at
-once on each GPU. Their tests, kit-only checks and sanitizers share it;
-Nsight Compute's runs (traces, counters) and the timing each have it alone:
-they wait for the others' processes to end, and the others wait for them.
+"""The GPU held alone while a submission is timed (docs/grading.md §9),
+against the kit's own test binaries (within the grader: gpushare.py).
 
 The kit's GPU test binaries share a host's GPUs through lock files, one per
 GPU and slot (common/test/criterion_main.c: `cml-gpu-<uuid>-slot<k>.lock`
@@ -21,7 +16,6 @@ import fcntl
 import os
 import re
 import shutil
-import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -107,74 +101,3 @@ def held_alone(uuid: str | None, deadline=None, poll: float = 0.05):
         for fd in reversed(fds):
             os.close(fd)   # closing the descriptor releases its lock
 
-
-class GpuShare:
-    """One GPU's sharing among the grader's workers: shared() for work that
-    may run beside other submissions' work, alone() for work that must not
-    (a waiting alone() goes before new shared() ones). A thread inside
-    shared() that asks for alone() lets go of its share meanwhile and takes
-    it back after."""
-
-    def __init__(self) -> None:
-        self._c = threading.Condition()
-        self._sharing = 0
-        self._alone = False
-        self._waiting = 0
-        self._mine = threading.local()
-
-    def _take_share(self, n: int) -> None:
-        with self._c:
-            while self._alone or self._waiting:
-                self._c.wait()
-            self._sharing += n
-
-    def _drop_share(self, n: int) -> None:
-        with self._c:
-            self._sharing -= n
-            self._c.notify_all()
-
-    @contextmanager
-    def shared(self):
-        self._take_share(1)
-        self._mine.n = getattr(self._mine, "n", 0) + 1
-        try:
-            yield
-        finally:
-            self._mine.n -= 1
-            self._drop_share(1)
-
-    @contextmanager
-    def alone(self):
-        mine = getattr(self._mine, "n", 0)
-        if mine:
-            self._drop_share(mine)
-        with self._c:
-            self._waiting += 1
-            while self._alone or self._sharing:
-                self._c.wait()
-            self._waiting -= 1
-            self._alone = True
-        try:
-            yield
-        finally:
-            with self._c:
-                self._alone = False
-                self._c.notify_all()
-            if mine:
-                self._take_share(mine)
-
-
-_SHARES: dict[str, GpuShare] = {}
-_SHARES_LOCK = threading.Lock()
-
-
-def share_of(gpu: str | None) -> GpuShare:
-    """The GpuShare of a GPU (by the CUDA_VISIBLE_DEVICES entry the grader
-    gives its processes; None: the CPU path or no GPU, one share for all)."""
-    with _SHARES_LOCK:
-        return _SHARES.setdefault(gpu or "", GpuShare())
-
-
-def alone_on(env: dict[str, str]):
-    """alone() of the GPU a process with this environment runs on."""
-    return share_of(env.get("CUDA_VISIBLE_DEVICES")).alone()

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from . import gpuhold
+from . import gpuhold, gpushare
 from . import run as R
 from .build import build_tree, clock, shared_lock
 from .cache import ResultCache, gpu_names
@@ -593,15 +593,6 @@ class Pipeline:
                 run.sanitizers[tool] = R.SanitizerReport("not_run", "refused by the object checks", 0, None)
             progress.say(job.sub.student, lab.name, "refused by the object checks", finished=True)
             return
-        # the GPU is shared with the other workers on it (--per-gpu) but for Nsight Compute and the timing
-        with ExitStack() as sharing:
-            sharing.enter_context(gpuhold.share_of(gpu if self.gpu_ok else None).shared())
-            self._run_lab_sharing(job, gpu, progress, sharing)
-
-    def _run_lab_sharing(self, job: _Job, gpu: str | None, progress: Progress, sharing: ExitStack) -> None:
-        """_run_lab within the GPU's share; `sharing` is closed (the share let
-        go) before the timing, which has the GPU alone."""
-        lab, run = job.lab, job.run
         t0 = clock()
         run.gpu = gpu or ""
         job.gpu_key = gpu
@@ -726,8 +717,7 @@ class Pipeline:
                     # nothing else runs on this GPU while it is timed (gpuhold.py): not the grader's other
                     # workers, and not the kit's test binaries (those running there end first, new ones wait
                     # or go to another GPU)
-                    sharing.close()
-                    hold.enter_context(gpuhold.share_of(gpu).alone())
+                    hold.enter_context(gpushare.share_of(gpu).alone())
                     unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None,
                                                                    deadline))
                     if unheld:

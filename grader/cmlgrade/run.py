@@ -11,7 +11,7 @@ import statistics
 import time
 from pathlib import Path
 
-from .gpuhold import alone_on
+from .gpushare import alone_on
 from .parsers import (CounterReport, ReportError, SanitizerFinding, SanitizerReport, TestOutcome, parse_counters,
                       parse_criterion_json, parse_runner_json, parse_sanitizer)
 from .results import BinaryRun, PerfResult

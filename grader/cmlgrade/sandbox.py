@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .gpushare import shared_on
+
 # What a student process may see of the environment.
 ENV_KEEP = ("PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH",
             "CML_NCU", "CUDAARCHS", "CMAKE_PREFIX_PATH", "PKG_CONFIG_PATH", "LANG", "TERM")
@@ -323,7 +325,8 @@ class Executor:
     def run(self, argv: list[str], *, cwd: Path, timeout: float | None, writable: list[Path],
             readable: list[Path] = (), env: dict[str, str] | None = None) -> ProcResult:
         full = self.sandbox.prefix(writable, readable) + [str(a) for a in argv]
-        r = self.runner(full, cwd=cwd, env=scrubbed_env(env), timeout=timeout)
+        with shared_on(env):   # a share of the GPU it runs on, while it runs (gpushare.py, --per-gpu)
+            r = self.runner(full, cwd=cwd, env=scrubbed_env(env), timeout=timeout)
         log = os.environ.get("CMLGRADE_PROCESS_LOG")
         if log:   # where a stage's time goes (docs/grading.md, "Grading a large class")
             line = f"{r.seconds:8.2f} s  rc {r.rc}  {cwd}: {' '.join(map(str, argv))[:400]}\n"

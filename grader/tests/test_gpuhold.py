@@ -15,7 +15,7 @@ from pathlib import Path
 from unittest import mock
 
 import helpers  # noqa: F401  (import path)
-from cmlgrade import gpuhold
+from cmlgrade import gpuhold, gpushare
 from cmlgrade.run import Deadline
 
 UUID = "gpu-0a1b2c3d-0000-1111-2222-333344445555"
@@ -124,7 +124,7 @@ class Sharing(unittest.TestCase):
         return t
 
     def test_shares_run_together_and_alone_waits_for_them(self):
-        share = gpuhold.GpuShare()
+        share = gpushare.GpuShare()
         in_a, in_b, leave, alone = threading.Event(), threading.Event(), threading.Event(), threading.Event()
 
         def sharer(mark):
@@ -145,7 +145,7 @@ class Sharing(unittest.TestCase):
         self.assertTrue(alone.wait(60))
 
     def test_a_waiting_alone_goes_before_new_shares(self):
-        share = gpuhold.GpuShare()
+        share = gpushare.GpuShare()
         held, leave, waiting_alone, late_in, alone_done = (threading.Event() for _ in range(5))
         order = []
 
@@ -178,12 +178,29 @@ class Sharing(unittest.TestCase):
         self.assertEqual(order, ["alone", "late share"])
 
     def test_alone_inside_a_share_lets_it_go_and_takes_it_back(self):
-        share = gpuhold.GpuShare()
+        share = gpushare.GpuShare()
         with share.shared():
-            with share.alone():   # a worker's trace inside its own tests phase: no deadlock
+            with share.alone():   # no deadlock with itself
                 self.assertEqual(share._sharing, 0)
+                with share.shared():   # a process the timing starts: inside alone, nothing more
+                    self.assertEqual(share._sharing, 0)
             self.assertEqual(share._sharing, 1)
         self.assertEqual(share._sharing, 0)
+
+    def test_each_process_on_a_gpu_holds_a_share_while_it_runs(self):
+        from cmlgrade.sandbox import Executor, ProcResult, Sandbox
+        seen = []
+
+        def runner(argv, cwd, env, timeout):
+            seen.append(gpushare.share_of("7")._sharing)
+            return ProcResult(argv, 0, "", "", False, 0.0)
+        exe = Executor(Sandbox(None, ""), runner)
+        exe.run(["x"], cwd=Path("."), timeout=1, writable=[], env={"CUDA_VISIBLE_DEVICES": "7"})
+        exe.run(["x"], cwd=Path("."), timeout=1, writable=[], env={})   # no GPU named: no share
+        with gpushare.share_of("7").alone():
+            exe.run(["x"], cwd=Path("."), timeout=1, writable=[], env={"CUDA_VISIBLE_DEVICES": "7"})
+        self.assertEqual(seen, [1, 0, 0])
+        self.assertEqual(gpushare.share_of("7")._sharing, 0)
 
     def test_the_reference_runs_once_per_gpu_however_many_workers(self):
         from helpers import labs

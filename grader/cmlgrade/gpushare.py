@@ -1,0 +1,99 @@
+"""Sharing a GPU among the grader's workers (`--per-gpu N`: N submissions
+graded at once on each GPU; docs/grading.md §9).
+
+Every process the grader starts on a GPU (sandbox.Executor: its
+environment names the GPU) holds a share of it while it runs: tests,
+kit-only checks and sanitizers of several submissions run side by side.
+Nsight Compute's runs (traces, counters) and the timing take the GPU
+alone(): they wait for the processes running there to end, new ones wait
+for them, and the processes they start themselves run inside it. Shares
+are held by processes, not by a submission's whole lab, so an alone()
+waits only for what is running."""
+from __future__ import annotations
+
+import threading
+from contextlib import contextmanager, nullcontext
+
+
+class GpuShare:
+    """One GPU's sharing among the grader's workers: shared() for work that
+    may run beside other submissions' work, alone() for work that must not
+    (a waiting alone() goes before new shared() ones). A thread inside
+    shared() that asks for alone() lets go of its share meanwhile and takes
+    it back after; inside alone(), shared() is nothing more."""
+
+    def __init__(self) -> None:
+        self._c = threading.Condition()
+        self._sharing = 0
+        self._alone = False
+        self._waiting = 0
+        self._mine = threading.local()   # this thread's shares, and whether it has the GPU alone
+
+    def _take_share(self, n: int) -> None:
+        with self._c:
+            while self._alone or self._waiting:
+                self._c.wait()
+            self._sharing += n
+
+    def _drop_share(self, n: int) -> None:
+        with self._c:
+            self._sharing -= n
+            self._c.notify_all()
+
+    @contextmanager
+    def shared(self):
+        if getattr(self._mine, "alone", False):   # inside this thread's alone(): it has the GPU already
+            yield
+            return
+        self._take_share(1)
+        self._mine.n = getattr(self._mine, "n", 0) + 1
+        try:
+            yield
+        finally:
+            self._mine.n -= 1
+            self._drop_share(1)
+
+    @contextmanager
+    def alone(self):
+        mine = getattr(self._mine, "n", 0)
+        if mine:
+            self._drop_share(mine)
+        with self._c:
+            self._waiting += 1
+            while self._alone or self._sharing:
+                self._c.wait()
+            self._waiting -= 1
+            self._alone = True
+        self._mine.alone = True
+        try:
+            yield
+        finally:
+            self._mine.alone = False
+            with self._c:
+                self._alone = False
+                self._c.notify_all()
+            if mine:
+                self._take_share(mine)
+
+
+_SHARES: dict[str, GpuShare] = {}
+_SHARES_LOCK = threading.Lock()
+
+
+def share_of(gpu: str | None) -> GpuShare:
+    """The GpuShare of a GPU (by the CUDA_VISIBLE_DEVICES entry the grader
+    gives its processes; None: the CPU path or no GPU, one share for all)."""
+    with _SHARES_LOCK:
+        return _SHARES.setdefault(gpu or "", GpuShare())
+
+
+def alone_on(env: dict[str, str]):
+    """alone() of the GPU a process with this environment runs on."""
+    return share_of(env.get("CUDA_VISIBLE_DEVICES")).alone()
+
+
+def shared_on(env: dict[str, str] | None):
+    """What a process the grader starts holds while it runs (sandbox.Executor):
+    a share of its GPU where its environment names one, else nothing."""
+    gpu = (env or {}).get("CUDA_VISIBLE_DEVICES")
+    return share_of(gpu).shared() if gpu else nullcontext()
