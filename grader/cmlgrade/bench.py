@@ -93,7 +93,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--per-gpu", type=int, default=1, metavar="N", help="as grade.py's --per-gpu (default 1)")
     p.add_argument("--work", type=Path, help="work folder (default: a temporary one, removed)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers here")
-    p.add_argument("--cuda-arch", default=os.environ.get("CUDAARCHS", ""), help="as grade.py's --cuda-arch")
+    p.add_argument("--cuda-arch", default="", help="as grade.py's --cuda-arch")
     p.add_argument("--kit", type=Path, default=Path(__file__).resolve().parent.parent.parent)
     p.add_argument("--progress", action="store_true", help="the grader's progress lines on stderr")
     p.add_argument("--path", choices=("auto", "cuda", "cpu"), default="auto",

@@ -57,8 +57,10 @@ def parser() -> argparse.ArgumentParser:
                    help="run student code WITHOUT isolation (no bubblewrap); every report says so. Without it the "
                         "grader refuses to run student code where bubblewrap cannot run, except a student's own "
                         "check (one submission, no secret seed)")
-    p.add_argument("--cuda-arch", default=os.environ.get("CUDAARCHS", ""),
-                   help="CUDA architectures for the builds (default: $CUDAARCHS, else the kit's choice)")
+    p.add_argument("--cuda-arch", default="",
+                   help="CUDA architectures for the builds (default: the GPU grading here, or sm_90 without one; "
+                        "$CUDAARCHS is not read: a student's export for their own builds must not change what "
+                        "the grader compiles)")
     p.add_argument("--timestamp", default="", help="write this timestamp into result.json (default: none, "
                    "so the same inputs give the same files)")
     p.add_argument("--timings", type=Path, metavar="FILE", help="write build and run seconds per student and lab (JSON)")

@@ -39,6 +39,7 @@ from .skeleton import Skeletons, make_skeletons, not_started
 from .static import run_sass_checks, run_static
 from .trust import check_lab, harness_target, reference_traces, run_kit_checks, scrub_outcomes, student_seed
 
+NO_GPU_ARCH = "90"   # the CUDA build's architecture where no GPU is listed (--cuda-arch overrides)
 HARNESS_REPEATS = 20   # timed launches per harness run (after harness.h's warm-up)
 
 CPU_PATH = ("the CPU path (no GPU here): tests and the kit-only checks ran on the CPU; compute-sanitizer, "
@@ -75,6 +76,16 @@ class Options:
     retime_reference: bool = False   # time the reference beside every submission (the old way), not once per batch
     reference_build: Path | None = None   # a reference build folder shared by several runs (built under a lock)
     per_gpu: int = 1   # submissions graded at once on each GPU (their untimed phases share it; gpuhold.py)
+
+
+def cuda_arch(given: str, gpus: list[str]) -> str:
+    """The CUDA build's architectures: those given (--cuda-arch); else the
+    GPU grading here ("": the kit's CMake finds it); else NO_GPU_ARCH, one
+    architecture with every feature the labs' students may use (sm_80's
+    __reduce_add_sync ...): never the kit's portable list, whose sm_75 would
+    fail honest code ("does not compile"), and never a CUDAARCHS the shell
+    happens to hold (sandbox.ENV_KEEP leaves it out)."""
+    return given or ("" if gpus else NO_GPU_ARCH)
 
 
 def parse_seed(text: str) -> int:
@@ -230,6 +241,7 @@ class Pipeline:
                 encoding="utf-8", errors="replace")
         for lab in self.labs:   # no GPU here: the labs run on the CPU path (common/cpu)
             lab.cpu = self.cpu_path
+        self.opts.arch = cuda_arch(self.opts.arch, R.list_gpus())
         self._build_reference()
         with_ref = [lab for lab in self.labs if lab.solution_dir]   # a student edition's labs/ is its only copy
         if with_ref:

@@ -22,7 +22,8 @@ from .gpushare import shared_on
 
 # What a student process may see of the environment.
 ENV_KEEP = ("PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "LD_LIBRARY_PATH",
-            "CML_NCU", "CUDAARCHS", "CMAKE_PREFIX_PATH", "PKG_CONFIG_PATH", "LANG", "TERM")
+            "CML_NCU", "CMAKE_PREFIX_PATH", "PKG_CONFIG_PATH", "LANG", "TERM")
+# (not CUDAARCHS: the grader's builds take their architecture from --cuda-arch or the GPU, never the shell's)
 
 _LOG_LOCK = threading.Lock()   # CMLGRADE_PROCESS_LOG's lines, one at a time
 

@@ -309,3 +309,22 @@ class BenchProjection(unittest.TestCase):
         self.assertIn("10.0 GPU-seconds each", line)
         self.assertIn("1 GPU: 5.0 h  4 GPUs: 1.2 h  8 GPUs: 0.6 h", line)   # 1800 x 10 s = 5 h on one GPU
         self.assertIn("builds 1.5 CPU-hours", line)
+
+
+class CudaArch(unittest.TestCase):
+    """What the grader compiles for: --cuda-arch, else the GPU grading, else
+    sm_90; never the shell's CUDAARCHS (a student's export for their own
+    builds, e.g. 75 from self-study, whose sm_75 has no __reduce_add_sync
+    and would make honest code "not compile")."""
+
+    def test_the_architecture_is_given_or_the_gpu_or_sm90(self):
+        from unittest import mock
+        from cmlgrade.cli import parser
+        from cmlgrade.pipeline import cuda_arch
+        from cmlgrade.sandbox import scrubbed_env
+        with mock.patch.dict(os.environ, {"CUDAARCHS": "75"}):
+            self.assertEqual(parser().parse_args(["x"]).cuda_arch, "")
+            self.assertNotIn("CUDAARCHS", scrubbed_env())   # the kit's CMake never sees it in the grader's builds
+        self.assertEqual(cuda_arch("", []), "90")
+        self.assertEqual(cuda_arch("", ["0"]), "")   # the kit's CMake builds for the visible GPU
+        self.assertEqual(cuda_arch("86", []), "86")
