@@ -44,9 +44,14 @@ class Case:
 
 def copy_case(words: int, repeats: int, seed: int) -> Case:
     """The device-to-device copy of `words` words (step COPY_STEP): its
-    median time gives the copy bandwidth, 2 * 4 * words bytes over it."""
+    median time gives the copy bandwidth (copy_gbs)."""
     return Case(0, 0, 0, b"", f"device copy of {4 * words / 2 ** 20:.0f} MiB", fill=FILL_INTS, repeats=repeats,
                 seed=seed, words=words)
+
+
+def copy_gbs(c: Case, ms: float) -> float:
+    """GB/s of a copy case that took `ms`: its words read and written once."""
+    return 2 * 4 * c.count / (ms * 1e6)
 
 
 def ordinary(cases: list[Case]) -> list[Case]:

@@ -90,9 +90,11 @@ SAMPLES = 32         # HN_SAMPLES
 
 def write_input(path: Path, step: int | list[int], cases: list[Case]) -> None:
     """The harness's input: every case run by `step` (or case k by step[k]).
-    The grader runs one step a process: in one process for several steps,
+    Checked cases run one step a process: in one process for several steps,
     a step could hand a later one the answer to a case they share (lab 02's
-    steps 6-8 convolve the same images), which its own process lacks."""
+    steps 6-8 convolve the same images), which its own process lacks. Timed
+    cases of several steps share a process (reftime.perf_lab), each step's
+    case with a seed of its own: no two of them hold the same data."""
     steps = step if isinstance(step, list) else [step] * len(cases)
     with path.open("wb") as f:
         f.write(b"CMLH" + struct.pack("<II", VERSION, len(cases)))
@@ -322,7 +324,7 @@ def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: 
         p.unlink(missing_ok=True)
     # every kernel the step launches: the harness runs nothing else (the manifest's kernel regex is the
     # runner's, which launches copies and references too)
-    with alone_on(env):   # Nsight Compute has the GPU to itself (gpuhold.py)
+    with alone_on(env):   # Nsight Compute has the GPU to itself (gpushare.py)
         r = exe.run([ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
                      str(harness), str(inp), str(outp)],
                     cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
@@ -474,7 +476,7 @@ def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         # mangled names: what cuobjdump calls the same functions (static.step_kernels)
         cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
                "--metrics", ",".join(SHARED_METRICS), str(harness), str(inp), str(outp)]
-    with nullcontext() if cpu else alone_on(env):   # Nsight Compute has the GPU to itself (gpuhold.py)
+    with nullcontext() if cpu else alone_on(env):   # Nsight Compute has the GPU to itself (gpushare.py)
         r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
     try:
         text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
@@ -506,7 +508,7 @@ def _copy_ceiling(harness: Path, cpu: bool, timeout: float) -> int:
     came back, and the bandwidth they give."""
     import statistics
     import tempfile
-    from .checkbase import COPY_STEP, copy_case
+    from .checkbase import COPY_STEP, copy_case, copy_gbs
     from .sandbox import Sandbox
     c = copy_case(1 << 20 if cpu else 1 << 28, 5, 20261128)
     with tempfile.TemporaryDirectory(prefix="cml-checker-") as tmp:
@@ -518,7 +520,7 @@ def _copy_ceiling(harness: Path, cpu: bool, timeout: float) -> int:
         print(f"{c.label}: the copy's sampled words are not the source's (0x3c bytes)")
         return 1
     ms = statistics.median(t.times)
-    print(f"{c.label}: median {ms:.4f} ms of {c.repeats}, {2 * 4 * c.count / (ms * 1e6):.1f} GB/s"
+    print(f"{c.label}: median {ms:.4f} ms of {c.repeats}, {copy_gbs(c, ms):.1f} GB/s"
           + (" (emulated: the CPU path, not a GPU)" if cpu else ""))
     return 0
 

@@ -30,6 +30,11 @@ def lock_dir() -> Path:
     return Path(os.environ.get("TMPDIR") or "/tmp")
 
 
+def lock_path(uuid: str, slot: int) -> Path:
+    """criterion_main.c's lock file of a GPU's slot."""
+    return lock_dir() / f"cml-gpu-{uuid}-slot{slot}.lock"
+
+
 def slots() -> int:
     try:
         n = int(os.environ.get("CML_GPU_SLOTS", ""))
@@ -71,7 +76,7 @@ def held_alone(uuid: str | None, deadline=None, poll: float = 0.05):
     why = ""
     try:
         for k in range(slots()):
-            path = lock_dir() / f"cml-gpu-{uuid}-slot{k}.lock"
+            path = lock_path(uuid, k)
             try:
                 fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
             except OSError as e:

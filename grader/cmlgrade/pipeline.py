@@ -75,7 +75,7 @@ class Options:
     cache: Path | None = None   # the content-hash cache of graded labs (cache.py); None: none
     retime_reference: bool = False   # time the reference beside every submission (the old way), not once per batch
     reference_build: Path | None = None   # a reference build folder shared by several runs (built under a lock)
-    per_gpu: int = 1   # submissions graded at once on each GPU (their untimed phases share it; gpuhold.py)
+    per_gpu: int = 1   # submissions graded at once on each GPU (their untimed phases share it; gpushare.py)
 
 
 def cuda_arch(given: str, gpus: list[str]) -> str:
@@ -563,7 +563,7 @@ class Pipeline:
             return {}
         env = {"CUDA_VISIBLE_DEVICES": gpu}
         if self.gpu_ok and self.opts.per_gpu > 1:
-            env["CML_GPU_SLOTS"] = str(2 * self.opts.per_gpu)
+            env["CML_GPU_SLOTS"] = str(gpuhold.DEFAULT_SLOTS * self.opts.per_gpu)
         return env
 
     def _listed(self, job: _Job, out: Path) -> LabRun:
@@ -726,8 +726,8 @@ class Pipeline:
                 if pr.steps:
                     progress.say(job.sub.student, lab.name, "timing against the reference")
                 if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():
-                    # nothing else runs on this GPU while it is timed (gpuhold.py): not the grader's other
-                    # workers, and not the kit's test binaries (those running there end first, new ones wait
+                    # nothing else runs on this GPU while it is timed: not the grader's other (gpushare.py)
+                    # workers, and not the kit's test binaries (gpuhold.py: those running there end first, new ones wait
                     # or go to another GPU)
                     hold.enter_context(gpushare.share_of(gpu).alone())
                     unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None,

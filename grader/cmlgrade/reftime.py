@@ -122,7 +122,7 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
              readable: list[Path]) -> dict[int, PerfResult]:
     """Every harness-timed step of a lab for one submission, the reference
     and the student interleaved on the same GPU (the caller holds it alone:
-    gpuhold.py): ROUNDS rounds of a reference run then a student run, each
+    gpushare.py, gpuhold.py): ROUNDS rounds of a reference run then a student run, each
     one harness process timing every step's case (its own seed a step) for
     its share of the repeats. So a change of the GPU's speed during the
     timing falls on both alike. Each reference run also times the device's
@@ -132,7 +132,7 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
     nothing, unless the reference's own time is (then the ceiling is not
     trusted, and said so)."""
     from dataclasses import replace
-    from .checkbase import COPY_STEP, copy_case
+    from .checkbase import COPY_STEP, copy_case, copy_gbs
     from .checker import CHECKERS, Timed, run_timed_cases, same_answers
     steps = sorted(cases)
     per = {s: replace(cases[s], repeats=max(3, cases[s].repeats // ROUNDS)) for s in steps}
@@ -169,7 +169,7 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
                     acc.samples += t.samples
     chk = CHECKERS[lab_name]
     out: dict[int, PerfResult] = {}
-    copy_gbs = 2 * 4 * copy.count / (statistics.median(copies) * 1e6) if copies else None   # GB/s
+    gbs = copy_gbs(copy, statistics.median(copies)) if copies else None
     for s in steps:
         res = out[s] = PerfResult(s, None, None, True)
         if mine[s].note:
@@ -184,13 +184,13 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
             continue
         res.samples_student, res.samples_ref = list(mine[s].times), list(ref[s].times)
         res.student_ms, res.ref_ms = statistics.median(mine[s].times), statistics.median(ref[s].times)
-        if copy_gbs is None:
+        if gbs is None:
             res.ceiling = "the device's copy bandwidth could not be measured"
             continue
-        least_ms = chk.traffic(per[s], s) / (copy_gbs * 1e6)   # the step's bytes at the copy bandwidth
+        least_ms = chk.traffic(per[s], s) / (gbs * 1e6)   # the step's bytes at the copy bandwidth
         res.floor_ms = least_ms / CEILING
         res.ceiling = (f"the least time: {chk.traffic(per[s], s) / 2 ** 20:.0f} MiB moved at the device's copy "
-                       f"bandwidth ({copy_gbs:.0f} GB/s, measured in the same run) takes {least_ms:.4f} ms")
+                       f"bandwidth ({gbs:.0f} GB/s, measured in the same run) takes {least_ms:.4f} ms")
         if res.ref_ms < res.floor_ms:
             res.ceiling += (f"; the reference's own time ({res.ref_ms:.4f} ms) is below it, so no time is judged "
                             "against it")

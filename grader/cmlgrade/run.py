@@ -242,7 +242,7 @@ def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], de
 
 def run_counters(exe: Executor, runner: Path, steps: list[int], timeout: float, cwd: Path,
                  gpu_env: dict[str, str], readable: list[Path]) -> CounterReport:
-    with alone_on(gpu_env):   # the runner's counters come from Nsight Compute: the GPU to itself (gpuhold.py)
+    with alone_on(gpu_env):   # the runner's counters come from Nsight Compute: the GPU to itself (gpushare.py)
         r = exe.run([str(runner), "--step", ",".join(str(s) for s in sorted(set(steps))), "--counters"], cwd=cwd,
                     timeout=timeout, writable=[cwd], readable=readable, env=gpu_env)
     if r.timed_out:

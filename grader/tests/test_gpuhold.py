@@ -98,6 +98,18 @@ class HeldAlone(unittest.TestCase):
             p.wait()
             self.assertEqual(self.free_slots(), 3)   # the slots it had taken were let go
 
+    def test_the_lock_files_are_the_kit_test_binaries_own(self):
+        """The slot count and the lock file's name are criterion_main.c's
+        (C there, Python here): a change on one side fails here."""
+        import re
+        c = (helpers.KIT / "common" / "test" / "criterion_main.c").read_text()
+        self.assertEqual(int(re.search(r"#define DEFAULT_SLOTS (\d+)", c).group(1)), gpuhold.DEFAULT_SLOTS)
+        self.assertIn('"%s/cml-gpu-%s-slot%d.lock"', c)
+        self.assertIn('getenv("CML_GPU_SLOTS")', c)
+        self.assertEqual(gpuhold.lock_path(UUID, 1), Path(self.slot(1)))   # the path the C side's format gives
+        with mock.patch.dict(os.environ, {"CML_GPU_SLOTS": "x"}):
+            self.assertEqual(gpuhold.slots(), gpuhold.DEFAULT_SLOTS)
+
     def test_a_gpu_without_a_known_uuid_is_timed_unheld_and_says_so(self):
         with mock.patch("shutil.which", return_value=None):
             gpuhold._UUIDS.pop("7", None)
