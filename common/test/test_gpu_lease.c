@@ -40,7 +40,10 @@ static void make_dir(void)
 }
 
 /* Starts the fake binary as instance `name` (output <dir>/<name>, its
- * stderr <dir>/<name>.err). */
+ * stderr <dir>/<name>.err), with the lease's variables set for the test and,
+ * from this process's environment, only where the loader and tools are found
+ * (a Criterion found through LD_LIBRARY_PATH; not Criterion's own worker
+ * variables, which would make the fake act as one of this test's workers). */
 static pid_t start(const char *name, const char *gpus)
 {
     char out[400], err[400], tmpdir[300], slots[] = "CML_GPU_SLOTS=1", fake[64];
@@ -49,7 +52,16 @@ static pid_t start(const char *name, const char *gpus)
     snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%s", g_dir);
     snprintf(fake, sizeof fake, "GPU_LEASE_FAKE_GPUS=%s", gpus);
     static char visible[] = "CUDA_VISIBLE_DEVICES=0,1", exe[] = GPU_LEASE_FAKE;
-    char *env[] = {out, tmpdir, slots, fake, visible, NULL};
+    char *env[8] = {out, tmpdir, slots, fake, visible};
+    size_t k = 5;
+    static const char *const kept[] = {"LD_LIBRARY_PATH", "PATH"};
+    static char kept_var[2][4096];
+    for (size_t i = 0; i < 2; ++i) {
+        const char *v = getenv(kept[i]);
+        if (v != NULL && snprintf(kept_var[i], sizeof kept_var[i], "%s=%s", kept[i], v) < (int)sizeof kept_var[i])
+            env[k++] = kept_var[i];
+    }
+    env[k] = NULL;
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 2, err, 0x241 /* O_WRONLY|O_CREAT|O_TRUNC */, 0644);
@@ -61,15 +73,36 @@ static pid_t start(const char *name, const char *gpus)
     return pid;
 }
 
+/* Fails the test, with the fake's stderr, if instance `name` (pid) has
+ * ended: it cannot reach what the caller waits for. */
+static void still_running(pid_t pid, const char *name)
+{
+    int st = 0;
+    if (waitpid(pid, &st, WNOHANG) != pid)
+        return;
+    char path[400], buf[2048] = "";
+    snprintf(path, sizeof path, "%s/%s.err", g_dir, name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+        buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+        fclose(f);
+    }
+    cr_assert_fail("the fake GPU test binary '%s' ended (status %d) before it held a slot; its stderr:\n%s", name,
+                   st, buf);
+}
+
 /* Waits (readiness, no time limit: CTest's timeout ends a hung test) until
- * <dir>/<name> exists, and reads "GPU jobs" from it. */
-static void wait_for(const char *name, char *gpu, size_t *jobs)
+ * <dir>/<name> exists, and reads "GPU jobs" from it; fails at once if the
+ * fake (pid) ends first. */
+static void wait_for(pid_t pid, const char *name, char *gpu, size_t *jobs)
 {
     char path[400];
     snprintf(path, sizeof path, "%s/%s", g_dir, name);
     FILE *f;
-    while ((f = fopen(path, "r")) == NULL)
+    while ((f = fopen(path, "r")) == NULL) {
+        still_running(pid, name);
         usleep(10000);
+    }
     cr_assert(fscanf(f, "%63s %zu", gpu, jobs) == 2);
     fclose(f);
 }
@@ -111,20 +144,22 @@ Test(gpu_lease, binaries_spread_over_the_gpus_and_wait_for_a_free_slot, .timeout
     char ga[64], gb[64], gc[64];
     size_t ja, jb, jc;
     pid_t a = start("a", "2");
-    wait_for("a", ga, &ja);
+    wait_for(a, "a", ga, &ja);
     pid_t b = start("b", "2");
-    wait_for("b", gb, &jb);
+    wait_for(b, "b", gb, &jb);
     cr_expect(strcmp(ga, gb) != 0, "two binaries at once share one GPU (%s) while the other is free", ga);
     cr_expect(strncmp(ga, "GPU-", 4) == 0 && strncmp(gb, "GPU-", 4) == 0, "CUDA_VISIBLE_DEVICES: %s, %s", ga, gb);
     cr_expect_eq(ja, want_jobs, "jobs %zu, expected %zu", ja, want_jobs);
     /* both slots are taken: a third waits, and says so */
     pid_t c = start("c", "2");
-    while (!file_has("c.err", "is taken: waiting"))
+    while (!file_has("c.err", "is taken: waiting")) {
+        still_running(c, "c");
         usleep(10000);
+    }
     cr_expect(!file_has("c", "GPU"), "the third binary ran while every slot was taken");
     release("a");
     finish(a);
-    wait_for("c", gc, &jc);
+    wait_for(c, "c", gc, &jc);
     cr_expect_str_eq(gc, ga, "the third must take the slot that came free");
     release("b");
     release("c");
@@ -140,7 +175,7 @@ Test(gpu_lease, one_gpu_one_slot, .timeout = 120)
     char g[64];
     size_t j;
     pid_t a = start("one", "1");
-    wait_for("one", g, &j);
+    wait_for(a, "one", g, &j);
     cr_expect_str_eq(g, "GPU-00000000-0000-0000-0000-000000000000");
     release("one");
     finish(a);

@@ -1684,6 +1684,39 @@ static void host_access_report(const siginfo_t *si, void *uctx, const allocation
     _exit(CML_CPU_HOST_ACCESS_STATUS);
 }
 
+#if defined(__x86_64__)
+/* Whether w is an address in an executable segment of a loaded object. */
+static int is_code(const void *w)
+{
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (w == NULL || dladdr1(w, &info, (void **)&map, RTLD_DL_LINKMAP) == 0 || map == NULL || info.dli_fbase == NULL)
+        return 0;
+    const ElfW(Ehdr) *eh = info.dli_fbase;
+    const ElfW(Phdr) *ph = (const ElfW(Phdr) *)((const char *)eh + eh->e_phoff);
+    uintptr_t off = (uintptr_t)w - (uintptr_t)map->l_addr;
+    for (int i = 0; i < eh->e_phnum; ++i)
+        if (ph[i].p_type == PT_LOAD && (ph[i].p_flags & PF_X) && off >= ph[i].p_vaddr &&
+            off < ph[i].p_vaddr + ph[i].p_memsz)
+            return 1;
+    return 0;
+}
+
+/* The kernel's return address when a thread was stopped inside an access
+ * callback, from the stack at the stop: the top word, unless the callback had
+ * saved registers first (a compiler that sets up the frame before the
+ * callback's check, with a frame pointer that is 0 at a fiber's base: the
+ * report then read "at pc (nil)"). So: the first of the top words that is
+ * code, and not the callbacks' own; NULL if none. */
+static void *return_address_of_hook(void **sp)
+{
+    for (int k = 0; k < 16; ++k)
+        if (is_code(sp[k]) && !cml_cpu_in_access_hook((char *)sp[k] - 1))
+            return sp[k];
+    return NULL;
+}
+#endif
+
 static void fault_handler(int sig, siginfo_t *si, void *uctx)
 {
     worker *w = self;
@@ -1708,7 +1741,7 @@ static void fault_handler(int sig, siginfo_t *si, void *uctx)
      * section, not by dladdr: a program's own symbols are not exported, and
      * the report then said "at pc 0x..." about one run in four.) */
     if (sig == SIGUSR2 && cml_cpu_check_mode == 0 && cml_cpu_in_access_hook((char *)pc - 1))
-        pc = *(void **)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RSP];
+        pc = return_address_of_hook((void **)((ucontext_t *)uctx)->uc_mcontext.gregs[REG_RSP]);
 #else
     (void)uctx;
 #endif
