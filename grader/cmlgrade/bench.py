@@ -157,17 +157,19 @@ CLASS = (300, 6)   # the projection's class: students x labs
 
 
 def projection(s: dict, per_gpu: int, gpus_here: int) -> str:
-    """The time a class of CLASS would take on 1, 4 and 8 GPUs at this
-    run's GPU stage (a GPU's wall seconds per submission-lab: the stage's
-    mean over the --per-gpu submissions sharing it), GPU-bound, and the
-    builds' CPU time alongside."""
+    """The time a class of CLASS would take on 1, 4 and 8 GPUs at the GPU
+    wall seconds this run spent per submission-lab, measured, not assumed:
+    the class's wall time x the GPUs it ran on / its submission-labs (with
+    --per-gpu N the submissions sharing a GPU overlap, by as much as they
+    really did), GPU-bound, and the builds' CPU time alongside."""
     n = CLASS[0] * CLASS[1]
-    per = s["gpu_stage_s"] / max(1, per_gpu)
+    per = s["class_total_s"] * max(1, gpus_here) / max(1, s["submission_labs"])
     build = s["phases"]["build"]["mean"]
     hours = "  ".join(f"{g} GPU{'s' if g > 1 else ''}: {n * per / g / 3600:.1f} h" for g in (1, 4, 8))
-    return (f"{s['gpu_stage_s']:.1f} s of GPU stage per submission-lab (--per-gpu {per_gpu}: {per:.1f} GPU-seconds "
-            f"each, measured on {gpus_here} GPU(s)); {CLASS[0]} students x {CLASS[1]} labs ({n} submission-labs), "
-            f"GPU-bound: {hours}; builds {n * build / 3600:.1f} CPU-hours alongside")
+    return (f"{per:.1f} GPU wall seconds per submission-lab (the class's {s['class_total_s']:.0f} s x "
+            f"{gpus_here} GPU(s) / {s['submission_labs']} submission-labs, --per-gpu {per_gpu}; one submission-lab's "
+            f"GPU stage alone: {s['gpu_stage_s']:.1f} s); {CLASS[0]} students x {CLASS[1]} labs ({n} "
+            f"submission-labs), GPU-bound: {hours}; builds {n * build / 3600:.1f} CPU-hours alongside")
 
 
 def print_table(rows: dict[str, dict], out=sys.stdout) -> None:

@@ -682,17 +682,22 @@ class Pipeline:
             # only the steps that pass their tests: a wrong or hanging step
             # has already lost its points, and would stall the tools
             steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
-            for tool in lab.rubric.sanitizers.points:
+
+            def sanitize(tool: str):
+                if deadline.expired():
+                    return None
+                return R.run_sanitizer(self.student_exe, tool, runner, lab.sanitizer_args(), deadline,
+                                       lab.rubric.sanitizers.timeout_s, out, env, readable, ",".join(map(str, steps)))
+            tools = list(lab.rubric.sanitizers.points)
+            # the tools side by side, each over the passing steps (a tool's configs one after another)
+            reports = R.side_by_side([partial(sanitize, t) for t in tools], R.GPU_SIDE_BY_SIDE) if steps else []
+            for tool, got in zip(tools, reports or [None] * len(tools)):
                 if not steps:
                     run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
-                    continue
-                if deadline.expired():
+                elif got is None:
                     run.timed_out.append(f"compute-sanitizer {tool}")
-                    continue
-                rep, cfg = R.run_sanitizer(self.student_exe, tool, runner, lab.sanitizer_args(), deadline,
-                                           lab.rubric.sanitizers.timeout_s, out, env, readable,
-                                           ",".join(map(str, steps)))
-                run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
+                else:
+                    run.sanitizers[tool], run.sanitizer_configs[tool] = got
             # diagnosis, no points: where the mistake catalog names a tool for
             # a step whose tests fail (a race that garbles the answer), run it
             # on that step so the feedback can say why

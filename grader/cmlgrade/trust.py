@@ -149,15 +149,19 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
     from .checker import check_step
     from .parsers import TestOutcome
     from .results import BinaryRun
+    from .run import GPU_SIDE_BY_SIDE, side_by_side
+
+    def one(kind: str, seed: int | None, step: int):
+        if deadline.expired():
+            from .checker import StepVerdict
+            return StepVerdict(False, note="not run: the lab's time limit ran out")
+        return check_step(exe, harness, lab.name, step, public_seed if seed is None else seed, out,
+                          deadline.limit(step_limit), env, readable, cpu, kind)
+    # each step in a process of its own; on a GPU several at once (on the CPU path each uses every core)
     for kind, seed in seeds:
-        verdicts = run.checks.setdefault(kind, {})
-        for s in lab.steps:
-            if deadline.expired():
-                from .checker import StepVerdict
-                verdicts[s.num] = StepVerdict(False, note="not run: the lab's time limit ran out")
-                continue
-            verdicts[s.num] = check_step(exe, harness, lab.name, s.num, public_seed if seed is None else seed, out,
-                                         deadline.limit(step_limit), env, readable, cpu, kind)
+        got = side_by_side([lambda k=kind, x=seed, n=s.num: one(k, x, n) for s in lab.steps],
+                           1 if cpu else GPU_SIDE_BY_SIDE)
+        run.checks.setdefault(kind, {}).update({s.num: v for s, v in zip(lab.steps, got)})
     _technique(exe, lab, run, harness, public_seed, out, step_limit, deadline, env, readable, cpu, ref)
     # public: the checker's failing cases are a line of their own, not every test's message
     mine = BinaryRun(KIT_CHECK_BINARY, True)

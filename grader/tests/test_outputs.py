@@ -296,18 +296,21 @@ if __name__ == "__main__":
 
 class BenchProjection(unittest.TestCase):
     """grader/tools/bench's summary: the GPU stage per submission-lab and
-    the class of 300 x 6 projected on 1, 4 and 8 GPUs from it."""
+    the class of 300 x 6 projected on 1, 4 and 8 GPUs from the class's
+    measured wall time (not from the stage divided by --per-gpu: sharing a
+    GPU overlaps only as much as it really does)."""
 
     def test_the_gpu_stage_and_the_projection(self):
         from types import SimpleNamespace
         from cmlgrade.bench import projection, summarize
         results = [SimpleNamespace(timings={"04_reduction": {"build": 4.0, "tests": 20.0, "gpu": 30.0},
                                             "06_transpose": {"build": 2.0, "tests": 10.0, "gpu": 10.0}})]
-        s = summarize(results, 50.0, {"reference build and skeletons": 12.0})
+        s = summarize(results, 10.0, {"reference build and skeletons": 12.0})
         self.assertEqual((s["submission_labs"], s["gpu_stage_s"], s["phases"]["build"]["mean"]), (2, 20.0, 3.0))
-        line = projection(s, 2, 4)   # two submissions sharing each GPU: 10 GPU-seconds a submission-lab
-        self.assertIn("10.0 GPU-seconds each", line)
-        self.assertIn("1 GPU: 5.0 h  4 GPUs: 1.2 h  8 GPUs: 0.6 h", line)   # 1800 x 10 s = 5 h on one GPU
+        line = projection(s, 2, 4)   # 10 s of class on 4 GPUs for 2 submission-labs: 20 GPU-seconds each
+        self.assertIn("20.0 GPU wall seconds per submission-lab", line)
+        self.assertIn("GPU stage alone: 20.0 s", line)
+        self.assertIn("1 GPU: 10.0 h  4 GPUs: 2.5 h  8 GPUs: 1.2 h", line)   # 1800 x 20 s = 10 h on one GPU
         self.assertIn("builds 1.5 CPU-hours", line)
 
 

@@ -229,3 +229,94 @@ class NoGpuReasonTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+FAKE_CRITERION = r'''#!/usr/bin/env python3
+# A stand-in Criterion test program: suites step1..step3, one test each
+# (step3's fails); "hang" in its folder names a suite whose test never
+# ends; every run appends what it ran ("all" or the suite) to "calls".
+import json, os, sys, time
+here = os.path.dirname(os.path.abspath(__file__))
+report = next(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--json="))
+only = next((a.split("=", 1)[1][:-2] for a in sys.argv[1:] if a.startswith("--filter=")), None)
+with open(os.path.join(here, "calls"), "a") as f:
+    f.write((only or "all") + "\n")
+hang = open(os.path.join(here, "hang")).read().strip() if os.path.exists(os.path.join(here, "hang")) else ""
+suites = []
+for s in ("step1", "step2", "step3"):
+    if only and s != only:
+        continue
+    while s == hang:
+        time.sleep(1)
+    suites.append({"name": s, "tests": [{"name": "t", "status": "FAILED" if s == "step3" else "PASSED",
+                                         "messages": []}]})
+with open(report, "w") as f:
+    json.dump({"test_suites": suites}, f)
+'''
+
+
+class TestsByStepTests(unittest.TestCase):
+    """run_tests_by_step: every step's tests in one run when that run ends,
+    each step on its own (a hang costs that step only) when it does not."""
+
+    def setUp(self):
+        from cmlgrade.results import BinaryRun, TestOutcome
+        self.dir = tmpdir(self)
+        self.fake = self.dir / "bin" / "test_fake"
+        self.fake.parent.mkdir()
+        self.fake.write_text(FAKE_CRITERION.replace("/usr/bin/env python3", sys.executable, 1))
+        self.fake.chmod(0o755)
+        self.ref = BinaryRun("test_fake", True, {f"step{n}::t": TestOutcome(f"step{n}", "t", "PASSED")
+                                                 for n in (1, 2, 3)})
+
+    def run_steps(self, step_limit: float):
+        from cmlgrade.run import Deadline, run_tests_by_step
+        from cmlgrade.sandbox import Sandbox
+        out = self.dir / "out"
+        return run_tests_by_step(Executor(Sandbox(None, "")), self.fake, out, "public", 1, self.ref, step_limit,
+                                 Deadline(3600), {}, [self.dir])
+
+    def calls(self) -> list[str]:
+        return (self.fake.parent / "calls").read_text().split()
+
+    def statuses(self, br) -> dict[str, str]:
+        return {k: o.status for k, o in br.outcomes.items()}
+
+    def test_every_step_in_one_run(self):
+        br, late = self.run_steps(600)
+        self.assertEqual(self.calls(), ["all"])
+        self.assertEqual(self.statuses(br), {"step1::t": "PASSED", "step2::t": "PASSED", "step3::t": "FAILED"})
+        self.assertEqual((late, br.problem), ([], ""))
+
+    def test_a_step_that_never_ends_costs_that_step_only(self):
+        (self.fake.parent / "hang").write_text("step2")
+        br, late = self.run_steps(8)   # the run of all three ends at 3 x 8 s; then each step on its own
+        self.assertEqual(self.calls(), ["all", "step1", "step2", "step3"])
+        self.assertEqual(self.statuses(br), {"step1::t": "PASSED", "step2::t": "TIMEOUT", "step3::t": "FAILED"})
+        self.assertEqual(late, ["step2"])
+
+
+class SideBySideTests(unittest.TestCase):
+    """run.side_by_side: the calls run at once, their results come back in
+    the calls' order, and a call's exception reaches the caller."""
+
+    def test_at_once_and_in_order(self):
+        from cmlgrade.run import side_by_side
+        meet = threading.Barrier(3)   # only three calls running at the same time get past it
+
+        def call(k: int) -> int:
+            meet.wait()
+            time.sleep(0.05 * (3 - k))   # the first call ends last
+            return k
+        self.assertEqual(side_by_side([lambda k=k: call(k) for k in range(3)], 3), [0, 1, 2])
+
+    def test_one_at_a_time_and_errors(self):
+        from cmlgrade.run import side_by_side
+        seen = []
+        self.assertEqual(side_by_side([lambda k=k: seen.append(k) or k for k in range(3)], 1), [0, 1, 2])
+        self.assertEqual(seen, [0, 1, 2])
+
+        def bad():
+            raise ValueError("a grader bug")
+        with self.assertRaises(ValueError):
+            side_by_side([lambda: 1, bad], 2)
