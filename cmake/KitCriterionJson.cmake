@@ -1,7 +1,8 @@
 # Read a Criterion JSON report (--json=FILE) into lists a check script can use:
 #   <prefix>_TOTAL, <prefix>_PASSED, <prefix>_FAILED (list of "suite::test"),
 #   <prefix>_ERRORED (crashed or timed out), <prefix>_SKIPPED, <prefix>_MESSAGES
-#   (one "suite::test: message" entry per failure message).
+#   (one "suite::test: message" entry per failure message; its brackets
+#   stand in for by placeholders: kit_message_text gives the message as written).
 function(kit_read_criterion_json file prefix)
   file(READ "${file}" json)
   set(passed "")
@@ -40,6 +41,11 @@ function(kit_read_criterion_json file prefix)
           foreach(m RANGE ${last_msg})
             string(JSON msg GET "${json}" test_suites ${s} tests ${t} messages ${m})
             string(REPLACE ";" "," msg "${msg}")
+            # an unbalanced [ or ] (a range "[1, 2)") would make CMake's list
+            # splitting run the later messages into this one: kept out of it,
+            # kit_message_text gives them back
+            string(REPLACE "[" "@KIT_LB@" msg "${msg}")
+            string(REPLACE "]" "@KIT_RB@" msg "${msg}")
             list(APPEND messages "${id}: ${msg}")
           endforeach()
         endif()
@@ -50,6 +56,13 @@ function(kit_read_criterion_json file prefix)
     string(TOUPPER "${v}" V)
     set(${prefix}_${V} "${${v}}" PARENT_SCOPE)
   endforeach()
+endfunction()
+
+# <var> (an entry of <prefix>_MESSAGES) as the test wrote it, its brackets back.
+function(kit_message_text var)
+  string(REPLACE "@KIT_LB@" "[" text "${${var}}")
+  string(REPLACE "@KIT_RB@" "]" text "${text}")
+  set(${var} "${text}" PARENT_SCOPE)
 endfunction()
 
 # Ask a runner whether a usable GPU is present. Sets <out_var> to TRUE when

@@ -1,9 +1,11 @@
 # Usage: cmake -DTESTS=<bin>[|<bin>...] -DMANIFEST=<labs/<lab>/lab.json> -DWORK=<dir>
 #              [-DBUILD_DIR=<build>] -P student_progress.cmake
 # A student's progress: runs the lab's test binaries on the student's files
-# and prints one line per step of the manifest (done, not yet with the first
-# message, or not tested with the reason), then how many steps are done.
+# and prints one line per step of the manifest (done; not yet, or BROKEN where
+# an earlier run here had it done, with the step's first message in full; or
+# not tested with the reason), then how many steps are done.
 # Exits non-zero until every step of the lab is tested and passes.
+cmake_policy(VERSION 3.25)   # a script (-P) starts with old policies: if(IN_LIST) needs this
 include("${CMAKE_CURRENT_LIST_DIR}/KitCriterionJson.cmake")
 include("${CMAKE_CURRENT_LIST_DIR}/KitOnDemand.cmake")
 file(MAKE_DIRECTORY "${WORK}")
@@ -63,6 +65,13 @@ if(on_cpu)
 else()
   message("${lab}: your files in labs/${lab}/")
 endif()
+# The steps done on an earlier run here: a step done and then broken says so.
+set(state "${WORK}/steps-done-before.txt")
+set(done_before "")
+if(EXISTS "${state}")
+  file(STRINGS "${state}" done_before)
+endif()
+set(done_now "")
 set(done 0)
 set(tested 0)
 set(skipped 0)
@@ -83,14 +92,12 @@ foreach(s RANGE ${last})
       math(EXPR nfail "${nfail} + 1")
     endif()
   endforeach()
-  foreach(m IN LISTS messages)
+  foreach(m IN LISTS messages)   # the step's first message, in full
     if(m MATCHES "^step${num}::" AND first STREQUAL "")
-      string(REGEX REPLACE "\n.*" "" first "${m}")
-      string(LENGTH "${first}" len)
-      if(len GREATER 220)
-        string(SUBSTRING "${first}" 0 217 first)
-        string(APPEND first "...")
-      endif()
+      set(first "${m}")
+      kit_message_text(first)
+      string(STRIP "${first}" first)
+      string(REPLACE "\n" "\n             " first "${first}")
     endif()
   endforeach()
   string(LENGTH "step ${num} ${ident}" w)
@@ -112,14 +119,22 @@ foreach(s RANGE ${last})
   math(EXPR tested "${tested} + 1")
   if(nfail EQUAL 0)
     math(EXPR done "${done} + 1")
+    list(APPEND done_now ${num})
     message("  step ${num} ${ident}${pad}done (${npass} tests pass)")
+  elseif(num IN_LIST done_before)
+    message("  step ${num} ${ident}${pad}BROKEN: ${nfail} of ${total} tests fail; every test passed on an earlier "
+            "run, so a change since then broke it")
   else()
     message("  step ${num} ${ident}${pad}not yet: ${nfail} of ${total} tests fail")
-    if(first)
-      message("      first: ${first}")
-    endif()
+  endif()
+  if(nfail GREATER 0 AND NOT first STREQUAL "")
+    message("      first: ${first}")
   endif()
 endforeach()
+list(APPEND done_before ${done_now})
+list(REMOVE_DUPLICATES done_before)
+list(JOIN done_before "\n" remembered)
+file(WRITE "${state}" "${remembered}\n")
 if(crashed_outside)
   message("${crashed_outside}")
 endif()

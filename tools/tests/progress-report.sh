@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# cmake/student_progress.cmake's report, on a stand-in test program (no
+# build): a failing step shows its own first message in full, brackets and
+# later lines included ("[1, 2)" once ran every later message into step 8's
+# line), and a step done on an earlier run that fails now reads BROKEN.
+set -u
+kit="$1"
+work=$(mktemp -d "${TMPDIR:-/tmp}/cml-progress-XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cat > "$work/fake_tests" <<'FAKE'
+#!/bin/sh
+rep=${1#--json=}
+s2=PASSED; [ -f "$(dirname "$0")/break2" ] && s2=FAILED
+cat > "$rep" <<J
+{"id":"Criterion v2.4.2","passed":1,"failed":2,"errored":0,"skipped":0,"test_suites":[
+{"name":"step1","tests":[{"name":"sums_ints","status":"FAILED","messages":["reduction.c:40: element [1, 2) of block 0 is wrong\nexpected 3, got 7","a second message"]}]},
+{"name":"step2","tests":[{"name":"sums_ints","status":"$s2","messages":["step 2 has [one bracket"]}]},
+{"name":"step8","tests":[{"name":"sums_ints","status":"FAILED","messages":["range [0, 5) of step 8"]}]}]}
+J
+exit 1
+FAKE
+chmod +x "$work/fake_tests"
+progress() {
+  cmake -DTESTS="$work/fake_tests" -DMANIFEST="$kit/labs/04_reduction/lab.json" -DWORK="$work/w" \
+    -P "$kit/cmake/student_progress.cmake" 2>&1
+}
+fail=0
+expect() {   # expect <what> <fixed string> <output>
+  if ! grep -qF -- "$2" <<<"$3"; then echo "FAIL: $1: no line '$2' in:"; echo "$3"; fail=1; fi
+}
+first=$(progress)
+expect "step 1's own message" "      first: step1::sums_ints: reduction.c:40: element [1, 2) of block 0 is wrong" "$first"
+expect "the message in full" "             expected 3, got 7" "$first"
+expect "step 2 done" "step 2 strided_index    done (1 tests pass)" "$first"
+expect "step 8's own message" "      first: step8::sums_ints: range [0, 5) of step 8" "$first"
+if grep -q "a second message" <<<"$first"; then echo "FAIL: step 1 shows more than its first message"; fail=1; fi
+touch "$work/break2"
+second=$(progress)
+expect "a broken step" "step 2 strided_index    BROKEN: 1 of 1 tests fail; every test passed on an earlier run" "$second"
+expect "its message" "      first: step2::sums_ints: step 2 has [one bracket" "$second"
+expect "step 1 is still not yet" "step 1 interleaved      not yet: 1 of 1 tests fail" "$second"
+[ $fail -eq 0 ] && echo "ok: each failing step shows its first message in full; a step done before and failing now reads BROKEN"
+exit $fail
