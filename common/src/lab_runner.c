@@ -65,9 +65,19 @@ const char *cml_with_commas(double v, char *buf, size_t len)
 
 /* ------------------------------------------------------------ help */
 
+/* Timed runs per kernel. On the CPU path (CML_CPU_BACKEND: every CUDA
+ * thread emulated, each run seconds long, and the times say nothing about a
+ * GPU) a few, whatever a lab's GPU default. */
+#define CPU_PATH_REPEAT 3
+
 static int default_repeat(const cml_lab *lab)
 {
-    return lab->default_repeat > 0 ? lab->default_repeat : 50;
+    int gpu = lab->default_repeat > 0 ? lab->default_repeat : 50;
+#ifdef CML_CPU_BACKEND
+    return gpu < CPU_PATH_REPEAT ? gpu : CPU_PATH_REPEAT;
+#else
+    return gpu;
+#endif
 }
 
 /* "  FLAG            TEXT", a '\n' in text continuing under its start. */
@@ -102,12 +112,24 @@ static void help(const cml_lab *lab)
 {
     usage(stdout);
     printf("\n%s\n\n", lab->about);
+#ifdef CML_CPU_BACKEND
+    printf("This is the CPU path (%s_cpu): every CUDA thread runs emulated on the CPU,\n"
+           "so the default sizes and repeats are small, every time is emulated, and\n"
+           "nothing is compared with a GPU's limits. On a GPU, run %s.\n\n",
+           lab->prog, lab->prog);
+#endif
     option_line("--step S", lab->step_help);
     for (int k = 0; k < lab->noptions; ++k)
         option_line(lab->options[k].flag, lab->options[k].help);
-    char repeat[64];
+    char repeat[128];
+#ifdef CML_CPU_BACKEND   /* a lab's own text names its GPU default */
+    snprintf(repeat, sizeof repeat, "timed runs per kernel (default %d on the CPU path:\nits times are emulated)",
+             default_repeat(lab));
+    option_line("--repeat N", repeat);
+#else
     snprintf(repeat, sizeof repeat, "timed runs per kernel (default %d)", default_repeat(lab));
     option_line("--repeat N", lab->repeat_help ? lab->repeat_help : repeat);
+#endif
     option_line("--json", lab->json_help ? lab->json_help : "print the results as JSON instead of the table");
     option_line("--markdown FILE", "write the results as Markdown: a page, or the marked\n"
                                    "region of a handout (repeat for up to 4 files)");
@@ -446,6 +468,10 @@ static int without_gpu(cml_lab_run *r, const char *why)
         cml_lab_counters_print_json(lab->name, &c, stdout);
     }
     cml_lab_say(r, "%s", why);
+    /* the CPU path runs the same kernels without a GPU (emulated) */
+    cml_lab_say(r, "without a GPU, the CPU path runs your kernels (emulated, small sizes): build and run "
+                "%s_cpu (cmake --build build --target %s_cpu; ./build/%s_cpu --help)", lab->prog, lab->prog,
+                lab->prog);
     if (shown)
         cml_lab_say(r, "the measurements need a GPU; the %s above and the host tests (ctest --preset host) work "
                     "without one", lab->host_part_name);

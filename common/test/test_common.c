@@ -608,6 +608,10 @@ Test(lab_runner, without_a_gpu_prints_the_model_before_the_no_gpu_lines_it_refer
     const char *above = strstr(out, "fake_run: the measurements need a GPU; the model above");
     cr_assert(table && why && above, "missing lines:\n%s", out);
     cr_expect(table < why && why < above, "the model table must come first, whole, then the reason:\n%s", out);
+    /* and where the kernels run without a GPU: the CPU path's runner */
+    cr_expect(strstr(out, "without a GPU, the CPU path runs your kernels") != NULL &&
+                  strstr(out, "./build/fake_run_cpu --help") != NULL,
+              "no pointer to the CPU path's runner:\n%s", out);
 }
 
 Test(lab_runner, a_gpu_that_fails_its_probe_is_an_error_not_no_gpu)

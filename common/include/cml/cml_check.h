@@ -17,6 +17,17 @@ enum {
     CML_EXIT_NO_GPU = 77  /* no usable CUDA device (CTest's SKIP_RETURN_CODE) */
 };
 
+/* The end of a diagnosis that may be a race: the tool that finds it on this
+ * build's path (the CPU path's own race check there; a student without a GPU
+ * has no compute-sanitizer to run). */
+#ifdef CML_CPU_BACKEND
+#define CML_RACE_TOOL_HINT "rerun with CML_CPU_CHECK=race: the CPU path's racecheck names the line and threads"
+#else
+#define CML_RACE_TOOL_HINT                                                                                   \
+    "run the runner under compute-sanitizer --tool racecheck and --tool memcheck to find it (without a GPU: " \
+    "CML_CPU_CHECK=race on the CPU path)"
+#endif
+
 /* Prints "file:line: CUDA error in `expr`: <name>: <description>" to stderr
  * and exits with CML_EXIT_FAIL when err is not cudaSuccess. */
 void cml_check_fail(cudaError_t err, const char *expr, const char *file, int line);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <cml/cml_append.h>
+#include <cml/cml_check.h>
 #include <cml/cml_rng.h>
 
 cm_kind cm_step_kind(int step)
@@ -355,7 +356,7 @@ const char *cm_conv_cause_text(cm_conv_cause cause)
         return "wrong all over the image: the sum itself. Check that the filter loops cover 2r + 1 taps each "
                "way (the filter radius off by one is the classic), the weight index a * (2r + 1) + b, the "
                "filter's upload, and the __syncthreads() between loading the tile and reading it (a race; "
-               "compute-sanitizer --tool racecheck finds it)";
+               CML_RACE_TOOL_HINT ")";
     }
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <cml/cml_append.h>
+#include <cml/cml_check.h>
 #include <cml/cml_rng.h>
 
 void mm_make_data(float *a, size_t n, uint64_t seed, uint64_t stream)
@@ -202,8 +203,7 @@ const char *mm_cause_text(mm_cause cause)
         return "B is indexed with A's row stride K: B's rows are N floats apart, B(k, j) is B[k * N + j]";
     default:
         return "a race (a missing __syncthreads(): before the tiles are read, or before they are "
-               "overwritten) or a wrong index; run the runner under compute-sanitizer --tool racecheck "
-               "(CML_CPU_CHECK=race without a GPU)";
+               "overwritten) or a wrong index; " CML_RACE_TOOL_HINT;
     }
 }
 

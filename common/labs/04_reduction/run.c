@@ -17,7 +17,15 @@
 #include "cub_anchor.h"
 #include "reduction_host.h"
 
+/* The CPU path emulates every CUDA thread: about a million elements there
+ * (seconds a step), not a GPU's 2^28 (hours). */
+#ifdef CML_CPU_BACKEND
+#define DEFAULT_N ((size_t)1000003)
+#define DEFAULT_N_HELP "elements (default 1000003 on the CPU path); e.g. 33,\n2^20+1 or 4M"
+#else
 #define DEFAULT_N ((size_t)1 << 28)
+#define DEFAULT_N_HELP "elements (default 2^28 = 1 GiB of ints, reduced to fit\nthe GPU); e.g. 1000003, 2^28+1, 64M"
+#endif
 
 typedef struct lab_data {
     size_t n;          /* --n, then what fits */
@@ -204,7 +212,7 @@ static void after_table(cml_lab_run *r)
 CML_LAB_STEP_TABLE(REDUCTION);
 
 static const cml_lab_option options[] = {
-    {"--n COUNT", "elements (default 2^28 = 1 GiB of ints, reduced to fit\nthe GPU); e.g. 1000003, 2^28+1, 64M"},
+    {"--n COUNT", DEFAULT_N_HELP},
     {"--type T", "int (default; exact) or float (within a bound from n)"},
 };
 

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include <cml/cml_append.h>
+#include <cml/cml_check.h>
 #include <cml/cml_rng.h>
 
 int st_step_dims(int step)
@@ -237,8 +238,7 @@ const char *st_cause_text(st_cause cause)
                "halo loaded by too few threads, or one side of the ring missing)";
     default:
         return "a race (no __syncthreads() between loading a tile and reading it, or between one plane and "
-               "the next) or a wrong index; run the runner under compute-sanitizer --tool racecheck and "
-               "--tool memcheck (without a GPU: CML_CPU_CHECK=race)";
+               "the next) or a wrong index; " CML_RACE_TOOL_HINT;
     }
 }
 

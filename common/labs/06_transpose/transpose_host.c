@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include <cml/cml_append.h>
+#include <cml/cml_check.h>
 #include <cml/cml_rng.h>
 
 #define MASK28 ((1u << 28) - 1u)
@@ -100,7 +101,7 @@ const char *tr_cause_text(tr_cause cause)
                "skipped: check the grid, the tile origin and the bounds checks)";
     default:
         return "a race (no __syncthreads() between writing the tile and reading it) or a wrong index; "
-               "run the runner under compute-sanitizer --tool racecheck and --tool memcheck";
+               CML_RACE_TOOL_HINT;
     }
 }
 
