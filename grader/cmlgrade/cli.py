@@ -84,6 +84,27 @@ def _say(quiet: bool, *a) -> None:
         print(*a, file=sys.stderr)
 
 
+def _clean_up_when_stopped(pipe: Pipeline) -> None:
+    """Ctrl-C, kill (SIGTERM) or a closed terminal (SIGHUP) ends the run at
+    once and removes its temporary build folder (cmlgrade-* in $TMPDIR; not
+    --work's or --keep-work's). What was graded is in the results cache
+    already: a rerun with the same --out resumes there."""
+    import signal
+    import threading
+    if threading.current_thread() is not threading.main_thread():
+        return
+
+    def stop(signum, frame):
+        from .sandbox import kill_all
+        kill_all()
+        pipe.cleanup()
+        print(f"grade.py: stopped ({signal.Signals(signum).name}); its temporary build folder is removed; a rerun "
+              f"with the same --out resumes from the labs already graded", file=sys.stderr)
+        os._exit(128 + signum)   # the worker threads and their sandboxed processes end with it
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if not args.input and not args.self_check:
@@ -184,7 +205,15 @@ def main(argv: list[str] | None = None) -> int:
                    require_isolation=secret is not None or len(subs) > 1 or args.batch,
                    progress=(args.progress or sys.stderr.isatty()) and not args.quiet, fresh_trees=args.fresh_trees,
                    cache=cache, reference_build=args.reference_build, per_gpu=args.per_gpu)
+    present = {name for sub in subs for name in sub.files}
+    absent = [lab.name for lab in labs if lab.name not in present]
+    if not args.lab and present and absent:
+        # an assignment of some labs graded without --lab: out of every lab, the others scored 0 for everyone
+        _say(args.quiet, f"note: no submission has files of {', '.join(absent)}: every output counts them (0 points, "
+                         f"not submitted). If the assignment is {', '.join(sorted(present))}, grade it with "
+                         + " ".join(f"--lab {n}" for n in sorted(present)) + ": every output is then out of those")
     pipe = Pipeline(opts, labs)
+    _clean_up_when_stopped(pipe)
     t0 = time.monotonic()
     edition = not any(lab.solution_dir for lab in labs)   # tools/release's student edition
     if not opts.progress:
@@ -192,7 +221,10 @@ def main(argv: list[str] | None = None) -> int:
              if edition else "building the reference solutions first (a minute or two; --progress shows each step)")
     try:
         pipe.prepare()
-        _say(args.quiet, f"grading {len(subs)} submission(s), labs {', '.join(l.name for l in labs)}; "
+        nothing = sum(1 for sub in subs if not sub.files)   # roster students with nothing submitted
+        _say(args.quiet, f"grading {len(subs) - nothing} submission(s)"
+                         + (f" (and {nothing} on the roster with nothing submitted)" if nothing else "")
+                         + f", labs {', '.join(l.name for l in labs)}; "
                          f"GPUs: {', '.join(g for g in pipe.gpus if g is not None) or 'none'}"
                          f"{'' if pipe.gpu_ok else ' (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}")
         results, errors = pipe.grade(subs)
@@ -200,8 +232,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"grade.py: {e}", file=sys.stderr)
         pipe.cleanup()
         return EXIT_GRADER
-    finally:
-        pass
     note = "; ".join(pipe.notes)
     write_all(args.out, results, [l.name for l in labs], args.timestamp, note)
     if pipe.cache is not None and pipe.cache.hits:

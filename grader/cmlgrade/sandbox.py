@@ -79,6 +79,18 @@ def become_subreaper() -> bool:
     return _SUBREAPER
 
 
+def kill_all() -> None:
+    """The grader is stopping: every process run_process started (its whole
+    session: a build's compilers too) and every leftover re-parented to the
+    grader, killed, so nothing writes into a folder about to be removed."""
+    for pid in list(_LIVE):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    kill_leftovers()
+
+
 def kill_leftovers() -> int:
     """Kills every process re-parented to the grader that no run_process
     call is waiting for, that is not in the grader's own session and not in

@@ -331,3 +331,33 @@ class CudaArch(unittest.TestCase):
         self.assertEqual(cuda_arch("", []), "90")
         self.assertEqual(cuda_arch("", ["0"]), "")   # the kit's CMake builds for the visible GPU
         self.assertEqual(cuda_arch("86", []), "86")
+
+
+class StoppedRun(unittest.TestCase):
+    """grade.py stopped (kill, Ctrl-C, a closed terminal) removes its
+    temporary build folder and says so, instead of leaving cmlgrade-* in
+    $TMPDIR (a class of reruns filled /tmp)."""
+
+    def test_sigterm_removes_the_temporary_folder(self):
+        import signal
+        import subprocess
+        import sys
+        import time
+        tmp = tmpdir(self)
+        sub = tmp / "sub"
+        sub.mkdir()
+        for f in ("banks.cu", "bank_model.c"):
+            (sub / f).write_bytes((KIT / "solutions" / "01_shared_banks" / f).read_bytes())
+        p = subprocess.Popen([sys.executable, str(KIT / "grader" / "grade.py"), str(sub), "--lab", "01_shared_banks",
+                              "--out", str(tmp / "out"), "--no-cache"],
+                             env=dict(os.environ, TMPDIR=str(tmp)), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+        self.addCleanup(lambda: p.poll() is None and p.kill())
+        while not list(tmp.glob("cmlgrade-*/*")):   # readiness: the run has its folder and works in it
+            self.assertIsNone(p.poll(), "grade.py ended before it made its temporary folder")
+            time.sleep(0.05)
+        p.send_signal(signal.SIGTERM)
+        _, err = p.communicate()
+        self.assertEqual(p.returncode, 128 + signal.SIGTERM, err)
+        self.assertIn("stopped (SIGTERM); its temporary build folder is removed", err)
+        self.assertEqual(list(tmp.glob("cmlgrade-*")), [], err)
