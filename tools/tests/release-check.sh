@@ -11,4 +11,4 @@ if [ -n "${2:-}" ]; then
   CUDAARCHS=$2
   export CUDAARCHS
 fi
-"$kit/tools/release" "$tmp/course-kit" --course "the kit's CI" --check
+"$kit/tools/release" "$tmp/course-kit" --course "the kit's CI" --check --logs "$tmp/logs"
