@@ -1,8 +1,10 @@
 # Usage: cmake -DENTRIES="lab=bin|bin^lab=bin..." -DSOURCE_DIR=<kit> -DWORK=<dir>
 #              [-DBUILD_DIR=<build>] -P progress_all.cmake
-# `cmake --build --preset progress` (after the build): each lab's steps on the
-# student's files, one line per step, then one line per lab. LAB (from the
-# environment variable LAB) picks the labs whose name contains it.
+# `cmake --build --preset progress`: builds the test programs of the labs it
+# shows (only those: LAB=04 builds lab 04's), then each lab's steps on the
+# student's files, one line per step, and one line per lab. LAB (from the
+# environment variable LAB) picks the labs whose name contains it. (The
+# CPU path's programs are built where they are needed: student_progress.)
 string(REPLACE "^" ";" entries "${ENTRIES}")
 set(LAB "$ENV{LAB}")  # read when it runs, not when the build was configured
 set(summary "")
@@ -11,6 +13,26 @@ foreach(entry IN LISTS entries)
   string(REGEX REPLACE "^[^=]*=" "" bins "${entry}")
   if(LAB AND NOT lab MATCHES "${LAB}")
     continue()
+  endif()
+  # this lab's test programs, built now (a compiler error is this lab's result)
+  string(REPLACE "|" ";" programs "${bins}")
+  set(targets "")
+  foreach(p IN LISTS programs)
+    get_filename_component(t "${p}" NAME)
+    if(NOT t MATCHES "_cpu$")
+      list(APPEND targets "${t}")
+    endif()
+  endforeach()
+  if(targets AND BUILD_DIR)
+    message("${lab}: building your files (${targets})")
+    execute_process(COMMAND "${CMAKE_COMMAND}" --build "${BUILD_DIR}" --target ${targets}
+                    RESULT_VARIABLE brc OUTPUT_VARIABLE bout ERROR_VARIABLE berr)
+    if(NOT brc EQUAL 0)
+      string(STRIP "${bout}${berr}" built)   # the build's own output: the compiler's messages in it
+      message("${built}\n${lab}: does not build: fix the first error above, then run progress again\n")
+      list(APPEND summary "${lab}: does not build")
+      continue()
+    endif()
   endif()
   execute_process(COMMAND "${CMAKE_COMMAND}" "-DTESTS=${bins}" "-DMANIFEST=${SOURCE_DIR}/labs/${lab}/lab.json"
                           "-DBUILD_DIR=${BUILD_DIR}"

@@ -11,7 +11,7 @@
  *   cmake --build --preset default
  *   ./build/banks_run                    # model vs measurement, per pattern
  *   ./build/banks_run --step 6           # check and time one step
- *   ctest --preset progress              # which steps pass
+ *   LAB=01 cmake --workflow --preset progress  # rebuild; which steps pass
  */
 #include "banks.h"
 

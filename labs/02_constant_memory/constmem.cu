@@ -14,7 +14,7 @@
  * Build, test and time (see README.md in this folder):
  *   cmake --build --preset default
  *   ./build/constmem_run --step 2             # check and time one step
- *   ctest --preset progress                   # which steps pass
+ *   LAB=02 cmake --workflow --preset progress  # rebuild; which steps pass
  *
  * Constant memory is 64 KB of device memory read through a small cache on
  * each SM (8 KB of working set). A warp's read of __constant__ data is

@@ -14,7 +14,7 @@
  * Build, test and time (see README.md in this folder):
  *   cmake --build --preset default
  *   ./build/matmul_run --step 3            # check and time one step
- *   ctest --preset progress                # which steps pass
+ *   LAB=03 cmake --workflow --preset progress  # rebuild; which steps pass
  *
  * Every kernel computes the block tile of C whose top-left element is
  * (blockIdx.y * rows, blockIdx.x * cols), looping over K in k-tiles. Tiles

@@ -13,7 +13,7 @@
  * Build, test and time (see README.md in this folder):
  *   cmake --build --preset default
  *   ./build/reduction_run --step 3            # check and time one step
- *   ctest --preset progress                   # which steps pass
+ *   LAB=04 cmake --workflow --preset progress  # rebuild; which steps pass
  *
  * Every kernel writes one partial sum per block. The launchers run passes
  * until one value is left, and the last pass writes it to out[0].

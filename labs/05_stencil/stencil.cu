@@ -13,7 +13,7 @@
  * Build, test and time (see README.md in this folder):
  *   cmake --build --preset default
  *   ./build/stencil_run --step 6              # check and time one step
- *   ctest --preset progress                   # which steps pass
+ *   LAB=05 cmake --workflow --preset progress  # rebuild; which steps pass
  *
  * The two classic boundary bugs, both in step 1: the first tile's halo lies
  * before the array (in[-3], in[-2], in[-1]: never read them, they are

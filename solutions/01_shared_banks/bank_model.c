@@ -7,7 +7,7 @@
  *
  * Test it (no GPU needed; see README.md in this folder):
  *   cmake --build --preset default
- *   ctest --preset progress -R model      # which model steps pass
+ *   ./build/test_banks_model              # which model steps pass
  *   ./build/banks_run --model             # the model's answer per pattern
  *
  * The runner uses your model to predict the cost of each access pattern it

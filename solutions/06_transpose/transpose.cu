@@ -11,7 +11,7 @@
  * Build, test and time (see README.md in this folder):
  *   cmake --build --preset default
  *   ./build/transpose_run --step 3            # check and time one step
- *   ctest --preset progress                   # which steps pass
+ *   LAB=06 cmake --workflow --preset progress  # rebuild; which steps pass
  *
  * Every kernel works on tiles of in, 32 columns wide: the block owns the
  * tile whose top-left element is (r0, c0), and the tile of out it fills

@@ -21,7 +21,8 @@ enum {
  * build's path (the CPU path's own race check there; a student without a GPU
  * has no compute-sanitizer to run). */
 #ifdef CML_CPU_BACKEND
-#define CML_RACE_TOOL_HINT "rerun with CML_CPU_CHECK=race: the CPU path's racecheck names the line and threads"
+#define CML_RACE_TOOL_HINT                                                                                   \
+    "the CPU path's racecheck names the line: CML_CPU_CHECK=race <lab>_run_cpu --step N --check-only"
 #else
 #define CML_RACE_TOOL_HINT                                                                                   \
     "run the runner under compute-sanitizer --tool racecheck and --tool memcheck to find it (without a GPU: " \
