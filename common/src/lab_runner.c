@@ -473,13 +473,13 @@ static int without_gpu(cml_lab_run *r, const char *why)
                 "%s_cpu (cmake --build build --target %s_cpu; ./build/%s_cpu --help)", lab->prog, lab->prog,
                 lab->prog);
     if (shown)
-        cml_lab_say(r, "the measurements need a GPU; the %s above and the host tests (ctest --preset host) work "
-                    "without one", lab->host_part_name);
+        cml_lab_say(r, "the measurements need a GPU; the %s above and the host tests (cmake --workflow --preset "
+                    "host) work without one", lab->host_part_name);
     else if (lab->host_part)
-        cml_lab_say(r, "the measurements need a GPU; %s and the host tests (ctest --preset host) work without one",
-                    lab->host_part_hint);
+        cml_lab_say(r, "the measurements need a GPU; %s and the host tests (cmake --workflow --preset host) work "
+                    "without one", lab->host_part_hint);
     else
-        cml_lab_say(r, "nothing to run without a GPU; the host tests still work: ctest --preset host");
+        cml_lab_say(r, "nothing to run without a GPU; the host tests still work: cmake --workflow --preset host");
     return CML_EXIT_NO_GPU;
 }
 

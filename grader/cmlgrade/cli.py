@@ -44,7 +44,9 @@ def parser() -> argparse.ArgumentParser:
                    help="submissions graded at once on each GPU (default 1): their tests, checks and sanitizers "
                         "share it; Nsight Compute and the timing have it alone")
     p.add_argument("--quiet", action="store_true", help="no progress and no summary (for scripts)")
-    p.add_argument("--progress", action="store_true", help="progress lines on stderr even when it is not a terminal")
+    p.add_argument("--progress", action="store_true",
+                   help="progress lines on stderr (the default: a line a stage, and one every 10 s while a long "
+                        "stage runs, on a terminal or not; --quiet turns them off)")
     p.add_argument("--self-check", action="store_true", help="grade the reference solutions as a submission; "
                    "exit 3 unless they get full marks")
     p.add_argument("--batch", action="store_true", help="treat INPUT as a folder of submissions")
@@ -203,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = Options(kit=kit, work=args.work, keep_work=args.keep_work, secret_seed=secret, jobs=args.jobs,
                    sandbox=not args.no_sandbox, arch=args.cuda_arch, hide=hide,
                    require_isolation=secret is not None or len(subs) > 1 or args.batch,
-                   progress=(args.progress or sys.stderr.isatty()) and not args.quiet, fresh_trees=args.fresh_trees,
+                   progress=not args.quiet, fresh_trees=args.fresh_trees,
                    cache=cache, reference_build=args.reference_build, per_gpu=args.per_gpu)
     present = {name for sub in subs for name in sub.files}
     absent = [lab.name for lab in labs if lab.name not in present]
@@ -216,9 +218,6 @@ def main(argv: list[str] | None = None) -> int:
     _clean_up_when_stopped(pipe)
     t0 = time.monotonic()
     edition = not any(lab.solution_dir for lab in labs)   # tools/release's student edition
-    if not opts.progress:
-        _say(args.quiet, "student edition: no reference solution to build; building a runner to probe for a GPU"
-             if edition else "building the reference solutions first (a minute or two; --progress shows each step)")
     try:
         pipe.prepare()
         nothing = sum(1 for sub in subs if not sub.files)   # roster students with nothing submitted

@@ -141,21 +141,66 @@ def _skipped_as_run(ref: LabRun, run: LabRun) -> None:
 
 
 class Progress:
+    """The progress lines on stderr: one a stage, and where no line came for
+    HEARTBEAT_S seconds (a long build, a lab's tests on the CPU path, the
+    hidden-seed reference runs) a line saying what is still running and for
+    how long, so that a run is never silent for long, on a terminal or not."""
+
+    HEARTBEAT_S = 10.0
+
     def __init__(self, enabled: bool, total: int):
         self.enabled, self.total, self.done = enabled, total, 0
         self.lock = threading.Lock()
+        self.running: dict[str, tuple[str, float]] = {}   # who -> (what, since)
+        self.last = time.monotonic()
+        self._stop = threading.Event()
+        if enabled:
+            threading.Thread(target=self._beat, daemon=True).start()
+
+    def _print(self, line: str) -> None:   # under self.lock
+        print(line, file=sys.stderr, flush=True)
+        self.last = time.monotonic()
+
+    def _beat(self) -> None:
+        while not self._stop.wait(1.0):
+            with self.lock:
+                now = time.monotonic()
+                if now - self.last < self.HEARTBEAT_S or not self.running:
+                    continue
+                what = "; ".join(f"{who}: {w} ({now - t0:.0f} s)" for who, (w, t0) in list(self.running.items())[:4])
+                more = f" and {len(self.running) - 4} more" if len(self.running) > 4 else ""
+                self._print(f"[{self.done}/{self.total}] still running: {what}{more}")
+
+    def start(self, total: int) -> None:
+        with self.lock:
+            self.total, self.done = total, 0
+
+    def idle(self) -> None:
+        """Nothing runs now (the outputs are written next): no heartbeat."""
+        with self.lock:
+            self.running.clear()
+
+    def close(self) -> None:
+        self._stop.set()
 
     def note(self, what: str) -> None:
         """A stage of the run itself (the reference build), not a student's."""
-        if self.enabled:
-            print(f"[grader] {what}", file=sys.stderr, flush=True)
+        with self.lock:
+            self.running["grader"] = (what, time.monotonic())
+            if self.enabled:
+                self._print(f"[grader] {what}")
 
     def say(self, student: str, lab: str, what: str, finished: bool = False) -> None:
         with self.lock:
+            self.running.pop("grader", None)
+            who = f"{student} {lab}"
             if finished:
                 self.done += 1
+                self.running.pop(who, None)
+            else:
+                self.running[who] = (what, time.monotonic())
             if self.enabled:
-                print(f"[{self.done}/{self.total}] {student} {lab}: {what}", file=sys.stderr, flush=True)
+                self._print(f"[{self.done}/{self.total}] {student} {lab}: {what}")
 
 
 def _shares(lab: Lab) -> bool:
@@ -221,7 +266,8 @@ class Pipeline:
         self._tmp = None
         self.skeletons = Skeletons()
         self.notes: list[str] = []   # about the whole run (once, not per item)
-        self.say = Progress(opts.progress, 0).note
+        self.progress = Progress(opts.progress, 0)   # one for the run: its notes and the students' stages
+        self.say = self.progress.note
 
     # ------------------------------------------------------------ setup
     def prepare(self) -> None:
@@ -304,6 +350,7 @@ class Pipeline:
 
 
     def cleanup(self) -> None:
+        self.progress.close()
         if self._tmp and not self.opts.keep_work:
             shutil.rmtree(self._tmp, ignore_errors=True)
 
@@ -533,6 +580,7 @@ class Pipeline:
         out = self.work / "reference" / "results" / f"{lab.name}-gpu{gpu}"
         for kind, seed in self._seeds():
             ref.tests[kind] = {}
+            self.say(f"reference: {lab.name}'s tests on the {kind} data{'' if gpu is None else ' (GPU ' + gpu + ')'}")
             for b in lab.test_binaries():
                 br = R.run_tests(self.trusted, self.ref_build / lab.ref_name(b), out, kind,
                                  seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
@@ -598,11 +646,7 @@ class Pipeline:
     def _run_lab(self, job: _Job, gpu: str | None, progress: Progress) -> None:
         lab, run = job.lab, job.run
         if run.refused:  # the object checks refused it: nothing of it runs
-            # what would have run here fails (not "not measured"), so its maximum is everyone's
-            measurable = (list(lab.rubric.sanitizers.points) if self.gpu_ok else
-                          [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS] if lab.cpu else [])
-            for tool in measurable:
-                run.sanitizers[tool] = R.SanitizerReport("not_run", "refused by the object checks", 0, None)
+            self._sanitizers_not_run(lab, run, "refused by the object checks")
             progress.say(job.sub.student, lab.name, "refused by the object checks", finished=True)
             return
         t0 = clock()
@@ -744,6 +788,15 @@ class Pipeline:
         run.seconds["gpu"] = clock() - t0
         progress.say(job.sub.student, lab.name, "done", finished=True)
 
+    def _sanitizers_not_run(self, lab: Lab, run: LabRun, why: str) -> None:
+        """The sanitizer checks this machine would have run on the lab (every
+        tool on a GPU, the CPU path's own on the CPU path), failed, not "not
+        measured": a refused or missing lab has everyone's maximum."""
+        measurable = (list(lab.rubric.sanitizers.points) if self.gpu_ok else
+                      [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS] if lab.cpu else [])
+        for tool in measurable:
+            run.sanitizers[tool] = R.SanitizerReport("not_run", why, 0, None)
+
     def _time_steps(self, job: _Job, gpu: str | None, steps: list[int], deadline, out: Path, env: dict[str, str],
                     readable: list[Path]) -> None:
         """The performance lines: each passing timed step against the reference."""
@@ -793,7 +846,8 @@ class Pipeline:
         if self.cache is not None:
             self.cached = self.cache.lookup(subs, self.labs, self.say)
         total = sum(1 for s in subs for lab in self.labs if lab.name in s.files) - len(self.cached)
-        progress = Progress(self.opts.progress, total)
+        progress = self.progress
+        progress.start(total)
         q: queue.Queue = queue.Queue()
         errors: list[str] = []
         per_gpu = max(1, self.opts.per_gpu) if self.gpu_ok else 1
@@ -824,6 +878,7 @@ class Pipeline:
         results = []
         for s in sorted(subs, key=lambda x: x.student):
             results.append(self._score(s, {j.lab.name: j for j in jobs.get(s.student, [])}))
+        progress.idle()
         return results, errors
 
     def _lab_score(self, job: _Job) -> LabScore:
@@ -855,7 +910,9 @@ class Pipeline:
                 # student's maximum never depends on the others (shards agree)
                 ref = next((r for (n, _), r in sorted(self.refs.items(), key=lambda kv: str(kv[0]))
                             if n == lab.name), None) or self.reference(lab, self.gpus[0] if self.gpus else None)
-                labs.append(score_lab(lab, LabRun(lab.name, submitted=False, machine_note=machine), ref))
+                missing = LabRun(lab.name, submitted=False, machine_note=machine)
+                self._sanitizers_not_run(lab, missing, "not submitted")   # the maximum of those who did
+                labs.append(score_lab(lab, missing, ref))
                 continue
             labs.append(self._lab_score(job))
             timings[lab.name] = {k: round(v, 1) for k, v in job.run.seconds.items()}

@@ -361,3 +361,28 @@ class StoppedRun(unittest.TestCase):
         self.assertEqual(p.returncode, 128 + signal.SIGTERM, err)
         self.assertIn("stopped (SIGTERM); its temporary build folder is removed", err)
         self.assertEqual(list(tmp.glob("cmlgrade-*")), [], err)
+
+
+class Heartbeat(unittest.TestCase):
+    """The progress lines: where no line came for a while, one says what is
+    still running and for how long (on a terminal or not), and none once the
+    run is idle."""
+
+    def test_a_long_stage_is_never_silent(self):
+        import contextlib
+        import time
+        from cmlgrade.pipeline import Progress
+        err = io.StringIO()
+        with mock.patch.object(Progress, "HEARTBEAT_S", 0.3), contextlib.redirect_stderr(err):
+            p = Progress(True, 2)
+            self.addCleanup(p.close)
+            p.say("alice", "04_reduction", "testing on the CPU path")
+            while "still running" not in err.getvalue():   # readiness: CTest's timeout bounds a hang
+                time.sleep(0.05)
+            p.say("alice", "04_reduction", "done", finished=True)
+            p.idle()
+            seen = err.getvalue()
+            time.sleep(1.0)
+            after = err.getvalue()
+        self.assertIn("[0/2] still running: alice 04_reduction: testing on the CPU path (", seen)
+        self.assertEqual(after, seen, "a heartbeat with nothing running")
