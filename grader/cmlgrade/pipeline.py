@@ -347,7 +347,7 @@ class Pipeline:
                                   [t for lab in self.labs for t in lab.student_targets()], self.opts.arch,
                                   max(1, min(4, self.jobs // 2)),
                                   max((lab.rubric.lab.build_timeout_s for lab in self.labs), default=900), self.say)
-
+        self.progress.idle()   # prepared: nothing of the run's own is running until grade()
 
     def cleanup(self) -> None:
         self.progress.close()
