@@ -95,8 +95,10 @@ static int prepare(cml_lab_run *r)
     CML_CHECK(red_upload(&d->buf, host));
     cml_lab_watch_input(r, &d->buf.in, host, "in");
     free(host);
-    snprintf(r->rep.params, sizeof r->rep.params, "n = %zu %s (%.2f GiB read), median of %d runs", n,
-             d->type == RED_INT ? "int" : "float", (double)bytes / (1 << 30),
+    /* GiB for a GPU's sizes, MiB below one (the CPU path's million: "0.00 GiB" said nothing) */
+    int gib = bytes >= ((size_t)1 << 30);
+    snprintf(r->rep.params, sizeof r->rep.params, "n = %zu %s (%.2f %s read), median of %d runs", n,
+             d->type == RED_INT ? "int" : "float", (double)bytes / (gib ? 1 << 30 : 1 << 20), gib ? "GiB" : "MiB",
              r->args.check_only ? 0 : r->args.repeat);
     return CML_EXIT_OK;
 }
