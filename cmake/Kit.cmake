@@ -320,26 +320,15 @@ function(kit_add_lab lab)
   # expected to fail until the steps are done (label "student": not part of
   # the kit's own test presets). Each prints a line per step.
   # The GPU tests, and the CPU path's (used where the GPU tests cannot run).
-  set(student_tests ${tests_student} ${tests_cpu_student})
+  # Paths, never $<TARGET_FILE:>: a target named in the progress target's
+  # command would be built before it, every lab's; progress builds the labs
+  # it shows itself (progress_all.cmake, KitOnDemand.cmake).
   set(progress_bins "")
-  foreach(t IN LISTS student_tests)
-    if(KIT_HAVE_CUDA AND t STREQUAL tests_cpu_student)
-      # built on demand (KitOnDemand.cmake): a $<TARGET_FILE:> would make progress build it
-      list(APPEND progress_bins "${PROJECT_BINARY_DIR}/${t}")
-    else()
-      list(APPEND progress_bins "$<TARGET_FILE:${t}>")
-    endif()
+  foreach(t IN LISTS model_tests_student tests_student tests_cpu_student)
+    list(APPEND progress_bins "${PROJECT_BINARY_DIR}/${t}")
   endforeach()
-  if(KIT_LAB_MODEL)
-    list(PREPEND progress_bins "$<TARGET_FILE:${model_tests_student}>")
-  endif()
   string(REPLACE ";" "|" progress_bins "${progress_bins}")
   _kit_progress_test(${lab}.student "${progress_bins}" "${lab}" "student")
-  if(KIT_HAVE_CUDA)   # the CPU path's are built on demand (KitOnDemand.cmake)
-    set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_TARGETS ${tests_student} ${model_tests_student})
-  else()
-    set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_TARGETS ${student_tests} ${model_tests_student})
-  endif()
   set_property(GLOBAL APPEND PROPERTY KIT_PROGRESS_ENTRIES "${lab}=${progress_bins}")
 
   # The opening comment of each student file lists the steps in that file.

@@ -1,9 +1,9 @@
 # kit_build_on_demand(<program> <ok var> <why var>): builds the target that
-# makes <program> (its file name) in the build folder BUILD_DIR. On a CUDA
-# build a student's CPU-path programs (names ending in _cpu) are left out of
-# the default build, so that a file the CPU path cannot compile never stops
-# the GPU build: progress and run build them here, only where no GPU could
-# run the tests. <why var> gets the reason when the build fails (the CPU
+# makes <program> (its file name) in the build folder BUILD_DIR. Progress
+# builds a lab's test programs with it when it shows that lab (progress_all),
+# and on a CUDA build a student's CPU-path programs (names ending in _cpu,
+# left out of the default build, so that a file the CPU path cannot compile
+# never stops the GPU build) only where no GPU could run the tests. <why var> gets the reason when the build fails (the CPU
 # path's "cannot run" message, or the first compiler error).
 function(kit_build_on_demand program ok_var why_var)
   set(${ok_var} TRUE PARENT_SCOPE)

@@ -5,6 +5,7 @@
 # student's files, one line per step, and one line per lab. LAB (from the
 # environment variable LAB) picks the labs whose name contains it. (The
 # CPU path's programs are built where they are needed: student_progress.)
+include("${CMAKE_CURRENT_LIST_DIR}/KitOnDemand.cmake")
 string(REPLACE "^" ";" entries "${ENTRIES}")
 set(LAB "$ENV{LAB}")  # read when it runs, not when the build was configured
 set(summary "")
@@ -16,23 +17,18 @@ foreach(entry IN LISTS entries)
   endif()
   # this lab's test programs, built now (a compiler error is this lab's result)
   string(REPLACE "|" ";" programs "${bins}")
-  set(targets "")
+  set(why "")
   foreach(p IN LISTS programs)
-    get_filename_component(t "${p}" NAME)
-    if(NOT t MATCHES "_cpu$")
-      list(APPEND targets "${t}")
+    if(NOT p MATCHES "_cpu$" AND NOT why)
+      get_filename_component(name "${p}" NAME)
+      message("${lab}: building your files (${name})")
+      kit_build_on_demand("${p}" built why)
     endif()
   endforeach()
-  if(targets AND BUILD_DIR)
-    message("${lab}: building your files (${targets})")
-    execute_process(COMMAND "${CMAKE_COMMAND}" --build "${BUILD_DIR}" --target ${targets}
-                    RESULT_VARIABLE brc OUTPUT_VARIABLE bout ERROR_VARIABLE berr)
-    if(NOT brc EQUAL 0)
-      string(STRIP "${bout}${berr}" built)   # the build's own output: the compiler's messages in it
-      message("${built}\n${lab}: does not build: fix the first error above, then run progress again\n")
-      list(APPEND summary "${lab}: does not build")
-      continue()
-    endif()
+  if(why)
+    message("${lab}: does not build: ${why}\n(all of the compiler's messages: cmake --build ${BUILD_DIR})\n")
+    list(APPEND summary "${lab}: does not build")
+    continue()
   endif()
   execute_process(COMMAND "${CMAKE_COMMAND}" "-DTESTS=${bins}" "-DMANIFEST=${SOURCE_DIR}/labs/${lab}/lab.json"
                           "-DBUILD_DIR=${BUILD_DIR}"

@@ -17,8 +17,9 @@
 
 /* Default grids: 512 MiB per array in each dimension, ten times the 50 MB
  * L2 of an H100, so that every byte comes from DRAM. The CPU path emulates
- * every CUDA thread: small ragged grids and few repeats there (its times are
- * emulated and compared with nothing). */
+ * every CUDA thread: small ragged grids there (and few repeats: the runner
+ * library's CPU-path default; its times are emulated and compared with
+ * nothing). */
 #ifdef CML_CPU_BACKEND
 #define DEFAULT_N 1000003
 #define DEFAULT_N_TEXT "1000003"
@@ -27,7 +28,6 @@
 #define DEFAULT_NX3 129
 #define DEFAULT_NY3 67
 #define DEFAULT_NZ3 65
-#define DEFAULT_REPEAT 5
 #else
 #define DEFAULT_N (1 << 27)
 #define DEFAULT_N_TEXT "2^27: 512 MiB"
@@ -36,7 +36,6 @@
 #define DEFAULT_NX3 512
 #define DEFAULT_NY3 512
 #define DEFAULT_NZ3 512
-#define DEFAULT_REPEAT 0 /* the library's */
 #endif
 #define STR_(x) #x
 #define STR(x) STR_(x)
@@ -338,7 +337,6 @@ static const cml_lab_option options[] = {
 static const cml_lab lab = {
     CML_LAB_IDENTITY(STENCIL, "05_stencil", "stencil"),
     .title = "stencils with halos, 1D, 2D and 3D",
-    .default_repeat = DEFAULT_REPEAT,
     .usage = "[--step N|all|LIST] [--n N] [--size2 NXxNY] [--size3 NXxNYxNZ]\n"
              "       [--repeat N] [--json] [--markdown FILE] [--check-only] | --list | --probe | --help",
     .about = "Checks every point of each step's output against the stencil computed in\n"
