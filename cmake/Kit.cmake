@@ -389,6 +389,10 @@ function(kit_add_lab lab)
     # SANITIZE configuration; the CPU path checks every access's bounds too.
     _kit_script_test(${lab}.cpu.reference.racecheck run_cpu_check.cmake "cpu;sanitizer;reference"
       "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DCONFIGS=${sanitize_configs}")
+    # The runner's table on the CPU path: every step checked and timed, the
+    # times labelled emulated and compared with no ceiling or anchor.
+    _kit_script_test(${lab}.cpu.reference.table check_cpu_table.cmake "cpu;reference"
+      "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${mistake_args}")
   endif()
 
   # The catalogue of classic mistakes: each one built from the solution and
