@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import checks
-from .checkbase import Case, ordinary
+from .checkbase import FILL_INTS, Case, ordinary
 from .gpushare import alone_on
 from .sandbox import Executor
 
@@ -347,6 +347,18 @@ def counters_report(exe: Executor, harness: Path, lab, steps: list[int], seed: i
     every value from the grader's own ncu run on the harness."""
     from .parsers import CounterReport
     rep = CounterReport(True, "")
+    metrics = {c.metric for c in lab.counter_checks if c.step in steps}
+    if len(metrics) == 1:   # the steps' counters from one marked run (a step that failed in it: alone, below)
+        ck = CHECKERS[lab.name]
+        every = make_cases(lab.name, seed, False)
+        per = {s: ck.counter_cases(ck.step_cases(every, s), s) for s in dict.fromkeys(
+            c.step for c in lab.counter_checks if c.step in steps)}
+        metric = next(iter(metrics))
+        for s, text in marked_ncu_run(exe, harness, lab.name, per, [metric], out_dir / f"counters-{tag}-steps",
+                                      timeout * len(per), env, readable).items():
+            total, n = parse_ncu_csv(text, metric)
+            if n:
+                rep.conflicts[s] = total
     for chk in lab.counter_checks:
         if chk.step not in steps or chk.step in rep.conflicts:
             continue
@@ -493,6 +505,124 @@ def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
             return StepTrace({}, len(cases)), ""
         return None, why or f"ncu ended with status {r.rc}"
     return StepTrace(kernels, len(cases)), ""
+
+
+MARK_STEP = 0xFFFFFFFF     # harness.h's HN_MARK_STEP
+MARK_KERNEL = "cml_hn_mark"   # hn_mark.cu's kernel: where a step's launches begin
+
+
+def mark_case(step: int) -> Case:
+    """The mark before a step's cases in a traced run of several steps."""
+    return Case(step, 0, 0, b"", f"mark of step {step}", fill=FILL_INTS)
+
+
+def split_ncu_by_marks(text: str, steps: list[int]) -> dict[int, str] | None:
+    """ncu's CSV of a marked run of several steps split at the kit's marks:
+    each step's own CSV (the header and the rows of its launches); None
+    unless the marks are exactly one per step, before any other launch."""
+    import csv
+    import io
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    start = next((i for i, r in enumerate(rows) if "Metric Name" in r and "Kernel Name" in r), None)
+    if start is None:
+        return None
+    head = rows[start]
+    at = {c: head.index(c) for c in ("ID", "Kernel Name") if c in head}
+    if len(at) < 2:
+        return None
+    mine: dict[int, list[list[str]]] = {}
+    marks, seen = 0, set()
+    for r in rows[start + 1:]:
+        if len(r) <= max(at.values()):
+            continue
+        launch = (r[at["ID"]], r[at["Kernel Name"]])   # ncu's IDs count launches in order
+        if launch[1] == MARK_KERNEL:
+            if launch not in seen:
+                if marks >= len(steps):
+                    return None
+                mine[steps[marks]] = []
+                marks += 1
+            seen.add(launch)
+            continue
+        if not marks:
+            return None   # a launch before the first mark: not the harness's order
+        mine[steps[marks - 1]].append(r)
+    return {s: csv_text([head] + got) for s, got in mine.items()} if marks == len(steps) else None
+
+
+def csv_text(rows: list[list[str]]) -> str:
+    import csv
+    import io
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue()
+
+
+def marked_ncu_run(exe: Executor, harness: Path, lab_name: str, per: dict[int, list[Case]], metrics: list[str],
+                   work: Path, timeout: float, env: dict[str, str], readable: list[Path]) -> dict[int, str]:
+    """One Nsight Compute run of the harness over several steps' cases, each
+    step's after the kit's mark (MARK_STEP, hn_mark.cu): each step's own CSV
+    (split_ncu_by_marks), for the steps whose mark and cases all ended
+    without a CUDA error. A step left out (a sticky error, a hang, marks
+    that are not the grader's) is for the caller to measure alone."""
+    from .run import find_tool
+    ncu = find_tool("ncu")
+    if ncu is None or len(per) < 2:
+        return {}
+    chk = CHECKERS[lab_name]
+    steps = list(per)
+    cases: list[Case] = []
+    order: list[int] = []
+    for s in steps:
+        cases += [mark_case(s)] + per[s]
+        order += [MARK_STEP] + [s] * len(per[s])
+    work.mkdir(parents=True, exist_ok=True)
+    inp, outp, log = work / "input.bin", work / "output.bin", work / "ncu.csv"
+    write_input(inp, order, cases)
+    for p in (outp, log):
+        p.unlink(missing_ok=True)
+    cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
+           "--metrics", ",".join(metrics), str(harness), str(inp), str(outp)]
+    with alone_on(env):   # Nsight Compute has the GPU to itself (gpushare.py)
+        r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")[:1 << 24] if log.is_file() else ""
+    except OSError:
+        text = ""
+    outs = read_output(outp, cases, [0 if o == MARK_STEP else chk.out_bytes(c) for o, c in zip(order, cases)])
+    split = None if r.timed_out else split_ncu_by_marks(text, steps)
+    if split is None:
+        return {}
+    got, k = {}, 0
+    for s in steps:
+        ended = outs[k:k + 1 + len(per[s])]   # its mark and its cases
+        k += 1 + len(per[s])
+        if all(o is not None and o.err == 0 for o in ended):
+            got[s] = split[s]
+    return got
+
+
+def trace_steps(exe: Executor, harness: Path, lab_name: str, steps: list[int], seed: int, out_dir: Path,
+                timeout: float, env: dict[str, str], readable: list[Path], cpu: bool,
+                tag: str = "student", total: float | None = None) -> dict[int, tuple[StepTrace | None, str]]:
+    """trace_step for several steps: on a GPU in one Nsight Compute run
+    (marked_ncu_run); a step whose part of that run failed is traced again
+    in a run of its own, as trace_step does, so one step's failure never
+    costs another its trace. On the CPU path each step is traced in a run
+    of its own. `timeout` is a step's limit; the run of them all has
+    `total` (default: a step's limit per step)."""
+    steps = list(dict.fromkeys(steps))
+    got: dict[int, tuple[StepTrace | None, str]] = {}
+    if not cpu and len(steps) > 1:
+        per = {s: trace_cases(lab_name, seed, cpu, s) for s in steps}
+        for s, text in marked_ncu_run(exe, harness, lab_name, per, list(SHARED_METRICS),
+                                      out_dir / f"technique-{tag}-steps", total or timeout * len(steps), env,
+                                      readable).items():
+            got[s] = (StepTrace(parse_ncu_launches(text), len(per[s])), "")
+    for s in steps:   # the rest, a step a run
+        if s not in got:
+            got[s] = trace_step(exe, harness, lab_name, s, seed, out_dir, timeout, env, readable, cpu, tag)
+    return {s: got[s] for s in steps}
 
 
 def shared_use(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, out_dir: Path, timeout: float,

@@ -204,15 +204,12 @@ def reference_traces(exe, lab: Lab, harness: Path, seed: int, out: Path, timeout
     """The reference harness's traces of the lab's shared steps (what
     _technique compares a student's shared-memory loads with), on the same
     cases as the student's; a step that could not be traced is left out."""
-    from .checker import trace_step
-    got = {}
+    from .checker import trace_steps
     if not lab.rubric.technique.min_share or not harness.is_file():
-        return got
-    for s in lab.rubric.technique.shared_steps:
-        tr, _ = trace_step(exe, harness, lab.name, s, seed, out, timeout, env, [], cpu, "reference")
-        if tr is not None:
-            got[s] = tr
-    return got
+        return {}
+    traced = trace_steps(exe, harness, lab.name, lab.rubric.technique.shared_steps, seed, out, timeout, env, [], cpu,
+                         "reference")
+    return {s: tr for s, (tr, _) in traced.items() if tr is not None}
 
 
 def _share_floor(lab: Lab, step: int, seed: int, cpu: bool, ref_traces: dict[int, object]) -> tuple[float, int] | None:
@@ -236,17 +233,19 @@ def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_lim
     public and hidden; so does a [[technique.sass]] step whose launched
     kernels' SASS breaks the rule. The rubric's SASS checks with `steps`
     are judged here too, on the kernels each step launched."""
-    from .checker import trace_step
+    from .checker import trace_steps
     from .static import run_sass_checks, step_kernels
     public = run.checks.get("public", {})
     tech = lab.rubric.technique
     traces = {}
     sass = run.objects.sass if run.objects is not None else {}
-    for s in traced_steps(lab, bool(sass)):
-        v = public.get(s)
-        if v is None or v.ok is not True or deadline.expired():
-            continue
-        tr, why = trace_step(exe, harness, lab.name, s, seed, out, deadline.limit(step_limit), env, readable, cpu)
+    # the steps whose outputs are right, traced together (one Nsight Compute run on a GPU; a step whose part
+    # of it fails is traced again alone), within a step's limit each
+    right = [s for s in traced_steps(lab, bool(sass)) if (v := public.get(s)) is not None and v.ok is True]
+    traced = {} if not right or deadline.expired() else \
+        trace_steps(exe, harness, lab.name, right, seed, out, deadline.limit(step_limit), env, readable, cpu,
+                    total=deadline.limit(step_limit * len(right)))
+    for s, (tr, why) in traced.items():
         if tr is None:
             if s in tech.shared_steps:
                 run.technique[s] = f"not checked ({why})"

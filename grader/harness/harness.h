@@ -35,6 +35,13 @@
  *   i32 the timed repeats' first CUDA error. A checked case has nrep = 0;
  *   a timed case writes no output or input bytes (nbytes = inbytes = 0),
  *   and nrep = 0 when its setup failed (cuda_error says why).
+ * Step HN_MARK_STEP (0xffffffff) is a mark between the steps of one traced
+ *   run (checker.trace_steps): no data (count 0, repeats 0); the harness
+ *   launches the kit's own empty kernel cml_hn_mark (hn_mark.cu, CUDA
+ *   harnesses only) and writes a checked case's record with no bytes. In an
+ *   Nsight Compute run the launches between mark k and mark k + 1 are the
+ *   k-th traced step's: the kit's code, never the student's, says where a
+ *   step begins (the object checks refuse a student's reference to it).
  * Step 0 (HN_COPY_STEP) with repeats R > 0 is the device's copy ceiling,
  *   the kit's own code, never the student's: HN_WARMUP untimed and R timed
  *   cudaMemcpy device-to-device copies of count words (no data follows, and
@@ -59,6 +66,19 @@
 #define HN_MAX_REPEATS 1000u
 #define HN_MAX_COUNT ((uint64_t)1 << 30)
 #define HN_COPY_STEP 0u
+#define HN_MARK_STEP 0xffffffffu
+
+#ifdef HN_HAVE_MARK
+/* hn_mark.cu: launches cml_hn_mark (the step marks of a traced run) */
+cudaError_t cml_hn_mark_step(uint32_t step);
+#define hn_mark cml_hn_mark_step
+#else
+static cudaError_t hn_mark(uint32_t step)
+{
+    (void)step;
+    return cudaErrorNotSupported; /* the CPU path's harness: its traces are taken a step a run */
+}
+#endif
 
 typedef struct {
     uint32_t step, kind;
@@ -227,6 +247,10 @@ static int hn_read_case(FILE *in, hn_case *c)
         !hn_read(in, &c->count, 8) || !hn_read(in, &c->fill, 4) || !hn_read(in, &c->repeats, 4) ||
         !hn_read(in, &c->seed, 8) || c->count > HN_MAX_COUNT || c->fill > 2 || c->repeats > HN_MAX_REPEATS)
         return 0;
+    if (c->step == HN_MARK_STEP) { /* a step mark: no data */
+        c->data = NULL;
+        return c->count == 0 && c->repeats == 0;
+    }
     size_t bytes = (size_t)c->count * 4;
     if (c->step == HN_COPY_STEP && c->repeats) { /* the copy ceiling: device buffers only (hn_copy_timed) */
         c->data = NULL;
@@ -283,6 +307,23 @@ static int hn_main(int argc, char **argv, const hn_lab *lab)
             hn_write(out, &t32, 4);
             fflush(out);
             if (t32 != 0)
+                cudaGetLastError();
+            continue;
+        }
+        if (c.step == HN_MARK_STEP) { /* the kit's mark, then a checked case's record with no bytes */
+            cudaError_t err = hn_mark(c.kind);
+            if (err == cudaSuccess)
+                err = cudaDeviceSynchronize();
+            int32_t err32 = (int32_t)err, t32 = 0;
+            uint64_t zero64 = 0;
+            uint32_t zero = 0;
+            hn_write(out, &err32, 4);
+            hn_write(out, &zero64, 8);
+            hn_write(out, &zero64, 8);
+            hn_write(out, &zero, 4);
+            hn_write(out, &t32, 4);
+            fflush(out);
+            if (err != cudaSuccess)
                 cudaGetLastError();
             continue;
         }

@@ -694,6 +694,121 @@ class CounterForgeries(unittest.TestCase):
         self.assertIn("no kernel", why)
 
 
+class MarkedTraceTests(unittest.TestCase):
+    """One Nsight Compute run traces every step (checker.trace_steps): the
+    kit's marks (hn_mark.cu) say where each step's launches begin. A step
+    whose part of the run fails, or marks that are not exactly the
+    grader's, leave the verdict to a run of that step alone. Here a
+    stand-in ncu runs no program: it reads the harness's input and writes
+    the output records and the CSV a real run would, kernel k<step> making
+    10 x step shared loads a launch."""
+
+    NCU = textwrap.dedent("""\
+        #!/usr/bin/env python3
+        import os, struct, sys
+        a = sys.argv[1:]
+        log = a[a.index('--log-file') + 1]
+        inp, outp = a[-2], a[-1]
+        open(os.environ['CML_FAKE_NCU_CALLS'], 'a').write(' '.join(a[-3:]) + '\\n')
+        d = open(inp, 'rb').read(); n = struct.unpack_from('<I', d, 8)[0]; p = 12
+        out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 2, n))
+        rows = ['"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
+                '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"']
+        fail = int(os.environ.get('CML_FAKE_FAIL_STEP', '0'))
+        metrics = a[a.index('--metrics') + 1].split(',')
+        ident = 0
+        def launch(name, ld, st):
+            global ident
+            for m in metrics:
+                v = ld if m.endswith('_ld.sum') else st
+                rows.append(f'"{ident}","7","h","x","{name}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","m","{m}","",'
+                            f'"{v}"')
+            ident += 1
+        if os.environ.get('CML_FAKE_FORGED_MARK'):
+            launch('cml_hn_mark', 0, 0)
+        for _ in range(n):
+            step, kind, a_, b_, count, fill, reps, seed = struct.unpack_from('<IIQQQIIQ', d, p); p += 48
+            p += 0 if fill else 4 * count
+            if step == 0xFFFFFFFF:
+                launch('cml_hn_mark', 0, 0)
+                out.write(struct.pack('<iQQIi', 0, 0, 0, 0, 0))
+                continue
+            launch(f'k{step}', 10 * step, 1)
+            err = 700 if step == fail else 0
+            out.write(struct.pack('<iQ', err, 4) + b'\\0' * 4 + struct.pack('<Q', 4 * count) + d[p - 4 * count:p]
+                      + struct.pack('<Ii', 0, 0))
+        open(log, 'w').write('==PROF== Disconnected\\n' + '\\n'.join(rows) + '\\n')
+        """)
+
+    def fake(self, **env):
+        d = tmpdir(self)
+        (d / "ncu").write_text(self.NCU)
+        (d / "ncu").chmod(0o755)
+        harness = d / "harness"
+        harness.write_text("#!/bin/sh\nexit 1\n")   # never run: the stand-in ncu answers for it
+        harness.chmod(0o755)
+        calls = d / "calls.txt"
+        calls.write_text("")
+        return harness, calls, {"PATH": f"{d}:{os.environ.get('PATH', '')}", "CML_FAKE_NCU_CALLS": str(calls), **env}
+
+    def test_the_counters_of_every_step_come_from_one_run(self):
+        lab = LABS["06_transpose"]
+        steps = [c.step for c in lab.counter_checks]
+        self.assertGreater(len(steps), 1)
+        harness, calls, env = self.fake(CML_FAKE_FAIL_STEP=str(steps[1]))
+        with unittest.mock.patch.dict(os.environ, env):
+            rep = checker.counters_report(Executor(Sandbox(None, "")), harness, lab, steps, 5, tmpdir(self), 60,
+                                          dict(os.environ), [], "student")
+        # one run for them all, and the step whose cases failed in it measured alone
+        self.assertEqual(len(calls.read_text().splitlines()), 2)
+        ck = checker.CHECKERS[lab.name]
+        every = checker.make_cases(lab.name, 5, False)
+        self.assertEqual(rep.conflicts, {s: 10.0 * s * len(ck.counter_cases(ck.step_cases(every, s), s))
+                                         for s in steps})
+
+    def trace(self, steps, **env):
+        harness, calls, env = self.fake(**env)
+        with unittest.mock.patch.dict(os.environ, env):
+            got = checker.trace_steps(Executor(Sandbox(None, "")), harness, "04_reduction", steps, 5, tmpdir(self),
+                                      60, dict(os.environ), [], False)
+        return got, calls.read_text().splitlines()
+
+    def loads(self, got):
+        return {s: (tr.kernels and {k: (u.launches, u.loads) for k, u in tr.kernels.items()}) for s, (tr, _) in
+                got.items()}
+
+    def test_one_run_gives_each_step_its_own_launches(self):
+        got, calls = self.trace([3, 5, 8])
+        self.assertEqual(len(calls), 1, calls)
+        self.assertEqual(self.loads(got), {3: {"k3": (2, 60.0)}, 5: {"k5": (2, 100.0)}, 8: {"k8": (2, 160.0)}})
+
+    def test_a_step_that_fails_in_the_run_is_traced_alone_and_costs_the_others_nothing(self):
+        got, calls = self.trace([3, 5, 8], CML_FAKE_FAIL_STEP="5")
+        self.assertEqual(len(calls), 2, calls)   # the run of all, then step 5 alone
+        self.assertEqual(self.loads(got), {3: {"k3": (2, 60.0)}, 5: {"k5": (2, 100.0)}, 8: {"k8": (2, 160.0)}})
+
+    def test_marks_that_are_not_the_graders_are_not_believed(self):
+        # a mark before the grader's first (a launch of the kit's kernel the object checks would have refused):
+        # every step is traced again alone, and the mark counts as a launch of no shared loads there
+        got, calls = self.trace([3, 5], CML_FAKE_FORGED_MARK="1")
+        self.assertEqual(len(calls), 3, calls)
+        self.assertEqual(self.loads(got), {3: {"cml_hn_mark": (1, 0.0), "k3": (2, 60.0)},
+                                           5: {"cml_hn_mark": (1, 0.0), "k5": (2, 100.0)}})
+
+    def test_the_split_needs_one_mark_per_step_before_any_launch(self):
+        head = ('"ID","Kernel Name","Metric Name","Metric Value"\n')
+        row = '"{i}","{k}","smsp__sass_inst_executed_op_shared_ld.sum","{v}"\n'
+        ok = head + "".join(row.format(i=i, k=k, v=v) for i, (k, v) in
+                            enumerate([("cml_hn_mark", 0), ("a", 4), ("a", 4), ("cml_hn_mark", 0), ("b", 7)]))
+        split = {s: checker.parse_ncu_launches(t) for s, t in checker.split_ncu_by_marks(ok, [2, 6]).items()}
+        self.assertEqual({s: {k: (u.launches, u.loads) for k, u in v.items()} for s, v in split.items()},
+                         {2: {"a": (2, 8.0)}, 6: {"b": (1, 7.0)}})
+        self.assertIsNone(checker.split_ncu_by_marks(ok, [2, 6, 7]))       # a mark missing
+        self.assertIsNone(checker.split_ncu_by_marks(ok, [2]))             # one too many
+        early = head + row.format(i=0, k="a", v=4) + ok.split("\n", 1)[1]
+        self.assertIsNone(checker.split_ncu_by_marks(early, [2, 6]))       # a launch before the first mark
+
+
 class TechniqueForgeries(unittest.TestCase):
     """Right answers by the wrong technique: a "tile" step done without
     shared memory (here a harness that transposes in Python, so no launch

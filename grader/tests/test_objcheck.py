@@ -211,6 +211,14 @@ class RefusedObjects(unittest.TestCase):
             extern "C" int reduce_helper(const int *v, int n) { return red_cpu_sum_int(v, n); }"""}, archive=kit)
         self.assertIn("calls red_cpu_sum_int in reduce_helper (the kit's own code)", why[0])
 
+    def test_launching_the_harness_step_mark_is_refused(self):
+        # the kit's mark (grader/harness/hn_mark.cu) says where a step's launches begin in one traced run: a
+        # student's launch of it could move launches between steps
+        why = self.refused({"reduction.cu": HONEST + """
+            extern "C" cudaError_t cml_hn_mark_step(unsigned step);
+            extern "C" cudaError_t reduce_helper(void) { return cml_hn_mark_step(5); }"""})
+        self.assertIn("calls cml_hn_mark_step in reduce_helper (the kit's own code)", why[0])
+
     def test_cpp_file_streams_and_threads_are_refused(self):
         why = self.refused({"reduction.cu": HONEST + """
             #include <fstream>
