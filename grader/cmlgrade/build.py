@@ -142,3 +142,39 @@ def build_tree(exe: Executor, src: Path, build: Path, targets: list[str], *, arc
         tb.targets[t] = build_target(exe, src, build, t, jobs, timeout, writable)
         tb.seconds += tb.targets[t].seconds
     return tb
+
+
+
+def _cache(build: Path) -> str:
+    cache = build / "CMakeCache.txt"
+    return cache.read_text(encoding="utf-8", errors="replace") if cache.is_file() else ""
+
+
+def builds_cuda(build: Path) -> bool:
+    """The configured tree builds the labs with nvcc (check_language(CUDA)
+    leaves CMAKE_CUDA_COMPILER=NOTFOUND in the cache where none is found;
+    KIT_CUDA=OFF leaves it out)."""
+    m = re.search(r"^CMAKE_CUDA_COMPILER:\w+=(\S+)", _cache(build), re.M)
+    return m is not None and not m.group(1).endswith("NOTFOUND")
+
+
+def builds_cpu_path(build: Path) -> bool:
+    """The configured tree builds the labs on the CPU path (common/cpu)."""
+    return "KIT_CPU:BOOL=ON" in _cache(build)
+
+
+NO_CUDA_COMPILER = ("the CPU path (GPUs are listed here, but no CUDA compiler (nvcc) is on the PATH to build the "
+                    "labs for them): the tests, the kit-only checks and the CPU path's bounds and race checks ran on "
+                    "the CPU; compute-sanitizer, Nsight Compute counters and timings need the CUDA build")
+
+
+def cpu_path_instead(exe: Executor, src: Path, build: Path, arch: str, timeout: float) -> str:
+    """Where GPUs are listed (CUDA_VISIBLE_DEVICES: a Slurm task's --gres)
+    but the kit configures without a CUDA compiler, nothing can be built for
+    them: the labs' CUDA targets do not exist in that tree ("No rule to make
+    target 'test_banks_ref'"), and the CPU path is the only way to grade.
+    Configures `build` and returns why the CPU path is taken (a note for
+    every report), or "" where the CUDA build is there (or the kit has no
+    CPU path, or does not configure: the build that follows says why)."""
+    ok, _ = configure(exe, src, build, arch, timeout, [])
+    return NO_CUDA_COMPILER if ok and not builds_cuda(build) and builds_cpu_path(build) else ""

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from . import gpuhold, gpushare
 from . import run as R
-from .build import build_tree, clock, shared_lock
+from .build import build_tree, clock, cpu_path_instead, shared_lock
 from .cache import ResultCache, gpu_names
 from .kitslots import SlotPool
 from .checker import CHECKERS, counters_report
@@ -304,7 +304,7 @@ class Pipeline:
         gpus = R.list_gpus()
         self.gpus = gpus or [None]
         if self.cpu_path:   # the GPU checks (sanitizers, counters, timing) are not measured on the CPU path
-            self.gpu_ok, self.no_gpu_reason = False, CPU_PATH
+            self.gpu_ok, self.no_gpu_reason = False, self.no_gpu_reason or CPU_PATH
         elif ref_runner is not None:
             ok, why = R.probe_gpu(ref_runner, self.gpus[0])
             if not ok and why.startswith(R.GPU_FAILED):
@@ -366,6 +366,14 @@ class Pipeline:
         if self.labs and not with_ref:
             self._build_probe()
             return
+        timeout = max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2 if self.labs else 900
+        if self.opts.cpu_path is None and not self.cpu_path:   # GPUs listed: no CUDA compiler, the CPU path
+            with shared_lock(shared):
+                self.no_gpu_reason = cpu_path_instead(self.trusted, self.opts.kit.resolve(), self.ref_build,
+                                                      self.opts.arch, timeout)
+            self.cpu_path = bool(self.no_gpu_reason)
+            for lab in self.labs:
+                lab.cpu = self.cpu_path
         self.probe_runner = self.ref_build / with_ref[0].ref_targets()[-1] if with_ref else None
         targets = [t for lab in with_ref for t in lab.ref_targets()]
         if not self.cpu_path:   # the reference's harness times the reference where the checker times a step
@@ -376,7 +384,6 @@ class Pipeline:
             targets += [f"{lab.stem}_harness_ref_cpu" for lab in with_ref if lab.name in CHECKERS and _shares(lab)]
         if any(lab.solution_dir for lab in self.labs):
             targets.append("labtool")   # makes the pristine skeletons from the solutions
-        timeout = max(lab.rubric.lab.build_timeout_s for lab in self.labs) * 2 if self.labs else 900
         self.say(f"building the reference solutions ({len(targets)} targets: {', '.join(targets)}); "
                  f"this takes a minute or two the first time")
         self.say("configuring the kit (cmake)")

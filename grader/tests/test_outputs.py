@@ -224,6 +224,49 @@ class ProgressTests(unittest.TestCase):
         self.assertIn("probing for a GPU", text)
 
 
+class GpusWithoutNvcc(unittest.TestCase):
+    """GPUs listed (a Slurm task's CUDA_VISIBLE_DEVICES) where the kit
+    configures without a CUDA compiler (the cpu preset's machine, no nvcc):
+    the labs' CUDA targets do not exist in that tree, so the reference was
+    asked for 'test_banks_ref' and stopped ("No rule to make target");
+    grader.slurm failed there. The CPU path is taken instead, and every
+    report says why; with nvcc the GPU path stays."""
+
+    def prepare(self, cuda_compiler: str):
+        built = []
+
+        def fake(argv, cwd=None, env=None, timeout=None):
+            if "-S" in argv:   # configure: the cache a kit configured here has
+                build = Path(argv[argv.index("-B") + 1])
+                build.mkdir(parents=True, exist_ok=True)
+                (build / "CMakeCache.txt").write_text(f"CMAKE_CUDA_COMPILER:FILEPATH={cuda_compiler}\n"
+                                                      "KIT_CPU:BOOL=ON\n")
+            elif "--target" in argv:
+                built.append(argv[argv.index("--target") + 1])
+            return ProcResult(argv, 0, "", "", False, 0.1)
+
+        lab = LABS["01_shared_banks"]
+        with mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": "0"}):
+            p = Pipeline(Options(kit=KIT, work=tmpdir(self) / "work", sandbox=False, jobs=2), [lab], runner=fake)
+            p.prepare()
+        return p, built
+
+    def test_no_cuda_compiler_grades_on_the_cpu_path(self):
+        p, built = self.prepare("CMAKE_CUDA_COMPILER-NOTFOUND")
+        self.assertTrue(p.cpu_path)
+        self.assertNotIn("test_banks_ref", built)
+        self.assertIn("test_banks_ref_cpu", built)
+        self.assertIn("banks_run_ref_cpu", built)
+        self.assertFalse(p.gpu_ok)
+        self.assertIn("no CUDA compiler (nvcc)", p.no_gpu_reason)
+
+    def test_with_nvcc_the_gpus_are_used(self):
+        p, built = self.prepare("/usr/local/cuda/bin/nvcc")
+        self.assertFalse(p.cpu_path)
+        self.assertIn("test_banks_ref", built)
+        self.assertNotIn("test_banks_ref_cpu", built)
+
+
 class CliTests(unittest.TestCase):
     def run_cli(self, *argv):
         with mock.patch("sys.stderr", new=io.StringIO()) as err:
