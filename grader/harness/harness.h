@@ -76,7 +76,7 @@ cudaError_t cml_hn_mark_step(uint32_t step);
 static cudaError_t hn_mark(uint32_t step)
 {
     (void)step;
-    return cudaErrorNotSupported; /* the CPU path's harness: its traces are taken a step a run */
+    return cudaErrorInvalidValue; /* the CPU path's harness: its traces are taken a step a run */
 }
 #endif
 
