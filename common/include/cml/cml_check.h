@@ -17,16 +17,17 @@ enum {
     CML_EXIT_NO_GPU = 77  /* no usable CUDA device (CTest's SKIP_RETURN_CODE) */
 };
 
-/* The end of a diagnosis that may be a race: the tool that finds it on this
- * build's path (the CPU path's own race check there; a student without a GPU
- * has no compute-sanitizer to run). */
+/* The end of a diagnosis that may be a race, for the lab whose runner is
+ * <stem>_run: the tool that finds it on this build's path (the CPU path's own
+ * race check there, with the lab's runner named; a student without a GPU has
+ * no compute-sanitizer to run). */
 #ifdef CML_CPU_BACKEND
-#define CML_RACE_TOOL_HINT                                                                                   \
-    "the CPU path's racecheck names the line: CML_CPU_CHECK=race <lab>_run_cpu --step N --check-only"
+#define CML_RACE_TOOL_HINT(stem)                                                                             \
+    "the CPU path's racecheck names the line: CML_CPU_CHECK=race build/" stem "_run_cpu --step N --check-only"
 #else
-#define CML_RACE_TOOL_HINT                                                                                   \
-    "run the runner under compute-sanitizer --tool racecheck and --tool memcheck to find it (without a GPU: " \
-    "CML_CPU_CHECK=race on the CPU path)"
+#define CML_RACE_TOOL_HINT(stem)                                                                             \
+    "run build/" stem "_run --step N under compute-sanitizer --tool racecheck and --tool memcheck to find it "  \
+    "(without a GPU: CML_CPU_CHECK=race build/" stem "_run_cpu --step N --check-only)"
 #endif
 
 /* Prints "file:line: CUDA error in `expr`: <name>: <description>" to stderr

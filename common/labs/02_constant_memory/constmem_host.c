@@ -356,7 +356,7 @@ const char *cm_conv_cause_text(cm_conv_cause cause)
         return "wrong all over the image: the sum itself. Check that the filter loops cover 2r + 1 taps each "
                "way (the filter radius off by one is the classic), the weight index a * (2r + 1) + b, the "
                "filter's upload, and the __syncthreads() between loading the tile and reading it (a race; "
-               CML_RACE_TOOL_HINT ")";
+               CML_RACE_TOOL_HINT("constmem") ")";
     }
 }
 

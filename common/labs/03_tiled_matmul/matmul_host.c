@@ -203,7 +203,7 @@ const char *mm_cause_text(mm_cause cause)
         return "B is indexed with A's row stride K: B's rows are N floats apart, B(k, j) is B[k * N + j]";
     default:
         return "a race (a missing __syncthreads(): before the tiles are read, or before they are "
-               "overwritten) or a wrong index; " CML_RACE_TOOL_HINT;
+               "overwritten) or a wrong index; " CML_RACE_TOOL_HINT("matmul");
     }
 }
 

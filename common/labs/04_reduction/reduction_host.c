@@ -13,7 +13,7 @@ static const char READ_PAST_END[] =
     "off by a multiple of 2^24, the value of the guard cells around the input: "
     "the kernel reads past the end of the array (a load without an i < n check)";
 static const char RACE_OR_INDEX[] =
-    "a race (a missing __syncthreads or __syncwarp) or a wrong index; " CML_RACE_TOOL_HINT;
+    "a race (a missing __syncthreads or __syncwarp) or a wrong index; " CML_RACE_TOOL_HINT("reduction");
 
 int red_int_range(size_t n)
 {

@@ -238,7 +238,7 @@ const char *st_cause_text(st_cause cause)
                "halo loaded by too few threads, or one side of the ring missing)";
     default:
         return "a race (no __syncthreads() between loading a tile and reading it, or between one plane and "
-               "the next) or a wrong index; " CML_RACE_TOOL_HINT;
+               "the next) or a wrong index; " CML_RACE_TOOL_HINT("stencil");
     }
 }
 

@@ -101,7 +101,7 @@ const char *tr_cause_text(tr_cause cause)
                "skipped: check the grid, the tile origin and the bounds checks)";
     default:
         return "a race (no __syncthreads() between writing the tile and reading it) or a wrong index; "
-               CML_RACE_TOOL_HINT;
+               CML_RACE_TOOL_HINT("transpose");
     }
 }
 
