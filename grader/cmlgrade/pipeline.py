@@ -42,8 +42,8 @@ from .trust import check_lab, harness_target, reference_traces, run_kit_checks, 
 NO_GPU_ARCH = "90"   # the CUDA build's architecture where no GPU is listed (--cuda-arch overrides)
 HARNESS_REPEATS = 20   # timed launches per harness run (after harness.h's warm-up)
 
-CPU_PATH = ("the CPU path (no GPU here): tests and the kit-only checks ran on the CPU; compute-sanitizer, "
-            "Nsight Compute counters and timings need a GPU")
+CPU_PATH = ("the CPU path (no GPU here): the tests, the kit-only checks and the CPU path's bounds and race checks "
+            "ran on the CPU; compute-sanitizer, Nsight Compute counters and timings need a GPU")
 PUBLIC_SEED = 20261122  # the kit's default (common/include/cml/cml_rng.h)
 # A kit without solutions/ (tools/release's student edition): what needs the
 # reference solution is not measured, and the run says so once.

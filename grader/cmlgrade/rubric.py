@@ -66,7 +66,8 @@ class SanitizersRubric:
     timeout_s: float
     max_configs: int     # run the first N of the manifest's "sanitize" strings (0: all of them)
     visibility: str
-    feedback: str
+    feedback: str        # {tool} {summary}
+    cpu_feedback: str    # the CPU path's stand-in for a tool (score.CPU_CHECKS): {check} {tool} {summary}
 
 
 @dataclass
@@ -308,7 +309,9 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
                                   timeout_s=r.get(s, "timeout_s", float, "sanitizers", 600.0, _nonneg),
                                   visibility=r.vis(s, "visibility", "sanitizers"),
                                   feedback=r.get(s, "feedback", str, "sanitizers",
-                                                 "compute-sanitizer {tool} is not clean: {summary}"))
+                                                 "compute-sanitizer {tool} is not clean: {summary}"),
+                                  cpu_feedback=r.get(s, "cpu_feedback", str, "sanitizers",
+                                                     "the {check} is not clean: {summary}"))
 
     c = r.get(data, "counters", dict, "rubric", {})
     counters = CountersRubric(default_points=r.get(c, "default_points", float, "counters", 1.0, _nonneg),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 
+from . import run as R
 from .labs import Lab
 from .parsers import TestOutcome, finding_blocks, names_in
 from .results import Item, LabRun, LabScore
@@ -73,7 +74,7 @@ def _catalogue_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, sh
             continue
         if up_to_step is not None and m.step and m.step > up_to_step:
             continue
-        if m.step in run.not_started:  # unfinished work, not a mistake
+        if m.step in _not_started(lab, run):  # unfinished work, not a mistake
             continue
         if not shows(m):
             continue
@@ -86,6 +87,13 @@ def _catalogue_lines(lab: Lab, run: LabRun, caught_by: str, step: int | None, sh
         seen[sig] = len(out)
         out.append(f"Likely mistake ({m.name}): {m.feedback}")
     return out
+
+
+def _not_started(lab: Lab, run: LabRun) -> set[int]:
+    """The steps not started: those whose TODO blocks are as in the
+    skeleton, and every step of a file left exactly as the skeleton (the
+    pipeline lists such a file as untouched and marks none of its steps)."""
+    return set(run.not_started) | {s.num for s in lab.steps if s.where and s.where in run.untouched}
 
 
 def _mistake_lines(lab: Lab, run: LabRun, caught_by: str, step: int, failing: list[TestOutcome]) -> list[str]:
@@ -181,6 +189,7 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
     hidden = seed == "hidden"
     share = tr.hidden_share if hidden else (1.0 - tr.hidden_share if "hidden" in ref.tests else 1.0)
     mine, theirs = run.outcomes(seed), ref.outcomes(seed)
+    not_started = _not_started(lab, run)
     items = []
     for step in lab.steps:
         keys = sorted(k for k, o in theirs.items() if lab.step_of_suite(o.suite) == step.num)
@@ -227,12 +236,15 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
         got = pts * min(tests_share, kit_share)
         status = "passed" if got >= pts else ("failed" if got <= 0 else "partial")
         fb, details = [], []
+        idle = bad and step.num in not_started   # unfinished work: said once, not under every test, no cause
+        # the kit-only check's verdict on a step not started and earning nothing adds nothing to say
+        show_cap = capped and not (idle and got <= 0)
         if bad:
             line = tr.step_feedback.get(step.num, tr.feedback)
             fb.append(line.format(step=step.num, ident=step.ident, what=step.what, failed=bad, total=len(counted)))
-        if capped:
+        if show_cap:
             fb.append(_cap_line(verdict, tests_share, kit_share, len(counted) - bad, len(counted), hidden))
-        if bad and step.num in run.not_started:   # unfinished work: said once, not under every test, no cause
+        if idle:
             o = failing[0] if failing else None
             seen = _short(o.messages[0]).partition("Likely cause: ")[0].rstrip(" .;") if o and o.messages else ""
             details.append(f"step {step.num} is not started yet (its TODO(step {step.num}) blocks are as in the "
@@ -247,7 +259,7 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
                 details.append(f"... and {len(failing) - MAX_MESSAGES} more failing tests")
             for k in missing[:MAX_MESSAGES]:
                 details.append(f"{k}: no result ({_binary_problem(run, seed, k) or 'not run'})")
-        if capped:
+        if show_cap:
             details.append("; ".join(_verdict_lines(verdict)))
         if bad:
             fb += _mistake_lines(lab, run, "tests", step.num, failing)
@@ -282,12 +294,32 @@ def _step_tests_pass(items: list[Item], step: int) -> bool | None:
     return None
 
 
+# On the CPU path the CPU runtime's own checks stand in for two of
+# compute-sanitizer's tools (run.run_cpu_check): their items say what ran.
+CPU_CHECKS = {"memcheck": "CPU path bounds check", "racecheck": "CPU path race check"}
+
+
+def sanitizer_name(lab: Lab, tool: str) -> str:
+    """The line of a sanitizer tool: the check that ran for it."""
+    return f"{CPU_CHECKS[tool]} (for {tool})" if lab.cpu and tool in CPU_CHECKS else f"compute-sanitizer {tool}"
+
+
+def _cpu_check_command(lab: Lab, tool: str, cfg: str) -> str:
+    """The command that repeats the CPU path's check of a tool (as
+    run.run_cpu_check ran it), for the student to run."""
+    env = dict(R.EXACT_BUFFERS) if tool in R.EXACT_BUFFERS_FOR else {}
+    if R.CPU_TOOLS.get(tool):
+        env["CML_CPU_CHECK"] = R.CPU_TOOLS[tool]
+    return " ".join([f"{k}={v}" for k, v in env.items()] + [lab.runner, cfg, "--check-only"])
+
+
 def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
     sr = lab.rubric.sanitizers
     items = []
     runner_built = run.build_ok.get(lab.runner, False)
     for tool, pts in sr.points.items():
-        name = f"compute-sanitizer {tool}"
+        name = sanitizer_name(lab, tool)
+        on_cpu = lab.cpu and tool in CPU_CHECKS
         rep, rref = run.sanitizers.get(tool), ref.sanitizers.get(tool)
         cfg = run.sanitizer_configs.get(tool, "")
         diag_steps, diag = run.diagnoses.get(tool, ([], None))
@@ -318,16 +350,19 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
         if rep.state == "not_run":
             items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility, [f"not run: {rep.summary}"]))
             continue
-        fb = [sr.feedback.format(tool=tool, summary=rep.summary)]
+        fb = [sr.cpu_feedback.format(check=name, tool=tool, summary=rep.summary) if on_cpu
+              else sr.feedback.format(tool=tool, summary=rep.summary)]
         details = []
         if rep.first:
             where = " at " + rep.first.location if rep.first.location else ""
             kern = f" in kernel {rep.first.kernel}" if rep.first.kernel else ""
             details.append(f"first finding{kern}{where}: {rep.first.what}")
-        if cfg:
+        if cfg and on_cpu:
+            details.append(f"run it: {_cpu_check_command(lab, tool, cfg)}")
+        elif cfg:
             details.append(f"runner arguments: {cfg} --check-only")
         if rep.state == "incomplete":
-            fb = [f"compute-sanitizer {tool} did not finish: {rep.summary}"]
+            fb = [f"{name} did not finish: {rep.summary}"]
         fb += _sanitizer_mistake_lines(lab, run, tool, rep)
         items.append(Item(name, "sanitizer", pts, 0.0, "failed", sr.visibility, fb, details))
     return items

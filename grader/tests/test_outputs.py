@@ -144,6 +144,26 @@ class NewUserTests(unittest.TestCase):
         self.assertEqual(md.count("6 of 6 tests fail"), len(steps), "the count is said once per step")
         self.assertNotIn("Likely mistake", md)
 
+    def test_an_untouched_file_is_said_once_per_step_too(self):
+        """The same report as the pipeline marks an untouched file: the file
+        listed as untouched and no step marked not started (the TODO blocks
+        are compared only in an edited file). feedback.md read 'Likely
+        cause: a race' 16 times (issue 24), now once per step that it is not
+        started."""
+        from helpers import FIXTURES
+        from cmlgrade.parsers import parse_criterion_json
+        lab = LABS["04_reduction"]
+        outs = parse_criterion_json((FIXTURES / "mistakes" / "skeleton.reduction_cpu.json").read_text())
+        ref = lab_run(lab, {k: "PASSED" for k in outs})
+        run = lab_run(lab, {k: (o.status, *o.messages) for k, o in outs.items()}, untouched=["reduction.cu"])
+        ls = score_lab(lab, run, ref)
+        res = StudentResult("kim", "kim.zip", [ls], [], [], ls.points, ls.max_points, "not sandboxed: test", "public")
+        md = feedback_markdown(res)
+        self.assertEqual(md.count("Likely cause"), 0, md)
+        self.assertEqual(md.count("is not started yet"), len(lab.steps), md)
+        self.assertIn("untouched skeleton (no change from the kit): reduction.cu", md)
+        self.assertNotIn("Likely mistake", md)
+
     def test_self_check_without_a_gpu_is_not_measured_not_failed(self):
         res = no_gpu_result()
         statuses = {it.name: it.status for it in res.labs[0].items}
@@ -202,6 +222,59 @@ class NewUserTests(unittest.TestCase):
         lines = collapse([(f"step{i}::t", "the reference's result is FAILED") for i in range(9)] + [("a::b", "x")])
         self.assertEqual(len(lines), 2)
         self.assertIn("9 tests", lines[0])
+
+
+class CpuPathLabels(unittest.TestCase):
+    """On the CPU path the CPU runtime's bounds reports and race check
+    (CML_CPU_CHECK=race) stand in for memcheck and racecheck: every output
+    names the check that ran, not compute-sanitizer (issue 24: feedback.md
+    read 'compute-sanitizer memcheck' for them), and says how to repeat it."""
+
+    def graded(self, cpu: bool):
+        import dataclasses
+        from cmlgrade.parsers import SanitizerFinding
+        lab = dataclasses.replace(LABS["04_reduction"], cpu=cpu)
+        ref = lab_run(lab, all_tests(lab))
+        ref.sanitizers = {t: SanitizerReport("clean", "no finding", 0, None) for t in ("memcheck", "racecheck")}
+        run = lab_run(lab, all_tests(lab))
+        race = SanitizerFinding("Race reported between write at reduction.cu:88 and read at reduction.cu:91",
+                                "", "reduction.cu:88")
+        run.sanitizers = {"memcheck": SanitizerReport("clean", "the CPU path's checks: no finding", 0, None),
+                          "racecheck": SanitizerReport("errors", "CPU race check: 2 hazards", 2, race)}
+        run.sanitizer_configs = {"racecheck": "--step 1,2,3 --type int --n 1000003"}
+        why = "the CPU path (no GPU here)"
+        run.machine_note = ref.machine_note = why
+        ls = score_lab(lab, run, ref)
+        res = StudentResult("kim", "kim.zip", [ls], [], [], ls.points, ls.max_points, "not sandboxed: test",
+                            "public", machine=why)
+        out = tmpdir(self) / "out"
+        write_all(out, [res], [lab.name])
+        return ls, {p.relative_to(out).as_posix(): p.read_text() for p in out.rglob("*") if p.is_file()}
+
+    def test_every_output_names_the_cpu_paths_checks(self):
+        ls, files = self.graded(cpu=True)
+        names = [it.name for it in ls.items if it.category == "sanitizer"]
+        self.assertIn("CPU path bounds check (for memcheck)", names)
+        self.assertIn("CPU path race check (for racecheck)", names)
+        for f in ("students/kim/feedback.md", "students/kim/result.json", "students/kim/gradescope/results.json",
+                  "students/kim/prairielearn/results.json", "junit.xml"):
+            self.assertNotIn("compute-sanitizer memcheck", files[f], f)
+            self.assertNotIn("compute-sanitizer racecheck", files[f], f)
+            self.assertIn("CPU path race check (for racecheck)", files[f], f)
+        md = files["students/kim/feedback.md"]
+        self.assertIn("CPU path race check (for racecheck) is not clean: CPU race check: 2 hazards", md)
+        from cmlgrade.pipeline import CPU_PATH
+        self.assertIn("bounds and race checks ran on the CPU", CPU_PATH)   # the run's note says they ran
+        self.assertIn("run it: CML_CPU_CHECK=race reduction_run_cpu --step 1,2,3 --type int --n 1000003 "
+                      "--check-only", md)
+        self.assertIn("| CPU path bounds check (for memcheck) | PASS |", md)
+
+    def test_on_a_gpu_they_are_compute_sanitizers(self):
+        ls, files = self.graded(cpu=False)
+        md = files["students/kim/feedback.md"]
+        self.assertIn("compute-sanitizer racecheck is not clean: CPU race check: 2 hazards", md)
+        self.assertIn("runner arguments: --step 1,2,3", md)
+        self.assertNotIn("CPU path race check", md)
 
 
 class ProgressTests(unittest.TestCase):

@@ -412,6 +412,22 @@ class KitCheckTests(unittest.TestCase):
                       "got 0\n", text + "\n")
         self.assertFalse(any("Likely mistake" in f for f in it.feedback))
 
+    def test_a_file_left_as_the_skeleton_says_each_step_is_not_started_once(self):
+        """An untouched file (the pipeline lists it as untouched and marks
+        none of its steps not started): each failing step says once that it
+        is not started, with no likely cause and no kit-only check lines
+        (issue 24: 'Likely cause: a race' under every step)."""
+        race = "n = 33: expected 528, got 0. Likely cause: a race between threads of the block"
+        spec = {k: ("FAILED", race, race) for k in self.spec_of()}
+        _, ls = self.graded(spec, {s: (18, 20) for s in range(1, 9)}, untouched=["reduction.cu"])
+        for step in self.lab.steps:
+            it = item(ls, f"step {step.num} {step.ident}")
+            text = "\n".join(it.feedback + it.details)
+            self.assertEqual(it.points, 0.0)
+            self.assertEqual(text.count("Likely cause"), 0, text)
+            self.assertEqual(text.count("not started yet"), 1, text)
+            self.assertNotIn("kit-only check", text)
+
     def test_a_likely_cause_is_said_once_per_line(self):
         race = "n = 33: expected 528, got 0. Likely cause: a race between threads of the block"
         spec = self.spec_of(fail={f"step6::{t}": race for t in RED_TESTS[:4]})
