@@ -66,14 +66,7 @@ for f in "$drv"/*.c "$drv"/*.cu; do
   [ -e "$f" ] && [ "$(basename "$f")" != run.c ] && compile "$f" host
 done
 for f in "$root"/common/src/*.c "$root"/common/src/*.cu; do compile "$f" cml; done
-save_cflags=$CFLAGS
-CFLAGS="$CFLAGS -DCML_CPU_REF_BANK_MODEL"
 for f in "$here"/src/*.c; do compile "$f" rt; done
-CFLAGS=$save_cflags
-# Lab 01's reference bank model, renamed, for CML_CPU_CHECK=banks (as CMakeLists.txt does).
-$CC $CFLAGS -Dbank_of=cml_cpu_ref_bank_of -Dconflict_degree=cml_cpu_ref_conflict_degree -I"$here/src/refmodel" \
-  -I"$root/labs/01_shared_banks" -I"$here/include" -c "$root/solutions/01_shared_banks/bank_model.c" -o "$out/obj/rt_refmodel.o"
-objs="$objs $out/obj/rt_refmodel.o"
 if [ "${CML_CPU_RUNNER:-0}" = 1 ]; then
   # The lab's runner instead of its tests (what compute-sanitizer runs on a GPU).
   compile "$drv/run.c" runner

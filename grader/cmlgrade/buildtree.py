@@ -71,9 +71,6 @@ def make_student_tree(kit: Path, dest: Path, files: dict[str, dict[str, bytes]])
     sol = kit / "solutions"
     if sol.is_dir():
         (src / "solutions").mkdir(parents=True)
-        # read by common/cpu/CMakeLists.txt: no reference bank model in this tree
-        (src / "solutions" / "SKELETON_COPIES").write_text(
-            "The grader's build tree: each file here is the skeleton's copy, never the reference.\n")
         for lab_dir in sorted(p for p in sol.iterdir() if p.is_dir()):
             out = src / "solutions" / lab_dir.name
             out.mkdir(parents=True)

@@ -284,8 +284,6 @@ class StudentTreeTests(unittest.TestCase):
         self.assertFalse((src / "submissions").exists())                  # other students' work
         self.assertEqual((src / "solutions" / "04_reduction" / "reduction.cu").read_text(), "skeleton\n")
         self.assertEqual(sorted(p.name for p in (src / "solutions" / "04_reduction").iterdir()), ["reduction.cu"])
-        # the marker that keeps the CPU runtime from taking the skeleton's bank model for the reference's
-        self.assertTrue((src / "solutions" / "SKELETON_COPIES").is_file())
         self.assertEqual((src / "labs" / "04_reduction" / "reduction.cu").read_text(), "mine\n")
 
 

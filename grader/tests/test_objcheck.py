@@ -267,6 +267,14 @@ class RefusedObjects(unittest.TestCase):
         self.assertTrue(any("calls cml_cpu_device_open in reduce_helper_peek (opens device memory to host code"
                             in r for r in rep.refused), rep.refused)
 
+    def test_answering_with_the_cpu_runtimes_bank_model_is_refused(self):
+        # lab 01's steps 1-3 are the model: on the CPU path the runtime has one of its own (cml_cpu.h)
+        why = self.refused({"bank_model.c": BANK_MODEL_IN_C + """
+            int cml_cpu_conflict_degree(const uint32_t byte_address[32], int access_bytes);
+            int conflict_degree(const uint32_t byte_address[32], int access_bytes)
+            { return cml_cpu_conflict_degree(byte_address, access_bytes); }"""}, "01_shared_banks")
+        self.assertIn("calls cml_cpu_conflict_degree in conflict_degree (the kit's own code)", why[0])
+
     @unittest.skipUnless(shutil.which("nvcc"), "needs nvcc (the CUDA build's host object)")
     def test_managed_memory_in_the_cuda_build_is_refused(self):
         rep = report(self, {"reduction.cu": """

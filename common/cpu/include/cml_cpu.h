@@ -123,8 +123,13 @@ int cml_cpu_syncthreads_pred(int op, int predicate);
  * each lane's shared byte address (inactive lanes repeat an active lane's
  * address) and the access width. The signature is lab 01's
  * conflict_degree() (labs/01_shared_banks/banks.h), so the lab's own model
- * is plugged in as is: cml_cpu_set_bank_model(conflict_degree). */
+ * is plugged in as is: cml_cpu_set_bank_model(conflict_degree).
+ * CML_CPU_CHECK=banks costs accesses with the runtime's own model,
+ * cml_cpu_conflict_degree (src/cml_cpu_bank_model.c), unless another is set
+ * (NULL: requests are counted, conflicts are not). Student code may call
+ * neither (the grader's object checks). */
 typedef int (*cml_cpu_bank_model_fn)(const uint32_t byte_address[32], int access_bytes);
+int cml_cpu_conflict_degree(const uint32_t byte_address[32], int access_bytes);
 void cml_cpu_set_bank_model(cml_cpu_bank_model_fn fn);
 
 #ifdef __cplusplus

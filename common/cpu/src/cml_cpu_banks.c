@@ -1,7 +1,6 @@
 /* Shared-memory bank counts of the CPU path (CML_CPU_CHECK=banks), costed
- * with lab 01's bank model: conflict_degree() of the lab's reference
- * solution, solutions/01_shared_banks/bank_model.c, compiled into this
- * library under the name cml_cpu_ref_conflict_degree (see CMakeLists.txt);
+ * with the runtime's own bank model, cml_cpu_conflict_degree
+ * (cml_cpu_bank_model.c: the model lab 01 teaches);
  * cml_cpu_set_bank_model() plugs in another model of the same signature.
  *
  * One warp instruction = the accesses of one warp's lanes at the same code
@@ -21,13 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int cml_cpu_ref_conflict_degree(const uint32_t byte_address[32], int access_bytes);
-
-#ifdef CML_CPU_REF_BANK_MODEL
-static cml_cpu_bank_model_fn model = cml_cpu_ref_conflict_degree;
-#else
-static cml_cpu_bank_model_fn model;
-#endif
+static cml_cpu_bank_model_fn model = cml_cpu_conflict_degree;
 
 void cml_cpu_set_bank_model(cml_cpu_bank_model_fn fn) { model = fn; }
 
@@ -449,9 +442,8 @@ void cml_cpu_banks_at_exit(void) { cml_cpu_banks_report(stderr); }
 void cml_cpu_banks_report(FILE *out)
 {
     if (model == NULL) {
-        fprintf(out, "cml-cpu banks: no bank model in this build (the reference's "
-                        "solutions/01_shared_banks/bank_model.c was not there when the runtime was built: a "
-                        "student edition or the grader's build tree), so no bank conflicts are counted\n");
+        fprintf(out, "cml-cpu banks: no bank model set (cml_cpu_set_bank_model(NULL)), so no bank conflicts are "
+                     "counted\n");
         return;
     }
     pthread_mutex_lock(&banks_lock);

@@ -363,21 +363,10 @@ static char *banks_report_text(void)
     return text;
 }
 
-/* A kit without solutions/ (a student edition) has no bank model to cost
- * accesses with (common/cpu/CMakeLists.txt): the bank tests say so and skip. */
-#ifdef CML_CPU_TEST_NO_BANK_MODEL
-#define NEED_BANK_MODEL() \
-    cr_skip_test("no bank model in this kit: bank counts cost accesses with solutions/01_shared_banks/bank_model.c, " \
-                 "which a student edition leaves out")
-#else
-#define NEED_BANK_MODEL() ((void)0)
-#endif
-
 /* Conflicts of stride_kernel's loads (2 blocks of `threads`): ld, st. */
 static void bank_conflicts(int stride, int active, int wide, unsigned threads, unsigned long long *ld,
                            unsigned long long *st)
 {
-    NEED_BANK_MODEL();
     cml_cpu_bank_counts_on(); /* the runners' way (a program's: CML_CPU_CHECK=banks) */
     float *dout = device_poisoned(threads * sizeof(float));
     CHECK(k_stride(dout, stride, active, wide, threads));
@@ -428,8 +417,8 @@ Test(banks, lines_per_kernel_and_source_line)
 }
 
 /* The grader's technique check (checker.shared_use) reads each launch's
- * shared-memory requests from CML_CPU_BANKS_LOG, in a student's tree too,
- * where there is no bank model: the requests are counted all the same, and
+ * shared-memory requests from CML_CPU_BANKS_LOG. With no bank model set
+ * (cml_cpu_set_bank_model(NULL)) the requests are counted all the same, and
  * the conflicts, unknown, are left out rather than written as 0. */
 Test(banks, requests_are_logged_without_a_bank_model)
 {
@@ -461,7 +450,6 @@ Test(banks, requests_are_logged_without_a_bank_model)
 
 Test(banks, lanes_that_skip_a_pass_add_nothing)
 {
-    NEED_BANK_MODEL();
     cml_cpu_check_set_mode(CML_CPU_CHECK_BANKS);
     float *dout = device_poisoned(64 * sizeof(float));
     CHECK(k_skip_pass(dout, 64));
