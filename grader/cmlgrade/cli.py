@@ -8,6 +8,7 @@ import argparse
 import json
 import os
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -28,56 +29,68 @@ def default_kit() -> Path:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="grade.py", description=(
+    p = argparse.ArgumentParser(prog="grade.py", description=textwrap.fill(
         "Build, run, score and report CUDA Memory Labs submissions. A submission is a folder, .zip or "
         ".tar.gz with the lab files (the kit's layout or just the files); a folder of those is a batch "
         "(one per student, named by student id). Students: `python3 grader/grade.py labs/` grades your own "
-        "working copy with the public seed."))
+        "working copy with the public seed."),
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=(
+        "what most people type:\n"
+        "  a student's own check of one lab:\n"
+        "    python3 grader/grade.py labs/ --lab 04_reduction\n"
+        "  an instructor's class (docs/grading.md):\n"
+        "    python3 grader/grade.py submissions/ --lab 04_reduction --roster roster.csv \\\n"
+        "        --out grades/ --secret-seed N\n"
+        "  the reference solutions (full marks, or exit 3):\n"
+        "    python3 grader/grade.py --self-check --lab 04_reduction"))
     p.add_argument("input", nargs="?", help="a submission, or a folder of submissions")
-    p.add_argument("--lab", action="append", metavar="LAB", help="grade only this lab (repeat for more)")
-    p.add_argument("--roster", type=Path, help="CSV of student ids: students with nothing submitted get a row too")
-    p.add_argument("--out", type=Path, default=Path("grader-out"), help="output folder (default ./grader-out)")
-    p.add_argument("--rubric-override", type=Path, metavar="FILE", help="instructor's TOML merged over the default rubrics")
-    p.add_argument("--secret-seed", metavar="N", help=f"secret data seed for the hidden tests (or ${SECRET_ENV})")
-    p.add_argument("--jobs", type=int, default=0, help="CPU jobs for builds (default: all cores)")
-    p.add_argument("--per-gpu", type=int, default=1, metavar="N",
-                   help="submissions graded at once on each GPU (default 1): their tests, checks and sanitizers "
-                        "share it; Nsight Compute and the timing have it alone")
-    p.add_argument("--quiet", action="store_true", help="no progress and no summary (for scripts)")
-    p.add_argument("--progress", action="store_true",
+    g = p.add_argument_group("what to grade, where the grades go (what an instructor types)")
+    g.add_argument("--lab", action="append", metavar="LAB", help="grade only this lab (repeat for more)")
+    g.add_argument("--roster", type=Path, help="CSV of student ids: students with nothing submitted get a row too")
+    g.add_argument("--out", type=Path, default=Path("grader-out"), help="output folder (default ./grader-out)")
+    g.add_argument("--secret-seed", metavar="N", help=f"secret data seed for the hidden tests (or ${SECRET_ENV})")
+    g.add_argument("--rubric-override", type=Path, metavar="FILE", help="instructor's TOML merged over the default rubrics")
+    g.add_argument("--self-check", action="store_true", help="grade the reference solutions as a submission; "
+                   "exit 3 unless they get full marks")
+    g.add_argument("--quiet", action="store_true", help="no progress and no summary (for scripts)")
+    g.add_argument("--progress", action="store_true",
                    help="progress lines on stderr (the default: a line a stage, and one every 10 s while a long "
                         "stage runs, on a terminal or not; --quiet turns them off)")
-    p.add_argument("--self-check", action="store_true", help="grade the reference solutions as a submission; "
-                   "exit 3 unless they get full marks")
-    p.add_argument("--batch", action="store_true", help="treat INPUT as a folder of submissions")
-    p.add_argument("--single", action="store_true", help="treat INPUT as one submission")
-    p.add_argument("--student", help="the student id of a single submission (default: its file or folder name)")
-    p.add_argument("--kit", type=Path, default=None, help="the pristine kit (default: the repository holding grader/)")
-    p.add_argument("--work", type=Path, help="keep build trees here (default: a temporary folder, removed)")
-    p.add_argument("--keep-work", action="store_true", help="do not remove the temporary build folder")
-    p.add_argument("--unsafe-no-sandbox", "--no-sandbox", dest="no_sandbox", action="store_true",
+    g = p.add_argument_group("a class at scale: GPUs, clusters, platforms, reruns")
+    g.add_argument("--per-gpu", type=int, default=1, metavar="N",
+                   help="submissions graded at once on each GPU (default 1): their tests, checks and sanitizers "
+                        "share it; Nsight Compute and the timing have it alone")
+    g.add_argument("--jobs", type=int, default=0, help="CPU jobs for builds (default: all cores)")
+    g.add_argument("--cache", type=Path, metavar="DIR", help="where graded labs are kept so that a rerun skips a "
+                   "submission-lab graded from the same bytes, kit, rubric and seed (default OUT/.cache)")
+    g.add_argument("--no-cache", action="store_true", help="grade everything again and keep nothing")
+    g.add_argument("--reference-build", type=Path, metavar="DIR", help="build the reference solutions here, shared "
+                   "by several runs (a Slurm array's tasks): the first builds it under a lock, the others reuse it")
+    g.add_argument("--shard", metavar="I/S", help="grade only shard I of S (0-based; submissions sorted by id, "
+                   "every S-th) and also write OUT/shard.json for grader/tools/slurm merge")
+    g.add_argument("--gradescope-results", type=Path, metavar="FILE",
+                   help="single submission: also write Gradescope's results.json here "
+                        "(/autograder/results/results.json)")
+    g = p.add_argument_group("special cases and kit developers")
+    g.add_argument("--batch", action="store_true", help="treat INPUT as a folder of submissions")
+    g.add_argument("--single", action="store_true", help="treat INPUT as one submission")
+    g.add_argument("--student", help="the student id of a single submission (default: its file or folder name)")
+    g.add_argument("--kit", type=Path, default=None, help="the pristine kit (default: the repository holding grader/)")
+    g.add_argument("--work", type=Path, help="keep build trees here (default: a temporary folder, removed)")
+    g.add_argument("--keep-work", action="store_true", help="do not remove the temporary build folder")
+    g.add_argument("--unsafe-no-sandbox", "--no-sandbox", dest="no_sandbox", action="store_true",
                    help="run student code WITHOUT isolation (no bubblewrap); every report says so. Without it the "
                         "grader refuses to run student code where bubblewrap cannot run, except a student's own "
                         "check (one submission, no secret seed)")
-    p.add_argument("--cuda-arch", default="",
+    g.add_argument("--cuda-arch", default="",
                    help="CUDA architectures for the builds (default: the GPU grading here, or sm_90 without one; "
                         "$CUDAARCHS is not read: a student's export for their own builds must not change what "
                         "the grader compiles)")
-    p.add_argument("--timestamp", default="", help="write this timestamp into result.json (default: none, "
+    g.add_argument("--timestamp", default="", help="write this timestamp into result.json (default: none, "
                    "so the same inputs give the same files)")
-    p.add_argument("--timings", type=Path, metavar="FILE", help="write build and run seconds per student and lab (JSON)")
-    p.add_argument("--cache", type=Path, metavar="DIR", help="where graded labs are kept so that a rerun skips a "
-                   "submission-lab graded from the same bytes, kit, rubric and seed (default OUT/.cache)")
-    p.add_argument("--no-cache", action="store_true", help="grade everything again and keep nothing")
-    p.add_argument("--fresh-trees", action="store_true", help="configure and build the whole kit for every "
+    g.add_argument("--timings", type=Path, metavar="FILE", help="write build and run seconds per student and lab (JSON)")
+    g.add_argument("--fresh-trees", action="store_true", help="configure and build the whole kit for every "
                    "submission (slower; the default builds the pristine kit once and only the student's files after)")
-    p.add_argument("--reference-build", type=Path, metavar="DIR", help="build the reference solutions here, shared "
-                   "by several runs (a Slurm array's tasks): the first builds it under a lock, the others reuse it")
-    p.add_argument("--shard", metavar="I/S", help="grade only shard I of S (0-based; submissions sorted by id, "
-                   "every S-th) and also write OUT/shard.json for grader/tools/slurm merge")
-    p.add_argument("--gradescope-results", type=Path, metavar="FILE",
-                   help="single submission: also write Gradescope's results.json here "
-                        "(/autograder/results/results.json)")
     return p
 
 
