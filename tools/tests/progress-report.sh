@@ -2,7 +2,9 @@
 # cmake/student_progress.cmake's report, on a stand-in test program (no
 # build): a failing step shows its own first message in full, brackets and
 # later lines included ("[1, 2)" once ran every later message into step 8's
-# line), and a step done on an earlier run that fails now reads BROKEN.
+# line), the first failing test by name (Criterion lists tests in the order
+# its workers end them), and a step done on an earlier run that fails now
+# reads BROKEN.
 set -u
 kit="$1"
 work=$(mktemp -d "${TMPDIR:-/tmp}/cml-progress-XXXXXX")
@@ -12,10 +14,11 @@ cat > "$work/fake_tests" <<'FAKE'
 rep=${1#--json=}
 s2=PASSED; [ -f "$(dirname "$0")/break2" ] && s2=FAILED
 cat > "$rep" <<J
-{"id":"Criterion v2.4.2","passed":1,"failed":2,"errored":0,"skipped":0,"test_suites":[
+{"id":"Criterion v2.4.2","passed":1,"failed":3,"errored":0,"skipped":0,"test_suites":[
 {"name":"step1","tests":[{"name":"sums_ints","status":"FAILED","messages":["reduction.c:40: element [1, 2) of block 0 is wrong\nexpected 3, got 7","a second message"]}]},
 {"name":"step2","tests":[{"name":"sums_ints","status":"$s2","messages":["step 2 has [one bracket"]}]},
-{"name":"step8","tests":[{"name":"sums_ints","status":"FAILED","messages":["range [0, 5) of step 8"]}]}]}
+{"name":"step8","tests":[{"name":"sums_ints","status":"FAILED","messages":["range [0, 5) of step 8"]},
+  {"name":"sums_floats","status":"FAILED","messages":["the floats' message, listed second"]}]}]}
 J
 exit 1
 FAKE
@@ -32,7 +35,8 @@ first=$(progress)
 expect "step 1's own message" "      first: step1::sums_ints: reduction.c:40: element [1, 2) of block 0 is wrong" "$first"
 expect "the message in full" "             expected 3, got 7" "$first"
 expect "step 2 done" "step 2 strided_index    done (1 tests pass)" "$first"
-expect "step 8's own message" "      first: step8::sums_ints: range [0, 5) of step 8" "$first"
+# step 8's report lists sums_ints first (Criterion's order is the order its workers ended): the first by name
+expect "step 8's first test by name" "      first: step8::sums_floats: the floats' message, listed second" "$first"
 if grep -q "a second message" <<<"$first"; then echo "FAIL: step 1 shows more than its first message"; fail=1; fi
 touch "$work/break2"
 second=$(progress)
