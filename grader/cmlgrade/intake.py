@@ -10,6 +10,7 @@ import csv
 import difflib
 import io
 import os
+import re
 import stat
 import tarfile
 import unicodedata
@@ -441,14 +442,16 @@ def kit_file_names(kit: Path) -> set[str]:
 
 def read_roster(path: Path) -> list[str]:
     """Student ids from a roster CSV: the column named student_id, id, sid,
-    login, username or email (first one found), else the first column."""
+    login, username, user, email or student (first one found: a column of
+    ids before one that may hold names; case, spaces and hyphens aside:
+    "Student ID" is student_id), else the first column."""
     with path.open(newline="", encoding="utf-8-sig") as f:
         rows = list(csv.reader(f))
     if not rows:
         return []
-    header = [h.strip().lower() for h in rows[0]]
+    header = [re.sub(r"[\s-]+", "_", h.strip().lower()) for h in rows[0]]
     col = None
-    for key in ("student_id", "id", "sid", "login", "username", "email"):
+    for key in ("student_id", "id", "sid", "login", "username", "user", "email", "student"):
         if key in header:
             col = header.index(key)
             break

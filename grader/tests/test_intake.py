@@ -263,6 +263,13 @@ class FolderAndBatchTests(unittest.TestCase):
         self.assertEqual(read_roster(r), ["zoe"])
         r.write_text("x1\nx2\n")
         self.assertEqual(read_roster(r), ["x1", "x2"])
+        # a header an LMS export writes is a header, never a student named "student"
+        for head in ("student", "Student ID", "Student-Id", "User"):
+            r.write_text(f"name,{head}\nZoe Z,zoe\nAl A,al\n")
+            self.assertEqual(read_roster(r), ["zoe", "al"], head)
+        # a column of ids wins over a "Student" column of names (an LMS gradebook export)
+        r.write_text("Student,ID,Section\nZoe Z,zoe,1\n")
+        self.assertEqual(read_roster(r), ["zoe"])
 
 
 class StudentTreeTests(unittest.TestCase):
