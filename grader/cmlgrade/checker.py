@@ -90,11 +90,9 @@ SAMPLES = 32         # HN_SAMPLES
 
 def write_input(path: Path, step: int | list[int], cases: list[Case]) -> None:
     """The harness's input: every case run by `step` (or case k by step[k]).
-    Checked cases run one step a process: in one process for several steps,
-    a step could hand a later one the answer to a case they share (lab 02's
-    steps 6-8 convolve the same images), which its own process lacks. Timed
-    cases of several steps share a process (reftime.perf_lab), each step's
-    case with a seed of its own: no two of them hold the same data."""
+    Checked cases of every step and both seeds share a process
+    (check_together); timed cases of several steps share one too
+    (reftime.perf_lab), each step's case with a seed of its own."""
     steps = step if isinstance(step, list) else [step] * len(cases)
     with path.open("wb") as f:
         f.write(b"CMLH" + struct.pack("<II", VERSION, len(cases)))
@@ -173,6 +171,42 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
     got, why = _run_harness(exe, harness, chk, out_dir / f"check-{tag}-step{step}", [step] * len(cases), cases,
                             timeout, env, readable)
     return _verdict(chk, step, cases, got, why)
+
+
+def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tuple[str, int, int]], out_dir: Path,
+                   timeout: float, env: dict[str, str], readable: list[Path],
+                   cpu: bool) -> dict[tuple[str, int, int], StepVerdict]:
+    """The verdicts of many steps from one harness process (one CUDA
+    context, one start): `wanted` lists (kind, seed, step), whose cases run
+    in that order. A (kind, seed, step) is settled by this run when every
+    one of its cases has an output, none ended in a CUDA error, and no case
+    before it did (an error can leave the context unusable, and a step's
+    leaked memory can starve a later one): those are returned; the caller
+    runs the others a step a process (check_step), whose verdict then
+    stands, as where this run hung or died part way. A step that answers
+    a case with another step's answer from the same process (lab 02's steps
+    6-8 convolve the same images) gives the answer that calling that step's
+    launcher would give; what each step launched is the technique checks'
+    part, on a run of its own (trace_steps)."""
+    if len(wanted) < 2 or not harness.is_file():
+        return {}
+    chk = CHECKERS[lab_name]
+    order: list[int] = []
+    cases: list[Case] = []
+    spans = []
+    for key in wanted:
+        mine = chk.step_cases(make_cases(lab_name, key[1], cpu), key[2])
+        spans.append((key, len(cases), len(cases) + len(mine)))
+        cases += mine
+        order += [key[2]] * len(mine)
+    got, why = _run_harness(exe, harness, chk, out_dir / "check-together", order, cases, timeout, env, readable)
+    settled = {}
+    for key, a, b in spans:
+        part = got[a:b]
+        if any(g is None or g.err != 0 for g in part):
+            break
+        settled[key] = _verdict(chk, key[2], cases[a:b], part, why)
+    return settled
 
 
 def _run_harness(exe: Executor, harness: Path, chk, work: Path, steps: list[int], cases: list[Case], timeout: float,

@@ -146,22 +146,27 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
     (Criterion's report can lower a grade, never raise it). The hidden tests
     are the checker's verdict alone (no student process ever gets the secret
     seed)."""
-    from .checker import check_step
+    from .checker import check_step, check_together
     from .parsers import TestOutcome
     from .results import BinaryRun
     from .run import GPU_SIDE_BY_SIDE, side_by_side
 
-    def one(kind: str, seed: int | None, step: int):
+    def one(kind: str, seed: int, step: int):
         if deadline.expired():
             from .checker import StepVerdict
             return StepVerdict(False, note="not run: the lab's time limit ran out")
-        return check_step(exe, harness, lab.name, step, public_seed if seed is None else seed, out,
-                          deadline.limit(step_limit), env, readable, cpu, kind)
-    # each step in a process of its own; on a GPU several at once (on the CPU path each uses every core)
-    for kind, seed in seeds:
-        got = side_by_side([lambda k=kind, x=seed, n=s.num: one(k, x, n) for s in lab.steps],
-                           1 if cpu else GPU_SIDE_BY_SIDE)
-        run.checks.setdefault(kind, {}).update({s.num: v for s, v in zip(lab.steps, got)})
+        return check_step(exe, harness, lab.name, step, seed, out, deadline.limit(step_limit), env, readable, cpu,
+                          kind)
+    # every step of both seeds in one harness process, within one step's limit; what that run does not
+    # settle (a CUDA error, a hang, a crash) a step a process, on a GPU several at once (on the CPU path
+    # each uses every core)
+    wanted = [(kind, public_seed if seed is None else seed, s.num) for s in lab.steps for kind, seed in seeds]
+    got = {} if deadline.expired() else check_together(exe, harness, lab.name, wanted, out,
+                                                        deadline.limit(step_limit), env, readable, cpu)
+    rest = [k for k in wanted if k not in got]
+    got.update(zip(rest, side_by_side([lambda k=k: one(*k) for k in rest], 1 if cpu else GPU_SIDE_BY_SIDE)))
+    for key in wanted:
+        run.checks.setdefault(key[0], {})[key[2]] = got[key]
     _technique(exe, lab, run, harness, public_seed, out, step_limit, deadline, env, readable, cpu, ref)
     # public: the checker's failing cases are a line of their own, not every test's message
     mine = BinaryRun(KIT_CHECK_BINARY, True)

@@ -844,6 +844,82 @@ class TechniqueForgeries(unittest.TestCase):
         self.assertIn("0 shared-memory loads", run.technique[3])
 
 
+class OneHarnessProcess(unittest.TestCase):
+    """Every step's kit-only verdicts, public and hidden, from one harness
+    process (checker.check_together); what that run does not settle, a step
+    a process. A stand-in harness (Python) transposes like lab 06's kernels
+    and logs the steps of each run."""
+
+    HARNESS = """
+        import array, time
+        d = open(inp, 'rb').read(); n = struct.unpack_from('<I', d, 8)[0]; p = 12
+        cases = []
+        for _ in range(n):
+            step, kind, rows, cols, count, fill, reps, seed = struct.unpack_from('<IIQQQIIQ', d, p); p += 48
+            cases.append((step, rows, cols, d[p:p + 4 * count])); p += 4 * count
+        steps = sorted({c[0] for c in cases})
+        with open(LOG, 'a') as log:
+            log.write(','.join(map(str, steps)) + '\\n')
+        if MODE == 'hang' and len(steps) > 1:
+            time.sleep(120)
+        out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 2, n))
+        for step, rows, cols, raw in cases:
+            a = array.array('f'); a.frombytes(raw)
+            if MODE == 'error' and len(steps) > 1 and step >= 4:   # e.g. out of memory after a leak
+                out.write(struct.pack('<iQ', 2, 0) + struct.pack('<Q', len(raw)) + raw + struct.pack('<Ii', 0, 0))
+                continue
+            if step == 1 or (MODE == 'wrong5' and step == 5):
+                t = a
+            else:
+                t = array.array('f', bytes(len(raw)))
+                for r in range(rows):
+                    t[r::rows] = a[r * cols:(r + 1) * cols]
+            out.write(struct.pack('<iQ', 0, len(raw)) + t.tobytes() + struct.pack('<Q', len(raw)) + raw
+                      + struct.pack('<Ii', 0, 0))
+        """
+
+    def grade(self, mode: str, step_limit: float = 120):
+        from cmlgrade.run import Deadline
+        lab = LABS["06_transpose"]
+        log = tmpdir(self) / "runs.log"
+        harness = CheckerForgeries.fake(self, f"LOG = {str(log)!r}\nMODE = {mode!r}\n"
+                                        + textwrap.dedent(self.HARNESS))
+        run, ref = LabRun(lab.name), LabRun(lab.name)
+        with unittest.mock.patch.object(trust, "_technique"):
+            trust.run_kit_checks(Executor(Sandbox(None, "")), lab, run, ref, harness,
+                                 [("public", None), ("hidden", 777)], 4242, tmpdir(self), step_limit,
+                                 Deadline(600), {}, [], True)
+        runs = [line.split(",") for line in log.read_text().split()]
+        verdicts = {(kind, s): v.ok for kind, per in run.checks.items() for s, v in per.items()}
+        return lab, runs, verdicts
+
+    def test_every_step_of_both_seeds_runs_in_one_process(self):
+        lab, runs, verdicts = self.grade("right")
+        nums = [str(s.num) for s in lab.steps]
+        self.assertEqual(runs, [nums])
+        self.assertEqual(verdicts, {(k, s.num): True for k in ("public", "hidden") for s in lab.steps})
+
+    def test_a_wrong_step_fails_alone_in_the_shared_run(self):
+        lab, runs, verdicts = self.grade("wrong5")
+        self.assertEqual(len(runs), 1)
+        self.assertEqual({key for key, ok in verdicts.items() if not ok}, {("public", 5), ("hidden", 5)})
+
+    def test_a_cuda_error_in_the_shared_run_costs_no_step_its_verdict(self):
+        # from step 4 on the shared run answers with errors (a leak of an earlier step starving a later one):
+        # steps 1-3 keep that run's verdicts, step 4 on are run a step a process, where they are right
+        lab, runs, verdicts = self.grade("error")
+        self.assertEqual(runs[0], [str(s.num) for s in lab.steps])
+        self.assertEqual(sorted(r[0] for r in runs[1:]), sorted([str(s.num) for s in lab.steps if s.num >= 4] * 2))
+        self.assertTrue(all(verdicts.values()), verdicts)
+
+    def test_a_shared_run_that_hangs_costs_one_steps_limit_and_no_verdict(self):
+        t0 = time.monotonic()
+        lab, runs, verdicts = self.grade("hang", step_limit=3)
+        self.assertEqual(len(runs), 1 + 2 * len(lab.steps))   # the shared run, then each step alone
+        self.assertTrue(all(verdicts.values()), verdicts)
+        self.assertLess(time.monotonic() - t0, 60)
+
+
 class StepTechniqueForgeries(unittest.TestCase):
     """Right answers by the wrong technique, found on what the step
     launched (test_static.py's helpers; it holds the honest variants that
