@@ -199,7 +199,8 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
         spans.append((key, len(cases), len(cases) + len(mine)))
         cases += mine
         order += [key[2]] * len(mine)
-    got, why = _run_harness(exe, harness, chk, out_dir / "check-together", order, cases, timeout, env, readable)
+    got, why = _run_harness(exe, harness, chk, out_dir / f"check-together-{wanted[0][0]}-step{wanted[0][2]}", order,
+                            cases, timeout, env, readable)
     settled = {}
     for key, a, b in spans:
         part = got[a:b]
@@ -207,6 +208,26 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
             break
         settled[key] = _verdict(chk, key[2], cases[a:b], part, why)
     return settled
+
+
+def together_parts(lab_name: str, wanted: list[tuple[str, int, int]], cpu: bool,
+                   parts: int) -> list[list[tuple[str, int, int]]]:
+    """`wanted` shared among `parts` harness runs (check_together) of about
+    the same data each, every (kind, seed, step) in one of them, in their
+    order: on a GPU several processes run side by side, where one process
+    for a lab's large cases would take as long as all of them in turn."""
+    if parts <= 1 or len(wanted) <= 1:
+        return [list(wanted)]
+    chk = CHECKERS[lab_name]
+    size = {k: sum(c.count + 1 for c in chk.step_cases(make_cases(lab_name, k[1], cpu), k[2])) for k in wanted}
+    groups: list[list[tuple[str, int, int]]] = [[] for _ in range(min(parts, len(wanted)))]
+    load = [0] * len(groups)
+    for k in sorted(wanted, key=lambda k: -size[k]):   # the largest first, each to the lightest part
+        g = load.index(min(load))
+        groups[g].append(k)
+        load[g] += size[k]
+    order = {k: i for i, k in enumerate(wanted)}
+    return [sorted(g, key=order.get) for g in groups if g]
 
 
 def _run_harness(exe: Executor, harness: Path, chk, work: Path, steps: list[int], cases: list[Case], timeout: float,

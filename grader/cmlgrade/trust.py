@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import partial
 from pathlib import Path
 
 from .labs import Lab
@@ -146,7 +147,7 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
     (Criterion's report can lower a grade, never raise it). The hidden tests
     are the checker's verdict alone (no student process ever gets the secret
     seed)."""
-    from .checker import check_step, check_together
+    from .checker import check_step, check_together, together_parts
     from .parsers import TestOutcome
     from .results import BinaryRun
     from .run import GPU_SIDE_BY_SIDE, side_by_side
@@ -157,14 +158,21 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
             return StepVerdict(False, note="not run: the lab's time limit ran out")
         return check_step(exe, harness, lab.name, step, seed, out, deadline.limit(step_limit), env, readable, cpu,
                           kind)
-    # every step of both seeds in one harness process, within one step's limit; what that run does not
+    # every step of both seeds in one harness process, within one step's limit (on a GPU the steps shared
+    # among GPU_SIDE_BY_SIDE processes side by side, of about the same data each); what that run does not
     # settle (a CUDA error, a hang, a crash) a step a process, on a GPU several at once (on the CPU path
     # each uses every core)
     wanted = [(kind, public_seed if seed is None else seed, s.num) for s in lab.steps for kind, seed in seeds]
-    got = {} if deadline.expired() else check_together(exe, harness, lab.name, wanted, out,
-                                                        deadline.limit(step_limit), env, readable, cpu)
+    width = 1 if cpu else GPU_SIDE_BY_SIDE
+    got = {}
+    if not deadline.expired():
+        def together(part):
+            return check_together(exe, harness, lab.name, part, out, deadline.limit(step_limit), env, readable, cpu)
+        for settled in side_by_side([partial(together, p) for p in together_parts(lab.name, wanted, cpu, width)],
+                                    width):
+            got.update(settled)
     rest = [k for k in wanted if k not in got]
-    got.update(zip(rest, side_by_side([lambda k=k: one(*k) for k in rest], 1 if cpu else GPU_SIDE_BY_SIDE)))
+    got.update(zip(rest, side_by_side([lambda k=k: one(*k) for k in rest], width)))
     for key in wanted:
         run.checks.setdefault(key[0], {})[key[2]] = got[key]
     _technique(exe, lab, run, harness, public_seed, out, step_limit, deadline, env, readable, cpu, ref)

@@ -878,17 +878,19 @@ class OneHarnessProcess(unittest.TestCase):
                       + struct.pack('<Ii', 0, 0))
         """
 
-    def grade(self, mode: str, step_limit: float = 120):
+    def grade(self, mode: str, step_limit: float = 120, cpu: bool = True):
         from cmlgrade.run import Deadline
         lab = LABS["06_transpose"]
         log = tmpdir(self) / "runs.log"
         harness = CheckerForgeries.fake(self, f"LOG = {str(log)!r}\nMODE = {mode!r}\n"
                                         + textwrap.dedent(self.HARNESS))
         run, ref = LabRun(lab.name), LabRun(lab.name)
-        with unittest.mock.patch.object(trust, "_technique"):
+        cases = checker.make_cases   # the CPU path's sizes either way: the stand-in transposes in Python
+        with unittest.mock.patch.object(trust, "_technique"), \
+                unittest.mock.patch.object(checker, "make_cases", lambda name, seed, _: cases(name, seed, True)):
             trust.run_kit_checks(Executor(Sandbox(None, "")), lab, run, ref, harness,
                                  [("public", None), ("hidden", 777)], 4242, tmpdir(self), step_limit,
-                                 Deadline(600), {}, [], True)
+                                 Deadline(600), {}, [], cpu)
         runs = [line.split(",") for line in log.read_text().split()]
         verdicts = {(kind, s): v.ok for kind, per in run.checks.items() for s, v in per.items()}
         return lab, runs, verdicts
@@ -898,6 +900,18 @@ class OneHarnessProcess(unittest.TestCase):
         nums = [str(s.num) for s in lab.steps]
         self.assertEqual(runs, [nums])
         self.assertEqual(verdicts, {(k, s.num): True for k in ("public", "hidden") for s in lab.steps})
+
+    def test_on_a_gpu_the_steps_are_shared_among_four_processes_side_by_side(self):
+        from cmlgrade.run import GPU_SIDE_BY_SIDE
+        lab, runs, verdicts = self.grade("right", cpu=False)
+        self.assertEqual(len(runs), GPU_SIDE_BY_SIDE)
+        # every step's cases of both seeds in one of them, none twice
+        keys = [(k, s.num) for k in ("public", "hidden") for s in lab.steps]
+        parts = checker.together_parts(lab.name, [(k, 4242 if k == "public" else 777, s) for k, s in keys], True,
+                                       GPU_SIDE_BY_SIDE)
+        self.assertEqual(sorted((k, s) for p in parts for k, _, s in p), sorted(keys))
+        self.assertEqual(sorted(sorted(r) for r in runs), sorted(sorted({str(s) for _, _, s in p}) for p in parts))
+        self.assertEqual(verdicts, {key: True for key in keys})
 
     def test_a_wrong_step_fails_alone_in_the_shared_run(self):
         lab, runs, verdicts = self.grade("wrong5")
