@@ -31,7 +31,8 @@ from pathlib import Path
 from .build import clock, set_clock
 from .intake import Submission
 from .labs import LabError, load_labs
-from .pipeline import GraderError, Options, Pipeline
+from .pipeline import Pipeline
+from .stagebase import GraderError, Options
 from .report import write_all
 from .run import list_gpus
 

@@ -14,7 +14,8 @@ from pathlib import Path
 
 from .intake import Submission, is_archive, kit_file_names, looks_like_one_submission, read_batch, read_roster, read_submission
 from .labs import LabError, kit_description, load_labs
-from .pipeline import STUDENT_EDITION, GraderError, Options, Pipeline, parse_seed
+from .pipeline import Pipeline
+from .stagebase import STUDENT_EDITION, GraderError, Options, parse_seed
 from .report import fmt, gradescope_json, write_all
 from .rubric import RubricError, load_override
 from .buildtree import check_kit

@@ -19,7 +19,7 @@ import xml.etree.ElementTree as ET
 from dataclasses import asdict
 from pathlib import Path
 
-from .pipeline import safe_name
+from .stagebase import safe_name
 from .sandbox import kill_leftovers
 from .results import Item, LabScore, StudentResult
 from .score import NO_GPU

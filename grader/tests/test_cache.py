@@ -102,7 +102,7 @@ class PipelineCacheTests(unittest.TestCase):
         subs2 = [Submission("ann", "ann", files), Submission("bob", "bob", {RED.name: {"reduction.cu": b"int e;\n"}})]
         second = []
         said = []
-        with mock.patch("cmlgrade.pipeline.Progress.note", lambda self, m: said.append(m)):
+        with mock.patch("cmlgrade.progress.Progress.note", lambda self, m: said.append(m)):
             p2, res2, err2 = self.grade(d, subs2, second)
         self.assertEqual(err2, [])
         self.assertEqual(p2.cache.hits, 2)

@@ -263,7 +263,7 @@ class CpuPathLabels(unittest.TestCase):
             self.assertIn("CPU path race check (for racecheck)", files[f], f)
         md = files["students/kim/feedback.md"]
         self.assertIn("CPU path race check (for racecheck) is not clean: CPU race check: 2 hazards", md)
-        from cmlgrade.pipeline import CPU_PATH
+        from cmlgrade.stagebase import CPU_PATH
         self.assertIn("bounds and race checks ran on the CPU", CPU_PATH)   # the run's note says they ran
         self.assertIn("run it: CML_CPU_CHECK=race reduction_run_cpu --step 1,2,3 --type int --n 1000003 "
                       "--check-only", md)
@@ -439,7 +439,7 @@ class CudaArch(unittest.TestCase):
     def test_the_architecture_is_given_or_the_gpu_or_sm90(self):
         from unittest import mock
         from cmlgrade.cli import parser
-        from cmlgrade.pipeline import cuda_arch
+        from cmlgrade.stagebase import cuda_arch
         from cmlgrade.sandbox import scrubbed_env
         with mock.patch.dict(os.environ, {"CUDAARCHS": "75"}):
             self.assertEqual(parser().parse_args(["x"]).cuda_arch, "")
@@ -487,7 +487,7 @@ class Heartbeat(unittest.TestCase):
     def test_a_long_stage_is_never_silent(self):
         import contextlib
         import time
-        from cmlgrade.pipeline import Progress
+        from cmlgrade.progress import Progress
         err = io.StringIO()
         with mock.patch.object(Progress, "HEARTBEAT_S", 0.3), contextlib.redirect_stderr(err):
             p = Progress(True, 2)

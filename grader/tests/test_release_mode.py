@@ -11,9 +11,11 @@ from unittest import mock
 
 from helpers import KIT, labs, tmpdir
 
-from cmlgrade import pipeline
+from cmlgrade import building, labrun
 from cmlgrade.intake import Submission
-from cmlgrade.pipeline import NO_REFERENCE, Options, Pipeline, criterion_list
+from cmlgrade.labrun import criterion_list
+from cmlgrade.pipeline import Options, Pipeline
+from cmlgrade.stagebase import NO_REFERENCE
 from cmlgrade.sandbox import ProcResult
 
 LAB = labs(["01_shared_banks"])["01_shared_banks"]
@@ -101,11 +103,11 @@ def grade(test, fake, gpu: bool):
     # the kit-only checker runs real harness programs (test_checker.py tests it on the CPU path); here
     # only that the pipeline calls it where there is a GPU, and leaves the tests' outcomes as they are
     checked = []
-    patches.append(mock.patch.object(pipeline, "run_kit_checks", lambda *a, **k: checked.append(a[1].name)))
+    patches.append(mock.patch.object(labrun, "run_kit_checks", lambda *a, **k: checked.append(a[1].name)))
     test.checked = checked
-    if hasattr(pipeline, "check_lab"):   # the object checks read real objects: here, none
+    if hasattr(building, "check_lab"):   # the object checks read real objects: here, none
         from cmlgrade.objcheck import ObjectReport
-        patches.append(mock.patch.object(pipeline, "check_lab", lambda *a: ObjectReport(checked=True)))
+        patches.append(mock.patch.object(building, "check_lab", lambda *a: ObjectReport(checked=True)))
     for p in patches:
         p.start()
         test.addCleanup(p.stop)

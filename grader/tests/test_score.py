@@ -634,7 +634,7 @@ class CpuPathCannotRun(unittest.TestCase):
 
     def test_the_cpu_paths_refusal_to_compile_is_not_a_compile_error(self):
         from cmlgrade.build import TargetBuild, TreeBuild
-        from cmlgrade.pipeline import _note_build
+        from cmlgrade.building import _note_build
         said = ('labs/04_reduction/reduction.cu:40:5: error: static assertion failed: cml-cpu: the CPU path cannot '
                 'run grid.sync() (a cooperative launch): grade this file on a GPU')
         tb = TreeBuild(True, targets={t: TargetBuild(t, not t.endswith("_cpu"), 1.0,
@@ -653,7 +653,7 @@ class CpuPathCannotRun(unittest.TestCase):
 
     def test_an_ordinary_compile_error_still_scores_zero(self):
         from cmlgrade.build import TargetBuild, TreeBuild
-        from cmlgrade.pipeline import _note_build
+        from cmlgrade.building import _note_build
         tb = TreeBuild(True, targets={"test_reduction_cpu": TargetBuild(
             "test_reduction_cpu", False, 1.0, ["reduction.cu:3:1: error: expected ';' before '}' token"])})
         run = LabRun(self.lab.name)
