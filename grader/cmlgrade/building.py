@@ -10,7 +10,7 @@ from .build import build_tree, clock, cpu_path_instead, shared_lock
 from .buildtree import TreeError, make_student_tree
 from .checker import CHECKERS
 from .intake import Submission
-from .labrun import _shares
+from .refruns import _shares
 from .labs import Lab, LabError, kit_description, manifests
 from .progress import Progress
 from .results import LabRun

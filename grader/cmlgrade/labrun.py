@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import queue
-import re
-import threading
 from contextlib import ExitStack
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
@@ -20,27 +19,9 @@ from .labs import Lab
 from .parsers import TestOutcome
 from .progress import Progress
 from .reftime import perf_lab
-from .results import BinaryRun, LabRun, PerfResult
+from .results import LabRun, PerfResult
 from .stagebase import HARNESS_REPEATS, NO_REFERENCE, PUBLIC_SEED, _Job, safe_name
-from .trust import reference_traces, run_kit_checks, scrub_outcomes, student_seed
-
-
-def criterion_list(text: str) -> dict[str, TestOutcome]:
-    """suite::test -> PASSED (SKIPPED for a disabled test) from a Criterion
-    binary's --list: "suite: N tests" lines, then one line per test after a
-    tree glyph ("├── ", "└── ", or "|-- ", "`-- " with --ascii)."""
-    out: dict[str, TestOutcome] = {}
-    suite = None
-    for line in text.splitlines():
-        m = re.fullmatch(r"(\S+): \d+ tests?", line.strip())
-        if m:
-            suite = m.group(1)
-            continue
-        m = re.fullmatch(r"(?:├── |└── |\|-- |`-- )(\S+)( \(skipped\))?", line.strip())
-        if m and suite:
-            o = TestOutcome(suite, m.group(1), "SKIPPED" if m.group(2) else "PASSED")
-            out[o.key] = o
-    return out
+from .trust import run_kit_checks, scrub_outcomes, student_seed
 
 
 def _skipped_as_run(ref: LabRun, run: LabRun) -> None:
@@ -56,12 +37,6 @@ def _skipped_as_run(ref: LabRun, run: LabRun) -> None:
                     br.outcomes[key] = TestOutcome(o.suite, o.name, "SKIPPED", list(got.messages))
 
 
-def _shares(lab: Lab) -> bool:
-    """The lab's shared steps are compared with the reference's (a
-    [technique] min_share): its reference harness is built and traced."""
-    return bool(lab.rubric.technique.shared_steps and lab.rubric.technique.min_share)
-
-
 class _Phases:
     """Seconds of each stage of a lab's run (tests, sanitizers, counters,
     timing) into run.seconds, for --timings and the benchmark."""
@@ -73,6 +48,26 @@ class _Phases:
         now = clock()
         self.run.seconds[name] = self.run.seconds.get(name, 0.0) + now - self.t
         self.t = now
+
+
+@dataclass
+class _At:
+    """One lab's run on one GPU (None: the CPU path or no device): what
+    each part of LabStage._run_lab needs."""
+    job: _Job
+    gpu: str | None
+    deadline: R.Deadline
+    env: dict[str, str]
+    out: Path
+    readable: list[Path]
+    progress: Progress
+
+    @property
+    def bdir(self) -> Path:
+        return self.job.build_dir
+
+    def say(self, what: str) -> None:
+        self.progress.say(self.job.sub.student, self.job.lab.name, what)
 
 
 class LabStage:
@@ -99,95 +94,11 @@ class LabStage:
         seed = int.from_bytes(hashlib.sha256(f"{self.timing_seed}|{step}".encode()).digest()[:8], "little") >> 1
         return CHECKERS[lab.name].timing_case(step, HARNESS_REPEATS, seed)
 
-    def _seeds(self) -> list[tuple[str, int | None]]:
-        seeds = [("public", None)]
-        if self.opts.secret_seed is not None:
-            seeds.append(("hidden", self.opts.secret_seed))
-        return seeds
-
-    def reference(self, lab: Lab, gpu: str | None) -> LabRun:
-        if not lab.solution_dir:   # a student edition: nothing to run (_listed stands in)
-            return LabRun(lab.name, gpu=gpu or "")
-        key = (lab.name, gpu)
-        with self.ref_lock:
-            if key in self.refs:
-                return self.refs[key]
-            once = self.ref_once.setdefault(key, threading.Lock())
-        with once:   # workers sharing a GPU (--per-gpu): the first runs the reference there, the others wait
-            with self.ref_lock:
-                if key in self.refs:
-                    return self.refs[key]
-            return self._run_reference(lab, gpu, key)
-
-    def _run_reference(self, lab: Lab, gpu: str | None, key: tuple) -> LabRun:
-        ref = LabRun(lab.name, gpu=gpu or "")
-        env = self._gpu_env(gpu)
-        out = self.work / "reference" / "results" / f"{lab.name}-gpu{gpu}"
-        for kind, seed in self._seeds():
-            ref.tests[kind] = {}
-            self.say(f"reference: {lab.name}'s tests on the {kind} data{'' if gpu is None else ' (GPU ' + gpu + ')'}")
-            for b in lab.test_binaries():
-                br = R.run_tests(self.trusted, self.ref_build / lab.ref_name(b), out, kind,
-                                 seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
-                ref.tests[kind][b] = br
-        if lab.harness and (self.gpu_ok or lab.cpu) and _shares(lab):   # what a student's shared steps must reach
-            cpu = lab.harness.endswith("_cpu")
-            harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else ""))
-            ref.traces = reference_traces(self.trusted, lab, harness, PUBLIC_SEED, out,
-                                          lab.rubric.tests.step_time_limit_s, env, cpu)
-        if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab):
-            ref.counters = counters_report(self.trusted, self.ref_build / f"{lab.stem}_harness_ref", lab,
-                                           [c.step for c in lab.counter_checks], PUBLIC_SEED, out,
-                                           lab.rubric.counters.timeout_s, env, [], "reference")
-        elif self.gpu_ok and lab.counter_checks:
-            ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
-                                          [c.step for c in lab.counter_checks],
-                                          lab.rubric.counters.timeout_s, out, env, [])
-        with self.ref_lock:
-            self.refs[key] = ref
-        return ref
-
-    def _gpu_env(self, gpu: str | None) -> dict[str, str]:
-        """What a process run on `gpu` gets: the GPU, and where several
-        workers share it (--per-gpu), the share of its memory the kit's test
-        binaries size their parallel tests by (criterion_main.c: the GPU's
-        memory over CML_GPU_SLOTS, 4 GiB a test)."""
-        if gpu is None:
-            return {}
-        env = {"CUDA_VISIBLE_DEVICES": gpu}
-        if self.gpu_ok and self.opts.per_gpu > 1:
-            env["CML_GPU_SLOTS"] = str(gpuhold.DEFAULT_SLOTS * self.opts.per_gpu)
-        return env
-
-    def _listed(self, job: _Job, out: Path) -> LabRun:
-        """What stands in for the reference's results where the kit has no
-        solutions/ (a student edition): the tests the submission's test
-        programs list (Criterion --list: the kit's tests, made from the step
-        table), each to pass. A step none of whose tests is listed because
-        its test program did not build (or list) gets one placeholder test
-        there, so it reads failed, not unmeasured."""
-        lab, ref = job.lab, LabRun(job.lab.name, gpu=job.run.gpu)
-        listed: dict[str, BinaryRun] = {}
-        for b in lab.test_binaries():
-            listed[b] = BinaryRun(b, job.run.build_ok.get(b, False))
-            if listed[b].built:
-                r = self.student_exe.run([str(job.build_dir / b), "--list"], cwd=out, timeout=60, writable=[out],
-                                         readable=[job.tree])
-                listed[b].outcomes = criterion_list(r.stdout)
-                listed[b].problem = "" if listed[b].outcomes else f"--list listed no tests (exit {r.rc})"
-        unbuilt = [br for br in listed.values() if not br.outcomes]
-        if unbuilt:
-            have = {lab.step_of_suite(o.suite) for br in listed.values() for o in br.outcomes.values()}
-            for s in lab.steps:
-                if s.num not in have:
-                    o = TestOutcome(lab.suite.replace("{num}", str(s.num)), "(its tests)", "PASSED")
-                    unbuilt[0].outcomes[o.key] = o
-        for kind, _seed in self._seeds():
-            ref.tests[kind] = {b: BinaryRun(br.binary, br.built, dict(br.outcomes), br.problem)
-                               for b, br in listed.items()}
-        return ref
 
     def _run_lab(self, job: _Job, gpu: str | None, progress: Progress) -> None:
+        """A built lab's runs on `gpu` (None: the CPU path or no device), in
+        order: tests and kit-only checks; then on a GPU the sanitizers, the
+        counters and the timing (on the CPU path its bounds and race checks)."""
         lab, run = job.lab, job.run
         if run.refused:  # the object checks refused it: nothing of it runs
             self._sanitizers_not_run(lab, run, "refused by the object checks")
@@ -196,24 +107,50 @@ class LabStage:
         t0 = clock()
         run.gpu = gpu or ""
         job.gpu_key = gpu
-        deadline = R.Deadline(lab.rubric.lab.time_limit_s)
-        env = self._gpu_env(gpu)
-        out = self.work / "results" / safe_name(job.sub.student) / lab.name
-        out.mkdir(parents=True, exist_ok=True)
-        ref = job.ref = self.reference(lab, gpu) if lab.solution_dir else self._listed(job, out)
-        readable = [job.tree]
-        bdir = job.build_dir
-        where = (f" on GPU {gpu}" if gpu is not None and self.gpu_ok
-                 else " on the CPU path" if self.cpu_path else " (no usable GPU)")
-        progress.say(job.sub.student, lab.name, "testing" + where)
+        at = _At(job, gpu, R.Deadline(lab.rubric.lab.time_limit_s), self._gpu_env(gpu),
+                 self.work / "results" / safe_name(job.sub.student) / lab.name, [job.tree], progress)
+        at.out.mkdir(parents=True, exist_ok=True)
+        job.ref = self.reference(lab, gpu) if lab.solution_dir else self._listed(job, at.out)
         phase = _Phases(run)
+        self._tests(at)
+        phase.done("tests")
+        if not lab.solution_dir:
+            _skipped_as_run(job.ref, run)
+        if not run.build_ok.get(lab.runner, False):
+            run.gpu_note = "the runner did not build"
+        elif not self.gpu_ok:
+            run.gpu_note = self.no_gpu_reason or "no CUDA device"
+            if lab.cpu:   # the CPU path's bounds reports and race check stand in for memcheck and racecheck
+                self._cpu_checks(at)
+        else:
+            at.say("sanitizers")
+            # only the steps that pass their tests: a wrong or hanging step
+            # has already lost its points, and would stall the tools
+            steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
+            self._sanitizers(at, steps)
+            phase.done("sanitizers")
+            self._counters(at, steps)
+            phase.done("counters")
+            self._timing(at, steps)
+            phase.done("timing")
+        run.seconds["gpu"] = clock() - t0
+        progress.say(job.sub.student, lab.name, "done", finished=True)
+
+    def _tests(self, at: _At) -> None:
+        """The lab's test programs on the public data (and on the secret
+        data where the lab has no kit-only checker), then the kit-only checks."""
+        lab, run, ref, deadline = at.job.lab, at.job.run, at.job.ref, at.deadline
+        where = (f" on GPU {at.gpu}" if at.gpu is not None and self.gpu_ok
+                 else " on the CPU path" if self.cpu_path else " (no usable GPU)")
+        at.say("testing" + where)
         harness = lab.harness
         for kind, seed in self._seeds():
             run.tests[kind] = {}
             if kind == "hidden" and harness:
                 continue  # the kit-only checker's verdicts are the hidden tests (run_kit_checks)
             # never the secret itself: a one-way stand-in for this student, lab and submission
-            seed = student_seed(self.opts.secret_seed, seed, job.sub.student, lab.name, job.sub.files.get(lab.name, {}))
+            seed = student_seed(self.opts.secret_seed, seed, at.job.sub.student, lab.name,
+                                at.job.sub.files.get(lab.name, {}))
             for b in lab.test_binaries():
                 if not run.build_ok.get(b, False):
                     run.tests[kind][b] = R.BinaryRun(b, False, problem="not built")
@@ -225,13 +162,13 @@ class LabStage:
                 rb = ref.tests.get(kind, {}).get(b)
                 if rb and rb.outcomes:
                     # one step at a time: a step that hangs costs that step only
-                    br, late = R.run_tests_by_step(self.student_exe, bdir / b, out, kind, seed, rb,
-                                                   lab.rubric.tests.step_time_limit_s, deadline, env, readable)
+                    br, late = R.run_tests_by_step(self.student_exe, at.bdir / b, at.out, kind, seed, rb,
+                                                   lab.rubric.tests.step_time_limit_s, deadline, at.env, at.readable)
                     run.timed_out += [f"{b} {suite} ({kind} data, step limit "
                                       f"{lab.rubric.tests.step_time_limit_s:.0f} s)" for suite in late]
                 else:
-                    br = R.run_tests(self.student_exe, bdir / b, out, kind, seed,
-                                     deadline.limit(lab.rubric.lab.time_limit_s), env, readable)
+                    br = R.run_tests(self.student_exe, at.bdir / b, at.out, kind, seed,
+                                     deadline.limit(lab.rubric.lab.time_limit_s), at.env, at.readable)
                     if "timed out" in br.problem:
                         run.timed_out.append(f"{b} ({kind} data)")
                     R.check_against(br, set(rb.outcomes) if rb else set())
@@ -239,98 +176,99 @@ class LabStage:
                     scrub_outcomes(br, [self.opts.secret_seed, seed])
                 run.tests[kind][b] = br
         if harness and (self.gpu_ok or lab.cpu):   # only where there is a device to run it on
-            progress.say(job.sub.student, lab.name, "kit-only checks")
-            run_kit_checks(self.student_exe, lab, run, ref, bdir / harness, self._seeds(), PUBLIC_SEED, out,
-                           lab.rubric.tests.step_time_limit_s, deadline, env, readable,
+            at.say("kit-only checks")
+            run_kit_checks(self.student_exe, lab, run, ref, at.bdir / harness, self._seeds(), PUBLIC_SEED, at.out,
+                           lab.rubric.tests.step_time_limit_s, deadline, at.env, at.readable,
                            harness.endswith("_cpu"))
-        phase.done("tests")
-        if not lab.solution_dir:
-            _skipped_as_run(ref, run)
-        runner = bdir / lab.runner
-        if not run.build_ok.get(lab.runner, False):
-            run.gpu_note = "the runner did not build"
-        elif not self.gpu_ok:
-            run.gpu_note = self.no_gpu_reason or "no CUDA device"
-            if lab.cpu:   # the CPU path's bounds reports and race check stand in for memcheck and racecheck
-                steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
-                for tool in [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS]:
-                    if not steps:
-                        run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
-                        continue
-                    if deadline.expired():
-                        run.timed_out.append(f"CPU path check for {tool}")
-                        continue
-                    progress.say(job.sub.student, lab.name, f"CPU path check for {tool}")
-                    rep, cfg = R.run_cpu_check(self.student_exe, tool, runner, lab.sanitizer_args(), deadline,
-                                               lab.rubric.sanitizers.timeout_s, out, env, readable,
-                                               ",".join(map(str, steps)))
-                    run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
-        else:
-            progress.say(job.sub.student, lab.name, "sanitizers")
-            # only the steps that pass their tests: a wrong or hanging step
-            # has already lost its points, and would stall the tools
-            steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
 
-            def sanitize(tool: str):
-                if deadline.expired():
-                    return None
-                return R.run_sanitizer(self.student_exe, tool, runner, lab.sanitizer_args(), deadline,
-                                       lab.rubric.sanitizers.timeout_s, out, env, readable, ",".join(map(str, steps)))
-            tools = list(lab.rubric.sanitizers.points)
-            # the tools side by side, each over the passing steps (a tool's configs one after another)
-            reports = R.side_by_side([partial(sanitize, t) for t in tools], R.GPU_SIDE_BY_SIDE) if steps else []
-            for tool, got in zip(tools, reports or [None] * len(tools)):
-                if not steps:
-                    run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
-                elif got is None:
-                    run.timed_out.append(f"compute-sanitizer {tool}")
-                else:
-                    run.sanitizers[tool], run.sanitizer_configs[tool] = got
-            # diagnosis, no points: where the mistake catalog names a tool for
-            # a step whose tests fail (a race that garbles the answer), run it
-            # on that step so the feedback can say why
-            failing = R.failing_steps(run.tests.get("public", {}), lab.step_of_suite)
-            for tool in lab.rubric.sanitizers.points:
-                diag = sorted({m.step for m in lab.mistakes if m.caught_by == tool and m.step in failing})
-                if not diag or deadline.expired():
-                    continue
-                rep, _ = R.run_sanitizer(self.student_exe, tool, runner, list(lab.sanitize[:1]),
-                                         deadline, lab.rubric.sanitizers.timeout_s, out, env, readable,
-                                         ",".join(map(str, diag)))
-                run.diagnoses[tool] = (diag, rep)
-            phase.done("sanitizers")
-            counter_steps = [c.step for c in lab.counter_checks if c.step in steps]
-            if counter_steps:
-                if deadline.expired():
-                    run.timed_out.append("counters")
-                else:
-                    progress.say(job.sub.student, lab.name, "counters")
-                    if self._counted_by_harness(lab):   # the grader's own ncu run on the kit-only harness
-                        run.counters = counters_report(self.student_exe, bdir / lab.harness, lab, counter_steps,
-                                                       PUBLIC_SEED, out, deadline.limit(lab.rubric.counters.timeout_s),
-                                                       env, readable, "student")
-                    else:
-                        run.counters = R.run_counters(self.student_exe, runner, counter_steps,
-                                                      deadline.limit(lab.rubric.counters.timeout_s), out, env,
-                                                      readable)
-            phase.done("counters")
-            pr = lab.rubric.performance
-            with ExitStack() as hold:
-                if pr.steps:
-                    progress.say(job.sub.student, lab.name, "timing against the reference")
-                if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():
-                    # nothing else runs on this GPU while it is timed: not the grader's other (gpushare.py)
-                    # workers, and not the kit's test binaries (gpuhold.py: those running there end first, new ones wait
-                    # or go to another GPU)
-                    hold.enter_context(gpushare.share_of(gpu).alone())
-                    unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None,
-                                                                   deadline))
-                    if unheld:
-                        progress.say(job.sub.student, lab.name, f"timing beside other work: {unheld}")
-                self._time_steps(job, gpu, steps, deadline, out, env, readable)
-            phase.done("timing")
-        run.seconds["gpu"] = clock() - t0
-        progress.say(job.sub.student, lab.name, "done", finished=True)
+    def _cpu_checks(self, at: _At) -> None:
+        """The CPU path's bounds and race checks (memcheck's and racecheck's
+        stand-ins) over the steps that pass their tests."""
+        lab, run = at.job.lab, at.job.run
+        steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
+        for tool in [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS]:
+            if not steps:
+                run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
+                continue
+            if at.deadline.expired():
+                run.timed_out.append(f"CPU path check for {tool}")
+                continue
+            at.say(f"CPU path check for {tool}")
+            rep, cfg = R.run_cpu_check(self.student_exe, tool, at.bdir / lab.runner, lab.sanitizer_args(),
+                                       at.deadline, lab.rubric.sanitizers.timeout_s, at.out, at.env, at.readable,
+                                       ",".join(map(str, steps)))
+            run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
+
+    def _sanitizers(self, at: _At, steps: list[int]) -> None:
+        """compute-sanitizer's tools over the passing steps, and the tools
+        the mistake catalogue names for failing steps (a diagnosis, no points)."""
+        lab, run, deadline = at.job.lab, at.job.run, at.deadline
+        runner = at.bdir / lab.runner
+
+        def sanitize(tool: str):
+            if deadline.expired():
+                return None
+            return R.run_sanitizer(self.student_exe, tool, runner, lab.sanitizer_args(), deadline,
+                                   lab.rubric.sanitizers.timeout_s, at.out, at.env, at.readable,
+                                   ",".join(map(str, steps)))
+        tools = list(lab.rubric.sanitizers.points)
+        # the tools side by side, each over the passing steps (a tool's configs one after another)
+        reports = R.side_by_side([partial(sanitize, t) for t in tools], R.GPU_SIDE_BY_SIDE) if steps else []
+        for tool, got in zip(tools, reports or [None] * len(tools)):
+            if not steps:
+                run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
+            elif got is None:
+                run.timed_out.append(f"compute-sanitizer {tool}")
+            else:
+                run.sanitizers[tool], run.sanitizer_configs[tool] = got
+        # diagnosis, no points: where the mistake catalog names a tool for
+        # a step whose tests fail (a race that garbles the answer), run it
+        # on that step so the feedback can say why
+        failing = R.failing_steps(run.tests.get("public", {}), lab.step_of_suite)
+        for tool in lab.rubric.sanitizers.points:
+            diag = sorted({m.step for m in lab.mistakes if m.caught_by == tool and m.step in failing})
+            if not diag or deadline.expired():
+                continue
+            rep, _ = R.run_sanitizer(self.student_exe, tool, runner, list(lab.sanitize[:1]),
+                                     deadline, lab.rubric.sanitizers.timeout_s, at.out, at.env, at.readable,
+                                     ",".join(map(str, diag)))
+            run.diagnoses[tool] = (diag, rep)
+
+    def _counters(self, at: _At, steps: list[int]) -> None:
+        """Nsight Compute's counters of the passing steps the lab counts."""
+        lab, run, deadline = at.job.lab, at.job.run, at.deadline
+        counter_steps = [c.step for c in lab.counter_checks if c.step in steps]
+        if not counter_steps:
+            return
+        if deadline.expired():
+            run.timed_out.append("counters")
+            return
+        at.say("counters")
+        if self._counted_by_harness(lab):   # the grader's own ncu run on the kit-only harness
+            run.counters = counters_report(self.student_exe, at.bdir / lab.harness, lab, counter_steps,
+                                           PUBLIC_SEED, at.out, deadline.limit(lab.rubric.counters.timeout_s),
+                                           at.env, at.readable, "student")
+        else:
+            run.counters = R.run_counters(self.student_exe, at.bdir / lab.runner, counter_steps,
+                                          deadline.limit(lab.rubric.counters.timeout_s), at.out, at.env,
+                                          at.readable)
+
+    def _timing(self, at: _At, steps: list[int]) -> None:
+        """The passing timed steps against the reference, the GPU held alone."""
+        lab, gpu, deadline = at.job.lab, at.gpu, at.deadline
+        pr = lab.rubric.performance
+        with ExitStack() as hold:
+            if pr.steps:
+                at.say("timing against the reference")
+            if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():
+                # nothing else runs on this GPU while it is timed: not the grader's other (gpushare.py)
+                # workers, and not the kit's test binaries (gpuhold.py: those running there end first, new ones wait
+                # or go to another GPU)
+                hold.enter_context(gpushare.share_of(gpu).alone())
+                unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None, deadline))
+                if unheld:
+                    at.say(f"timing beside other work: {unheld}")
+            self._time_steps(at.job, gpu, steps, deadline, at.out, at.env, at.readable)
 
     def _sanitizers_not_run(self, lab: Lab, run: LabRun, why: str) -> None:
         """The sanitizer checks this machine would have run on the lab (every

@@ -5,10 +5,11 @@ A student's problem never stops the run; a problem of the grader (no cmake,
 the reference does not build) raises GraderError.
 
 The stages, a module each: intake (intake.py), builds and object checks
-(building.py), each lab's runs: tests, kit-only checks, sanitizers, counters,
-timing (labrun.py), scoring (score.py), reports (report.py); what they share
-is stagebase.py, the progress lines progress.py. This module prepares the
-batch, hands each stage its work and gathers the results."""
+(building.py), the reference's runs (refruns.py), each lab's runs: tests,
+kit-only checks, sanitizers, counters, timing (labrun.py), scoring
+(score.py), reports (report.py); what they share is stagebase.py, the
+progress lines progress.py. This module prepares the batch, hands each
+stage its work and gathers the results."""
 from __future__ import annotations
 
 import os
@@ -28,6 +29,7 @@ from .kitslots import SlotPool
 from .labrun import LabStage
 from .labs import Lab
 from .progress import Progress
+from .refruns import RefStage
 from .reftime import RefTimes
 from .results import LabRun, LabScore, StudentResult
 from .sandbox import Executor, Sandbox, become_subreaper, detect_sandbox, run_process
@@ -37,7 +39,7 @@ from .stagebase import CPU_PATH, NO_REFERENCE, PUBLIC_SEED, STUDENT_EDITION, Gra
 from .trust import harness_target
 
 
-class Pipeline(BuildStage, LabStage):
+class Pipeline(BuildStage, RefStage, LabStage):
     def __init__(self, opts: Options, labs: list[Lab], runner=run_process):
         self.opts, self.labs, self.runner = opts, labs, runner
         self.trusted = Executor(Sandbox(None, ""), runner)

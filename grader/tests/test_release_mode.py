@@ -13,7 +13,7 @@ from helpers import KIT, labs, tmpdir
 
 from cmlgrade import building, labrun
 from cmlgrade.intake import Submission
-from cmlgrade.labrun import criterion_list
+from cmlgrade.refruns import criterion_list
 from cmlgrade.pipeline import Options, Pipeline
 from cmlgrade.stagebase import NO_REFERENCE
 from cmlgrade.sandbox import ProcResult

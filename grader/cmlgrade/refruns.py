@@ -1,0 +1,133 @@
+"""The reference's runs (pipeline.Pipeline's part): its tests on the
+public and secret data, its traces and counters, once per GPU and lab
+(cached); in a student edition, the test programs' own lists stand in."""
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+from . import gpuhold
+from . import run as R
+from .checker import counters_report
+from .labs import Lab
+from .parsers import TestOutcome
+from .results import BinaryRun, LabRun
+from .stagebase import PUBLIC_SEED, _Job
+from .trust import reference_traces
+
+
+def criterion_list(text: str) -> dict[str, TestOutcome]:
+    """suite::test -> PASSED (SKIPPED for a disabled test) from a Criterion
+    binary's --list: "suite: N tests" lines, then one line per test after a
+    tree glyph ("├── ", "└── ", or "|-- ", "`-- " with --ascii)."""
+    out: dict[str, TestOutcome] = {}
+    suite = None
+    for line in text.splitlines():
+        m = re.fullmatch(r"(\S+): \d+ tests?", line.strip())
+        if m:
+            suite = m.group(1)
+            continue
+        m = re.fullmatch(r"(?:├── |└── |\|-- |`-- )(\S+)( \(skipped\))?", line.strip())
+        if m and suite:
+            o = TestOutcome(suite, m.group(1), "SKIPPED" if m.group(2) else "PASSED")
+            out[o.key] = o
+    return out
+
+
+def _shares(lab: Lab) -> bool:
+    """The lab's shared steps are compared with the reference's (a
+    [technique] min_share): its reference harness is built and traced."""
+    return bool(lab.rubric.technique.shared_steps and lab.rubric.technique.min_share)
+
+
+class RefStage:
+    """Pipeline's reference runs (a mixin: the state is Pipeline's)."""
+
+    def _seeds(self) -> list[tuple[str, int | None]]:
+        seeds = [("public", None)]
+        if self.opts.secret_seed is not None:
+            seeds.append(("hidden", self.opts.secret_seed))
+        return seeds
+
+    def reference(self, lab: Lab, gpu: str | None) -> LabRun:
+        if not lab.solution_dir:   # a student edition: nothing to run (_listed stands in)
+            return LabRun(lab.name, gpu=gpu or "")
+        key = (lab.name, gpu)
+        with self.ref_lock:
+            if key in self.refs:
+                return self.refs[key]
+            once = self.ref_once.setdefault(key, threading.Lock())
+        with once:   # workers sharing a GPU (--per-gpu): the first runs the reference there, the others wait
+            with self.ref_lock:
+                if key in self.refs:
+                    return self.refs[key]
+            return self._run_reference(lab, gpu, key)
+
+    def _run_reference(self, lab: Lab, gpu: str | None, key: tuple) -> LabRun:
+        ref = LabRun(lab.name, gpu=gpu or "")
+        env = self._gpu_env(gpu)
+        out = self.work / "reference" / "results" / f"{lab.name}-gpu{gpu}"
+        for kind, seed in self._seeds():
+            ref.tests[kind] = {}
+            self.say(f"reference: {lab.name}'s tests on the {kind} data{'' if gpu is None else ' (GPU ' + gpu + ')'}")
+            for b in lab.test_binaries():
+                br = R.run_tests(self.trusted, self.ref_build / lab.ref_name(b), out, kind,
+                                 seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
+                ref.tests[kind][b] = br
+        if lab.harness and (self.gpu_ok or lab.cpu) and _shares(lab):   # what a student's shared steps must reach
+            cpu = lab.harness.endswith("_cpu")
+            harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else ""))
+            ref.traces = reference_traces(self.trusted, lab, harness, PUBLIC_SEED, out,
+                                          lab.rubric.tests.step_time_limit_s, env, cpu)
+        if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab):
+            ref.counters = counters_report(self.trusted, self.ref_build / f"{lab.stem}_harness_ref", lab,
+                                           [c.step for c in lab.counter_checks], PUBLIC_SEED, out,
+                                           lab.rubric.counters.timeout_s, env, [], "reference")
+        elif self.gpu_ok and lab.counter_checks:
+            ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
+                                          [c.step for c in lab.counter_checks],
+                                          lab.rubric.counters.timeout_s, out, env, [])
+        with self.ref_lock:
+            self.refs[key] = ref
+        return ref
+
+    def _gpu_env(self, gpu: str | None) -> dict[str, str]:
+        """What a process run on `gpu` gets: the GPU, and where several
+        workers share it (--per-gpu), the share of its memory the kit's test
+        binaries size their parallel tests by (criterion_main.c: the GPU's
+        memory over CML_GPU_SLOTS, 4 GiB a test)."""
+        if gpu is None:
+            return {}
+        env = {"CUDA_VISIBLE_DEVICES": gpu}
+        if self.gpu_ok and self.opts.per_gpu > 1:
+            env["CML_GPU_SLOTS"] = str(gpuhold.DEFAULT_SLOTS * self.opts.per_gpu)
+        return env
+
+    def _listed(self, job: _Job, out: Path) -> LabRun:
+        """What stands in for the reference's results where the kit has no
+        solutions/ (a student edition): the tests the submission's test
+        programs list (Criterion --list: the kit's tests, made from the step
+        table), each to pass. A step none of whose tests is listed because
+        its test program did not build (or list) gets one placeholder test
+        there, so it reads failed, not unmeasured."""
+        lab, ref = job.lab, LabRun(job.lab.name, gpu=job.run.gpu)
+        listed: dict[str, BinaryRun] = {}
+        for b in lab.test_binaries():
+            listed[b] = BinaryRun(b, job.run.build_ok.get(b, False))
+            if listed[b].built:
+                r = self.student_exe.run([str(job.build_dir / b), "--list"], cwd=out, timeout=60, writable=[out],
+                                         readable=[job.tree])
+                listed[b].outcomes = criterion_list(r.stdout)
+                listed[b].problem = "" if listed[b].outcomes else f"--list listed no tests (exit {r.rc})"
+        unbuilt = [br for br in listed.values() if not br.outcomes]
+        if unbuilt:
+            have = {lab.step_of_suite(o.suite) for br in listed.values() for o in br.outcomes.values()}
+            for s in lab.steps:
+                if s.num not in have:
+                    o = TestOutcome(lab.suite.replace("{num}", str(s.num)), "(its tests)", "PASSED")
+                    unbuilt[0].outcomes[o.key] = o
+        for kind, _seed in self._seeds():
+            ref.tests[kind] = {b: BinaryRun(br.binary, br.built, dict(br.outcomes), br.problem)
+                               for b, br in listed.items()}
+        return ref
