@@ -179,11 +179,12 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
     """The verdicts of many steps from one harness process (one CUDA
     context, one start): `wanted` lists (kind, seed, step), whose cases run
     in that order. A (kind, seed, step) is settled by this run when every
-    one of its cases has an output, none ended in a CUDA error, and no case
-    before it did (an error can leave the context unusable, and a step's
-    leaked memory can starve a later one): those are returned; the caller
-    runs the others a step a process (check_step), whose verdict then
-    stands, as where this run hung or died part way. A step that answers
+    one of its cases is right and no case before it ended in a CUDA error
+    or has no output (an error can leave the context unusable, and a step's
+    leaked memory can starve a later one): those are returned. The caller
+    runs the others a step a process (check_step), whose verdict stands:
+    a step is never failed for what another step of the same process left
+    behind, and a run that hung or died part way costs nothing. A step that answers
     a case with another step's answer from the same process (lab 02's steps
     6-8 convolve the same images) gives the answer that calling that step's
     launcher would give; what each step launched is the technique checks'
@@ -195,7 +196,7 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
     cases: list[Case] = []
     spans = []
     for key in wanted:
-        mine = chk.step_cases(make_cases(lab_name, key[1], cpu), key[2])
+        mine = _key_cases(lab_name, key, cpu)
         spans.append((key, len(cases), len(cases) + len(mine)))
         cases += mine
         order += [key[2]] * len(mine)
@@ -206,8 +207,15 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
         part = got[a:b]
         if any(g is None or g.err != 0 for g in part):
             break
-        settled[key] = _verdict(chk, key[2], cases[a:b], part, why)
+        v = _verdict(chk, key[2], cases[a:b], part, why)
+        if v.ok:   # a wrong answer is checked again alone (above)
+            settled[key] = v
     return settled
+
+
+def _key_cases(lab_name: str, key: tuple[str, int, int], cpu: bool) -> list[Case]:
+    """The cases of (kind, seed, step)."""
+    return CHECKERS[lab_name].step_cases(make_cases(lab_name, key[1], cpu), key[2])
 
 
 def together_parts(lab_name: str, wanted: list[tuple[str, int, int]], cpu: bool,
@@ -218,8 +226,7 @@ def together_parts(lab_name: str, wanted: list[tuple[str, int, int]], cpu: bool,
     for a lab's large cases would take as long as all of them in turn."""
     if parts <= 1 or len(wanted) <= 1:
         return [list(wanted)]
-    chk = CHECKERS[lab_name]
-    size = {k: sum(c.count + 1 for c in chk.step_cases(make_cases(lab_name, k[1], cpu), k[2])) for k in wanted}
+    size = {k: sum(c.count + 1 for c in _key_cases(lab_name, k, cpu)) for k in wanted}
     groups: list[list[tuple[str, int, int]]] = [[] for _ in range(min(parts, len(wanted)))]
     load = [0] * len(groups)
     for k in sorted(wanted, key=lambda k: -size[k]):   # the largest first, each to the lightest part

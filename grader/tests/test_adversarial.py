@@ -868,7 +868,7 @@ class OneHarnessProcess(unittest.TestCase):
             if MODE == 'error' and len(steps) > 1 and step >= 4:   # e.g. out of memory after a leak
                 out.write(struct.pack('<iQ', 2, 0) + struct.pack('<Q', len(raw)) + raw + struct.pack('<Ii', 0, 0))
                 continue
-            if step == 1 or (MODE == 'wrong5' and step == 5):
+            if step == 1 or (step == 5 and (MODE == 'wrong5' or (MODE == 'wrong5_shared' and len(steps) > 1))):
                 t = a
             else:
                 t = array.array('f', bytes(len(raw)))
@@ -913,10 +913,19 @@ class OneHarnessProcess(unittest.TestCase):
         self.assertEqual(sorted(sorted(r) for r in runs), sorted(sorted({str(s) for _, _, s in p}) for p in parts))
         self.assertEqual(verdicts, {key: True for key in keys})
 
-    def test_a_wrong_step_fails_alone_in_the_shared_run(self):
+    def test_a_wrong_step_fails_alone_and_only_its_own_process_fails_it(self):
+        # wrong in the shared run: checked again a step a process (a step is never failed for what another
+        # step of the same process left behind), where it is wrong too; the other steps keep the shared run's
         lab, runs, verdicts = self.grade("wrong5")
-        self.assertEqual(len(runs), 1)
+        self.assertEqual(runs, [[str(s.num) for s in lab.steps], ["5"], ["5"]])
         self.assertEqual({key for key, ok in verdicts.items() if not ok}, {("public", 5), ("hidden", 5)})
+
+    def test_a_step_wrong_only_beside_the_others_is_not_failed(self):
+        # step 5 is wrong only in a process that ran other steps before it (state one step leaves to the next):
+        # its own process decides, and it is right there
+        lab, runs, verdicts = self.grade("wrong5_shared")
+        self.assertEqual(runs, [[str(s.num) for s in lab.steps], ["5"], ["5"]])
+        self.assertTrue(all(verdicts.values()), verdicts)
 
     def test_a_cuda_error_in_the_shared_run_costs_no_step_its_verdict(self):
         # from step 4 on the shared run answers with errors (a leak of an earlier step starving a later one):
