@@ -6,7 +6,7 @@ graded again for determinism, the forgery again without bubblewrap. It
 grades from a copy of the kit whose labs/ holds a student's finished work (a
 student grading their own clone): the skeleton still comes from the
 solutions. Skipped, with the reason, when the tools are missing. It prints
-its progress (about six minutes on two idle cores)."""
+its progress (several minutes on two cores)."""
 import os
 import shutil
 import subprocess
@@ -63,7 +63,7 @@ class RealBuildTests(unittest.TestCase):
                 shutil.copy2(src, clone / src.name)
         (clone / "labs" / lab.name / "bank_model.c").write_bytes(sol["bank_model.c"])  # finished in the clone
         print(f"\n[test_real_build] grading lab 01 for real from {clone} (cmake, nvcc, Criterion): "
-              f"about four minutes", file=sys.stderr, flush=True)
+              f"several minutes", file=sys.stderr, flush=True)
         env = {"CUDA_VISIBLE_DEVICES": os.environ.get("CUDA_VISIBLE_DEVICES", "")}
         with mock.patch.dict(os.environ, env):
             p = Pipeline(Options(kit=clone, work=work, keep_work=True, arch="90", jobs=os.cpu_count() or 2,
