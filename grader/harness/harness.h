@@ -60,6 +60,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include "hn_fill.h"
+
 #define HN_VERSION 2u
 #define HN_WARMUP 3u
 #define HN_SAMPLES 32u
@@ -72,6 +74,9 @@
 /* hn_mark.cu: launches cml_hn_mark (the step marks of a traced run) */
 cudaError_t cml_hn_mark_step(uint32_t step);
 #define hn_mark cml_hn_mark_step
+/* hn_fill.cu: words [0, n) of the stream at state s (as n hn_word calls
+   would make them) into device memory, on the default stream */
+cudaError_t cml_hn_fill_device(void *dst, uint64_t n, uint32_t fill, uint64_t s);
 #else
 static cudaError_t hn_mark(uint32_t step)
 {
@@ -108,27 +113,27 @@ typedef struct {
 static int hn_read(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
 static int hn_write(FILE *f, const void *p, size_t n) { return fwrite(p, 1, n, f) == n; }
 
-/* splitmix64: the timing data, the changed words and the sampled places.
-   checker.py has the same generator. */
-static uint64_t hn_next(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
+/* The timing data, the changed words and the sampled places: the next draw
+   of the stream at *s (hn_fill.h). */
+static uint64_t hn_next(uint64_t *s) { return hn_mix(*s += HN_GOLDEN); }
 
-static uint32_t hn_word(uint32_t fill, uint64_t *s)
+static uint32_t hn_word(uint32_t fill, uint64_t *s) { return hn_word_of(fill, hn_next(s)); }
+
+/* A fresh `chunk` words of the timing input at device address dst, the
+ * stream's next words; *s advances past them. The CUDA harness makes them
+ * on the device (the kit's kernel), the CPU path's on the host. */
+static cudaError_t hn_fresh(void *dst, uint32_t *host, uint64_t chunk, uint32_t fill, uint64_t *s)
 {
-    uint64_t r = hn_next(s);
-    if (fill == 1) {
-        int32_t v = (int32_t)(r & 4095) - 1024;
-        return (uint32_t)v;
-    }
-    float f = (float)((int32_t)(r >> 40) - (1 << 23)) / (float)(1 << 23); /* [-1, 1) */
-    uint32_t w;
-    memcpy(&w, &f, 4);
-    return w;
+#ifdef HN_HAVE_MARK
+    (void)host;
+    cudaError_t err = cml_hn_fill_device(dst, chunk, fill, *s);
+    *s += chunk * HN_GOLDEN;
+    return err;
+#else
+    for (uint64_t i = 0; i < chunk; ++i)
+        host[i] = hn_word(fill, s);
+    return cudaMemcpy(dst, host, chunk * 4, cudaMemcpyHostToDevice);
+#endif
 }
 
 /* One timed repeat's record: its ms, then HN_SAMPLES words of the device
@@ -168,9 +173,7 @@ static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE 
     for (uint32_t r = 0; r < HN_WARMUP + nrep; ++r) { /* every record is written, an error or not */
         if (r > 0 && err == cudaSuccess) { /* a fresh eighth of the input, at a place drawn from the seed */
             uint64_t at = hn_next(&s) % (in_words - chunk + 1);
-            for (uint64_t i = 0; i < chunk; ++i)
-                fresh[i] = hn_word(c->fill ? c->fill : 2, &s);
-            err = cudaMemcpy(din + 4 * at, fresh, chunk * 4, cudaMemcpyHostToDevice);
+            err = hn_fresh(din + 4 * at, fresh, chunk, c->fill ? c->fill : 2, &s);
         }
         if (err == cudaSuccess)
             err = lab->poison(st, c);
