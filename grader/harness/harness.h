@@ -77,6 +77,8 @@ cudaError_t cml_hn_mark_step(uint32_t step);
 /* hn_fill.cu: words [0, n) of the stream at state s (as n hn_word calls
    would make them) into device memory, on the default stream */
 cudaError_t cml_hn_fill_device(void *dst, uint64_t n, uint32_t fill, uint64_t s);
+/* hn_fill.cu: the same words into host memory w, made on the device */
+cudaError_t cml_hn_fill_host(uint32_t *w, uint64_t n, uint32_t fill, uint64_t s);
 #else
 static cudaError_t hn_mark(uint32_t step)
 {
@@ -134,6 +136,23 @@ static cudaError_t hn_fresh(void *dst, uint32_t *host, uint64_t chunk, uint32_t 
         host[i] = hn_word(fill, s);
     return cudaMemcpy(dst, host, chunk * 4, cudaMemcpyHostToDevice);
 #endif
+}
+
+/* A filled case's data (count words of the stream at `seed`) into host
+ * memory. The CUDA harness makes them on the device and copies them back
+ * (a timed case's input is up to 1 GiB: a host loop over it took most of a
+ * timed run); where that fails (no room on the device), and on the CPU
+ * path, the host makes them. The same words either way. */
+static void hn_fill_host(uint32_t *w, uint64_t count, uint32_t fill, uint64_t seed)
+{
+#ifdef HN_HAVE_MARK
+    if (cml_hn_fill_host(w, count, fill, seed) == cudaSuccess)
+        return;
+    cudaGetLastError(); /* not sticky (an allocation that failed): the host makes them */
+#endif
+    uint64_t s = seed;
+    for (uint64_t i = 0; i < count; ++i)
+        w[i] = hn_word(fill, &s);
 }
 
 /* One timed repeat's record: its ms, then HN_SAMPLES words of the device
@@ -264,10 +283,7 @@ static int hn_read_case(FILE *in, hn_case *c)
         return 0;
     if (c->fill == 0)
         return hn_read(in, c->data, bytes);
-    uint64_t s = c->seed;
-    uint32_t *w = (uint32_t *)c->data;
-    for (uint64_t i = 0; i < c->count; ++i)
-        w[i] = hn_word(c->fill, &s);
+    hn_fill_host((uint32_t *)c->data, c->count, c->fill, c->seed);
     return 1;
 }
 

@@ -1,7 +1,8 @@
 /* test_hn_fill.c: the kit's fill kernel (hn_fill.cu) makes, on the device,
  * the very words the host's generator makes one after the other (hn_fill.h),
- * and nothing past them: a timed repeat's fresh words (harness.h, hn_fresh)
- * are the same on a GPU as they were when the host made them.
+ * and nothing past them: a timed case's data (harness.h, hn_fill_host) and
+ * each timed repeat's fresh words (hn_fresh) are the same on a GPU as they
+ * were when the host made them.
  *
  * Built twice: for the GPU (CTest grader.harness_fill, skipped only where
  * there is no CUDA device or driver; any other CUDA error fails) and on the
@@ -17,6 +18,7 @@
 #include "hn_fill.h"
 
 cudaError_t cml_hn_fill_device(void *dst, uint64_t n, uint32_t fill, uint64_t s);
+cudaError_t cml_hn_fill_host(uint32_t *w, uint64_t n, uint32_t fill, uint64_t s);
 
 #define GUARD 64u /* words past the end that must stay as they were */
 
@@ -85,6 +87,34 @@ static int check(uint64_t skip, uint64_t n, uint32_t fill, uint64_t s)
     return bad;
 }
 
+/* A timed case's data made on the device into host memory (cml_hn_fill_host). */
+static int check_host(uint64_t n, uint32_t fill, uint64_t s)
+{
+    uint32_t *want = malloc((size_t)(n + GUARD) * 4), *got = malloc((size_t)(n + GUARD) * 4);
+    int bad = 0;
+    if (!want || !got) {
+        fprintf(stderr, "test_hn_fill: no host memory for %llu words\n", (unsigned long long)n);
+        bad = 1;
+    } else {
+        host_words(want, n, fill, s);
+        memset(want + n, 0xA5, GUARD * 4);
+        memset(got, 0xA5, (size_t)(n + GUARD) * 4);
+        cudaError_t err = cml_hn_fill_host(got, n, fill, s);
+        if (err != cudaSuccess)
+            bad = failed("cml_hn_fill_host", err);
+        for (uint64_t i = 0; !bad && i < n + GUARD; ++i)
+            if (got[i] != want[i]) {
+                fprintf(stderr, "test_hn_fill: a case's data, fill %u, seed %#llx, %llu words: word %llu is %#010x, "
+                        "the host's generator makes %#010x\n", fill, (unsigned long long)s, (unsigned long long)n,
+                        (unsigned long long)i, got[i], want[i]);
+                bad = 1;
+            }
+    }
+    free(want);
+    free(got);
+    return bad;
+}
+
 int main(void)
 {
     int ndev = 0;
@@ -108,7 +138,8 @@ int main(void)
             uint64_t seed = seeds[(k + fill) % 3];
             bad |= check(0, sizes[k], fill, seed);
             bad |= check(sizes[k] / 3 + 1, sizes[k], fill, seed ^ 0x9E37ull); /* a later chunk of the stream */
-            cases += 2;
+            bad |= check_host(sizes[k], fill, seed + k);
+            cases += 3;
         }
     /* no words: nothing written, no launch */
     bad |= check(0, 0, 1, 7);
