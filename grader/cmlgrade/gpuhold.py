@@ -24,6 +24,7 @@ from .sandbox import run_process, scrubbed_env
 
 DEFAULT_SLOTS = 2   # criterion_main.c's DEFAULT_SLOTS
 _UUIDS: dict[str, str | None] = {}
+_LISTED: list[tuple[str, str, str]] | None = None
 
 
 def lock_dir() -> Path:
@@ -43,6 +44,26 @@ def slots() -> int:
     return n if n > 0 else DEFAULT_SLOTS
 
 
+def _smi_gpus() -> list[tuple[str, str, str]]:
+    """(index, uuid, name) of each GPU nvidia-smi lists (asked once)."""
+    global _LISTED
+    if _LISTED is None:
+        smi = shutil.which("nvidia-smi")
+        r = run_process([smi, "--query-gpu=index,uuid,name", "--format=csv,noheader"], timeout=30,
+                        env=scrubbed_env()) if smi else None
+        _LISTED = [tuple(x.strip() for x in line.split(",", 2)) for line in (r.stdout.splitlines() if r and r.rc == 0
+                                                                               else []) if line.count(",") >= 2]
+    return _LISTED
+
+
+def _listed(gpu: str) -> tuple[str, str, str] | None:
+    """nvidia-smi's line of a GPU the grader names by CUDA_VISIBLE_DEVICES
+    entry (an index as nvidia-smi counts them, or a UUID)."""
+    if not (gpu.isdigit() or re.fullmatch(r"GPU-[0-9a-fA-F-]+", gpu)):
+        return None
+    return next((g for g in _smi_gpus() if gpu in (g[0], g[1]) or gpu.lower() == g[1].lower()), None)
+
+
 def gpu_uuid(gpu: str) -> str | None:
     """The UUID of a GPU the grader names by CUDA_VISIBLE_DEVICES entry (an
     index as nvidia-smi counts them, or already a UUID); None where it
@@ -50,17 +71,16 @@ def gpu_uuid(gpu: str) -> str | None:
     if re.fullmatch(r"GPU-[0-9a-fA-F-]+", gpu):
         return gpu.lower()
     if gpu not in _UUIDS:
-        smi = shutil.which("nvidia-smi")
-        uuid = None
-        if smi and gpu.isdigit():
-            r = run_process([smi, "--query-gpu=index,uuid", "--format=csv,noheader"], timeout=30,
-                            env=scrubbed_env())
-            for line in r.stdout.splitlines() if r.rc == 0 else []:
-                idx, _, u = line.partition(",")
-                if idx.strip() == gpu:
-                    uuid = u.strip().lower()
-        _UUIDS[gpu] = uuid
+        g = _listed(gpu)
+        _UUIDS[gpu] = g[1].lower() if g else None
     return _UUIDS[gpu]
+
+
+def gpu_model(gpu: str) -> str | None:
+    """The model of a GPU (nvidia-smi's name, e.g. "NVIDIA H200"); None
+    where it cannot be told (a MIG instance, no nvidia-smi)."""
+    g = _listed(gpu)
+    return g[2] if g else None
 
 
 @contextmanager

@@ -1,7 +1,7 @@
 """The lab stage of a batch (pipeline.Pipeline's part): each built lab run
 on its GPU worker (or the CPU path): the tests and the kit-only checks,
 the sanitizers or the CPU path's checks, the counters and the timing
-against the reference; and the reference's own runs, once per GPU."""
+against the reference."""
 from __future__ import annotations
 
 import hashlib

@@ -50,7 +50,7 @@ class Pipeline(BuildStage, RefStage, LabStage):
         self.no_gpu_reason = ""
         self.refs: dict[tuple, LabRun] = {}
         self.ref_lock = threading.Lock()
-        self.ref_once: dict[tuple, threading.Lock] = {}   # one reference run per lab and GPU, however many workers
+        self.ref_once: dict[tuple, threading.Lock] = {}   # one reference run per lab and GPU model, however many workers
         self._tmp = None
         self.skeletons = Skeletons()
         self.notes: list[str] = []   # about the whole run (once, not per item)
@@ -184,7 +184,7 @@ class Pipeline(BuildStage, RefStage, LabStage):
         return results, errors
 
     def _lab_score(self, job: _Job) -> LabScore:
-        ref = job.ref or self.refs.get((job.lab.name, job.gpu_key)) or self.reference(job.lab, job.gpu_key)
+        ref = job.ref or self.refs.get(self._ref_key(job.lab, job.gpu_key)) or self.reference(job.lab, job.gpu_key)
         job.run.machine_note = "" if self.gpu_ok else (self.no_gpu_reason or "no CUDA device")
         return score_lab(job.lab, job.run, ref)
 

@@ -1,10 +1,11 @@
 """The reference's runs (pipeline.Pipeline's part): its tests on the
-public and secret data, its traces and counters, once per GPU and lab
-(cached); in a student edition, the test programs' own lists stand in."""
+public and secret data, its traces and counters, once per lab and GPU
+model (cached); in a student edition, the test programs' own lists stand in."""
 from __future__ import annotations
 
 import re
 import threading
+from functools import partial
 from pathlib import Path
 
 from . import gpuhold
@@ -50,10 +51,21 @@ class RefStage:
             seeds.append(("hidden", self.opts.secret_seed))
         return seeds
 
+    @staticmethod
+    def _ref_key(lab: Lab, gpu: str | None) -> tuple:
+        """Whose reference run a lab on `gpu` shares: every GPU of the same
+        model shares one (its tests' lists and verdicts, its traces and
+        counters are the model's, not the card's); a GPU whose model cannot
+        be told has its own."""
+        model = gpuhold.gpu_model(gpu) if gpu is not None else None
+        return (lab.name, f"model {model}" if model else gpu)
+
     def reference(self, lab: Lab, gpu: str | None) -> LabRun:
+        """The reference's runs of a lab on `gpu`'s model: run on the first
+        GPU of that model a worker asks for it on, once per batch."""
         if not lab.solution_dir:   # a student edition: nothing to run (_listed stands in)
             return LabRun(lab.name, gpu=gpu or "")
-        key = (lab.name, gpu)
+        key = self._ref_key(lab, gpu)
         with self.ref_lock:
             if key in self.refs:
                 return self.refs[key]
@@ -68,13 +80,19 @@ class RefStage:
         ref = LabRun(lab.name, gpu=gpu or "")
         env = self._gpu_env(gpu)
         out = self.work / "reference" / "results" / f"{lab.name}-gpu{gpu}"
-        for kind, seed in self._seeds():
+        seeds = self._seeds()
+        self.say(f"reference: {lab.name}'s tests on the {' and '.join(k for k, _ in seeds)} data"
+                 f"{'' if gpu is None else ' (GPU ' + gpu + ')'}")
+        runs = [(kind, seed, b) for kind, seed in seeds for b in lab.test_binaries()]
+        # on a GPU the data sets' runs side by side (their time is mostly the CPU's: building data, checking
+        # answers); on the CPU path each test program uses every core already
+        got = R.side_by_side([partial(R.run_tests, self.trusted, self.ref_build / lab.ref_name(b), out, kind, seed,
+                                      lab.rubric.lab.time_limit_s, env, []) for kind, seed, b in runs],
+                             2 if self.gpu_ok else 1)
+        for kind, _ in seeds:
             ref.tests[kind] = {}
-            self.say(f"reference: {lab.name}'s tests on the {kind} data{'' if gpu is None else ' (GPU ' + gpu + ')'}")
-            for b in lab.test_binaries():
-                br = R.run_tests(self.trusted, self.ref_build / lab.ref_name(b), out, kind,
-                                 seed if seed is not None else None, lab.rubric.lab.time_limit_s, env, [])
-                ref.tests[kind][b] = br
+        for (kind, _, b), br in zip(runs, got):
+            ref.tests[kind][b] = br
         if lab.harness and (self.gpu_ok or lab.cpu) and _shares(lab):   # what a student's shared steps must reach
             cpu = lab.harness.endswith("_cpu")
             harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else ""))

@@ -214,28 +214,50 @@ class Sharing(unittest.TestCase):
         self.assertEqual(seen, [1, 0, 0])
         self.assertEqual(gpushare.share_of("7")._sharing, 0)
 
-    def test_the_reference_runs_once_per_gpu_however_many_workers(self):
+    def test_the_reference_runs_once_per_gpu_model_however_many_workers(self):
+        """GPUs of one model share the reference's run (its lists, traces
+        and counters are the model's); another model, or a GPU whose model
+        cannot be told, has its own."""
         from helpers import labs
         from cmlgrade.pipeline import Options, Pipeline
         from cmlgrade.results import LabRun
         lab = labs()["04_reduction"]
-        pipe = Pipeline(Options(kit=helpers.KIT), [lab])
-        started, release, calls = threading.Event(), threading.Event(), []
+        listed = [("0", "GPU-a", "NVIDIA H200"), ("1", "GPU-b", "NVIDIA H200"), ("2", "GPU-c", "NVIDIA H100 80GB HBM3")]
+        for gpus, runs in ((("0", "0", "1", "0", "1", "2"), [{"0", "1"}, {"2"}]),
+                           (("0", "0", "3"), [{"0"}, {"3"}])):   # "3": not listed, its model unknown
+            pipe = Pipeline(Options(kit=helpers.KIT), [lab])
+            started, release, calls = threading.Event(), threading.Event(), []
 
-        def run_reference(lab_, gpu, key):
-            calls.append(gpu)
-            started.set()
-            release.wait(60)
-            ref = LabRun(lab_.name, gpu=gpu)
-            with pipe.ref_lock:
-                pipe.refs[key] = ref
-            return ref
-        got = []
-        with mock.patch.object(pipe, "_run_reference", run_reference):
-            threads = [self.run_in(lambda g=g: got.append(pipe.reference(lab, g))) for g in ("0", "0", "0", "1")]
-            self.assertTrue(started.wait(60))
-            release.set()
-            for t in threads:
-                t.join(60)
-        self.assertEqual(sorted(calls), ["0", "1"])
-        self.assertEqual(len({id(r) for r in got if r.gpu == "0"}), 1)
+            def run_reference(lab_, gpu, key):
+                calls.append(gpu)
+                started.set()
+                release.wait(60)
+                ref = LabRun(lab_.name, gpu=gpu)
+                with pipe.ref_lock:
+                    pipe.refs[key] = ref
+                return ref
+            got = []
+            with mock.patch.object(pipe, "_run_reference", run_reference), \
+                    mock.patch.object(gpuhold, "_smi_gpus", return_value=listed):
+                threads = [self.run_in(lambda g=g: got.append((g, pipe.reference(lab, g)))) for g in gpus]
+                self.assertTrue(started.wait(60))
+                release.set()
+                for t in threads:
+                    t.join(60)
+            self.assertEqual(len(calls), len(runs), calls)
+            for group in runs:   # one run for the group, on one of its GPUs, and every worker of it gets that run
+                self.assertEqual(len([c for c in calls if c in group]), 1, calls)
+                self.assertEqual(len({id(r) for g, r in got if g in group}), 1)
+
+    def test_a_gpus_model_is_nvidia_smis_name_for_it(self):
+        from cmlgrade.sandbox import ProcResult
+        out = ("0, GPU-0a1b-11, NVIDIA H200\n1, GPU-0a1b-22, NVIDIA H100 80GB HBM3\n")
+        with mock.patch("shutil.which", return_value="/usr/bin/nvidia-smi"), \
+                mock.patch.object(gpuhold, "run_process", return_value=ProcResult([], 0, out, "", False, 0.0)), \
+                mock.patch.object(gpuhold, "_LISTED", None):
+            self.assertEqual(gpuhold.gpu_model("0"), "NVIDIA H200")
+            self.assertEqual(gpuhold.gpu_model("GPU-0A1B-22"), "NVIDIA H100 80GB HBM3")
+            self.assertIsNone(gpuhold.gpu_model("5"))
+            self.assertIsNone(gpuhold.gpu_model("MIG-0a1b"))
+        with mock.patch("shutil.which", return_value=None), mock.patch.object(gpuhold, "_LISTED", None):
+            self.assertIsNone(gpuhold.gpu_model("0"))
