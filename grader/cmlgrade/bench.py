@@ -154,6 +154,36 @@ def summarize(results, wall: float, setup: dict[str, float]) -> dict:
             "gpu_stage_s": round(statistics.fmean(gpu_stage), 2) if gpu_stage else 0.0}
 
 
+def verdicts(results) -> dict:
+    """Each synthetic submission-lab against what it is (make_class): a lab
+    left as the reference earns every point it is graded on; the lab a
+    catalogued mistake was made in earns fewer. The misses, by name."""
+    docked, missed, ref_labs, mistakes = [], [], 0, 0
+    for r in results:
+        made = r.student.split("_", 1)[1]   # "reference" or "<lab's two digits>_<mistake>"
+        for ls in r.labs:
+            if made != "reference" and ls.lab.startswith(made[:2] + "_"):
+                mistakes += 1
+                if ls.points >= ls.max_points:
+                    missed.append(f"{r.student} {ls.lab}: {ls.points:g}/{ls.max_points:g}")
+            else:
+                ref_labs += 1
+                if ls.points < ls.max_points:
+                    docked.append(f"{r.student} {ls.lab}: {ls.points:g}/{ls.max_points:g}")
+    return {"reference_labs": ref_labs, "reference_docked": docked, "mistake_labs": mistakes,
+            "mistakes_not_caught": missed}
+
+
+def print_verdicts(mode: str, v: dict, out=sys.stdout) -> None:
+    print(f"{mode}: verdicts: {v['reference_labs'] - len(v['reference_docked'])} of {v['reference_labs']} labs left "
+          f"as the reference at full marks; {v['mistake_labs'] - len(v['mistakes_not_caught'])} of "
+          f"{v['mistake_labs']} labs with a catalogued mistake lose points", file=out)
+    for line in v["reference_docked"]:
+        print(f"    reference docked: {line}", file=out)
+    for line in v["mistakes_not_caught"]:
+        print(f"    mistake not caught: {line}", file=out)
+
+
 CLASS = (300, 6)   # the projection's class: students x labs
 
 
@@ -257,9 +287,12 @@ def main(argv: list[str] | None = None) -> int:
             rows[mode] = summarize(results, wall, setup)
             rows[mode]["class_cpu_s"] = round(_children_cpu() - c1, 1)
             rows[mode]["grader_errors"] = len(errors)
+            rows[mode]["verdicts"] = verdicts(results)
         what = "CPU seconds (of the grader's child processes)" if clock_kind == "cpu" else "wall seconds"
         print(f"\n{what} per submission-lab by phase (mean / max); the class total is wall time:")
         print_table(rows)
+        for mode, r in rows.items():
+            print_verdicts(mode, r["verdicts"])
         if clock_kind == "wall" and list_gpus():
             print("\nprojected (GPU wall time, the class as graded here):")
             for mode, r in rows.items():

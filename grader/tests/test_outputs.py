@@ -430,6 +430,28 @@ class BenchProjection(unittest.TestCase):
         self.assertIn("builds 1.5 CPU-hours", line)
 
 
+    def test_the_verdicts_are_checked_against_what_each_submission_is(self):
+        """A lab left as the reference must be at full marks, the lab a
+        catalogued mistake was made in must lose points: each miss named."""
+        import io
+        from types import SimpleNamespace as NS
+        from cmlgrade.bench import print_verdicts, verdicts
+
+        def sub(student, **pts):
+            return NS(student=student, labs=[NS(lab=lab, points=p, max_points=10.0) for lab, p in pts.items()])
+        results = [sub("s000_reference", **{"01_shared_banks": 10.0, "03_tiled_matmul": 10.0}),
+                   sub("s001_01_no_padding", **{"01_shared_banks": 7.0, "03_tiled_matmul": 10.0}),
+                   sub("s002_03_wrong_tile", **{"01_shared_banks": 9.5, "03_tiled_matmul": 10.0})]
+        v = verdicts(results)
+        self.assertEqual((v["reference_labs"], v["mistake_labs"]), (4, 2))
+        self.assertEqual(v["reference_docked"], ["s002_03_wrong_tile 01_shared_banks: 9.5/10"])
+        self.assertEqual(v["mistakes_not_caught"], ["s002_03_wrong_tile 03_tiled_matmul: 10/10"])
+        out = io.StringIO()
+        print_verdicts("prebuilt", v, out)
+        self.assertIn("3 of 4 labs left as the reference at full marks; 1 of 2 labs with a catalogued mistake "
+                      "lose points", out.getvalue())
+
+
 class CudaArch(unittest.TestCase):
     """What the grader compiles for: --cuda-arch, else the GPU grading, else
     sm_90; never the shell's CUDAARCHS (a student's export for their own
