@@ -200,16 +200,26 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
         spans.append((key, len(cases), len(cases) + len(mine)))
         cases += mine
         order += [key[2]] * len(mine)
-    got, why = _run_harness(exe, harness, chk, out_dir / f"check-together-{wanted[0][0]}-step{wanted[0][2]}", order,
-                            cases, timeout, env, readable)
-    settled = {}
-    for key, a, b in spans:
+    work = out_dir / f"check-together-{wanted[0][0]}-step{wanted[0][2]}"
+    got, why = _run_harness(exe, harness, chk, work, order, cases, timeout, env, readable)
+    settled, left = {}, []
+    for n, (key, a, b) in enumerate(spans):
         part = got[a:b]
-        if any(g is None or g.err != 0 for g in part):
+        bad = next((k for k, g in enumerate(part) if g is None or g.err != 0), None)
+        if bad is not None:
+            g = part[bad]
+            left += [f"{key[0]} step {key[2]}: case {bad + 1} ({cases[a + bad].label}): "
+                     + (f"no output ({why or 'the file ends before it'})" if g is None else cuda_error(g.err))]
+            left += [f"{k[0]} step {k[2]}: after that case" for k, _, _ in spans[n + 1:]]
             break
         v = _verdict(chk, key[2], cases[a:b], part, why)
         if v.ok:   # a wrong answer is checked again alone (above)
             settled[key] = v
+        else:
+            left.append(f"{key[0]} step {key[2]}: {v.failed} of {v.total} cases wrong: "
+                        + "; ".join(v.messages[:2]))
+    if left:   # why each step runs again alone: the grader's own record, in the lab's work folder
+        (work / "not-settled.txt").write_text("\n".join(left) + "\n", encoding="utf-8")
     return settled
 
 

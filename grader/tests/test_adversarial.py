@@ -886,10 +886,11 @@ class OneHarnessProcess(unittest.TestCase):
                                         + textwrap.dedent(self.HARNESS))
         run, ref = LabRun(lab.name), LabRun(lab.name)
         cases = checker.make_cases   # the CPU path's sizes either way: the stand-in transposes in Python
+        self.out = tmpdir(self)
         with unittest.mock.patch.object(trust, "_technique"), \
                 unittest.mock.patch.object(checker, "make_cases", lambda name, seed, _: cases(name, seed, True)):
             trust.run_kit_checks(Executor(Sandbox(None, "")), lab, run, ref, harness,
-                                 [("public", None), ("hidden", 777)], 4242, tmpdir(self), step_limit,
+                                 [("public", None), ("hidden", 777)], 4242, self.out, step_limit,
                                  Deadline(600), {}, [], cpu)
         runs = [line.split(",") for line in log.read_text().split()]
         verdicts = {(kind, s): v.ok for kind, per in run.checks.items() for s, v in per.items()}
@@ -919,6 +920,10 @@ class OneHarnessProcess(unittest.TestCase):
         lab, runs, verdicts = self.grade("wrong5")
         self.assertEqual(runs, [[str(s.num) for s in lab.steps], ["5"], ["5"]])
         self.assertEqual({key for key, ok in verdicts.items() if not ok}, {("public", 5), ("hidden", 5)})
+        # why it ran again, in the grader's record of the shared run
+        why = (self.out / "check-together-public-step1" / "not-settled.txt").read_text().splitlines()
+        self.assertEqual([w.split(":")[0] for w in why], ["public step 5", "hidden step 5"])
+        self.assertIn("cases wrong", why[0])
 
     def test_a_step_wrong_only_beside_the_others_is_not_failed(self):
         # step 5 is wrong only in a process that ran other steps before it (state one step leaves to the next):
@@ -934,6 +939,10 @@ class OneHarnessProcess(unittest.TestCase):
         self.assertEqual(runs[0], [str(s.num) for s in lab.steps])
         self.assertEqual(sorted(r[0] for r in runs[1:]), sorted([str(s.num) for s in lab.steps if s.num >= 4] * 2))
         self.assertTrue(all(verdicts.values()), verdicts)
+        why = (self.out / "check-together-public-step1" / "not-settled.txt").read_text().splitlines()
+        self.assertTrue(why[0].startswith("public step 4: case 1 ("), why)
+        self.assertIn("CUDA error", why[0])
+        self.assertEqual(len(why), 2 * len([s for s in lab.steps if s.num >= 4]))   # every later step: after it
 
     def test_a_shared_run_that_hangs_costs_one_steps_limit_and_no_verdict(self):
         t0 = time.monotonic()
