@@ -8,8 +8,11 @@ With `--modes fresh,prebuilt` (the default) it grades the same class twice
 in one run on the same machine: `fresh` is each submission in its own
 configured copy of the kit (the grader before issue 16), `prebuilt` the
 pristine kit built once per batch with only the student's files compiled
-per submission. It then compares every output file of the two runs byte
-for byte: the verdicts must be the same.
+per submission. It then compares every output file of the first and the
+last mode byte for byte: the verdicts must be the same. `checker-first` is
+`prebuilt` with grade.py's --public-tests failing (the kit-only checks
+first, Criterion only on the steps they do not find right): `--modes
+prebuilt,checker-first` is its proof, verdict for verdict.
 
     python3 grader/tools/bench --class 8 --jobs 1
 """
@@ -37,7 +40,7 @@ from .report import write_all
 from .run import list_gpus
 
 PHASES = ("build", "tests", "sanitizers", "counters", "timing")
-MODES = ("fresh", "prebuilt")
+MODES = ("fresh", "prebuilt", "checker-first")
 
 
 _CPU = threading.local()
@@ -88,8 +91,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--class", dest="size", type=int, default=6, metavar="N",
                    help="submissions in the synthetic class (default 6)")
     p.add_argument("--lab", action="append", metavar="LAB", help="only this lab (repeat for more; default all)")
-    p.add_argument("--modes", default=",".join(MODES),
-                   help=f"comma-separated, in order, from {', '.join(MODES)} (default: both)")
+    p.add_argument("--modes", default="fresh,prebuilt",
+                   help=f"comma-separated, in order, from {', '.join(MODES)} (default: fresh,prebuilt); the "
+                        "outputs of the first and the last are compared")
     p.add_argument("--jobs", type=int, default=1, help="CPU jobs (default 1: seconds on one core)")
     p.add_argument("--per-gpu", type=int, default=1, metavar="N", help="as grade.py's --per-gpu (default 1)")
     p.add_argument("--work", type=Path, help="work folder (default: a temporary one, removed)")
@@ -227,6 +231,31 @@ def compare(a: Path, b: Path) -> tuple[int, list[str]]:
     return len(fa), diffs
 
 
+def compare_verdicts(a: Path, b: Path) -> tuple[int, list[str]]:
+    """Every graded item of every student's result.json under a and b but
+    the timed ones, whose times differ from run to run on a GPU: its points,
+    status and feedback, and which tests its details name and how they
+    ended (a detail's text after its first ": " is left out: a kernel that
+    reads memory it never wrote shows other values in another run).
+    (items compared, differences)."""
+    def items(root: Path) -> dict[tuple, dict]:
+        got = {}
+        for f in sorted(root.glob("students/*/result.json")):
+            res = json.loads(f.read_text(encoding="utf-8"))
+            for lab in res.get("labs", []):
+                got[(res["student"], lab["lab"], "build errors")] = lab.get("build_errors")
+                got[(res["student"], lab["lab"], "not counted")] = lab.get("not_counted")
+                for it in lab.get("items", []):
+                    if it.get("category") != "performance":
+                        got[(res["student"], lab["lab"], it["name"])] = (
+                            it.get("points"), it.get("max_points"), it.get("status"), it.get("feedback"),
+                            [d.split(": ", 1)[0] for d in it.get("details", [])])
+        return got
+    ia, ib = items(a), items(b)
+    diffs = [" / ".join(k) for k in sorted(set(ia) | set(ib)) if ia.get(k) != ib.get(k)]
+    return len(set(ia) | set(ib)), diffs
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -264,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
                            sandbox=args.sandbox or clock_kind == "wall",
                            cpu_path={"auto": None, "cuda": False, "cpu": True}[args.path],
                            fresh_trees=(mode == "fresh"), retime_reference=(mode == "fresh"), progress=args.progress,
-                           per_gpu=max(1, args.per_gpu))
+                           per_gpu=max(1, args.per_gpu), public_tests="failing" if mode == "checker-first" else "all")
             pipe = Pipeline(opts, labs)
             t0 = clock()
             pipe.prepare()
@@ -299,10 +328,16 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{mode}: {projection(r, max(1, args.per_gpu), len(list_gpus()))}")
         same = None
         if len(modes) > 1:
-            n, diffs = compare(work / f"out-{modes[0]}", work / f"out-{modes[-1]}")
-            same = not diffs
+            a, b = work / f"out-{modes[0]}", work / f"out-{modes[-1]}"
+            n, diffs = compare(a, b)
+            timed = clock_kind == "wall" and bool(list_gpus())   # a GPU's times differ from run to run
             print(f"\noutputs of '{modes[0]}' and '{modes[-1]}': {n} files, "
-                  + ("byte-identical (same verdicts)" if same else f"{len(diffs)} differ: {', '.join(diffs[:8])}"))
+                  + ("byte-identical" if not diffs else f"{len(diffs)} differ: {', '.join(diffs[:8])}"))
+            same = timed or not diffs
+            n, diffs = compare_verdicts(a, b)
+            same = same and not diffs
+            print(f"verdicts of '{modes[0]}' and '{modes[-1]}' (every item but the timed ones): {n} items, "
+                  + ("the same" if not diffs else f"{len(diffs)} differ: {'; '.join(diffs[:8])}"))
         if args.json:
             args.json.write_text(json.dumps({"modes": rows, "identical": same, "class": args.size, "clock": clock_kind,
                                              "jobs": args.jobs, "labs": [l.name for l in labs]},

@@ -92,6 +92,11 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--timings", type=Path, metavar="FILE", help="write build and run seconds per student and lab (JSON)")
     g.add_argument("--fresh-trees", action="store_true", help="configure and build the whole kit for every "
                    "submission (slower; the default builds the pristine kit once and only the student's files after)")
+    g.add_argument("--public-tests", choices=("all", "failing"), default="all",
+                   help="all (default): every public test program runs, then the kit-only checks; failing: the "
+                        "kit-only checks first, and the public tests only of the steps they do not find right (the "
+                        "others take their verdict): fewer GPU processes, under trial (grader/tools/bench --modes "
+                        "prebuilt,checker-first compares the two, verdict for verdict)")
     return p
 
 
@@ -219,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     opts = Options(kit=kit, work=args.work, keep_work=args.keep_work, secret_seed=secret, jobs=args.jobs,
                    sandbox=not args.no_sandbox, arch=args.cuda_arch, hide=hide,
                    require_isolation=secret is not None or len(subs) > 1 or args.batch,
-                   progress=not args.quiet, fresh_trees=args.fresh_trees,
+                   progress=not args.quiet, fresh_trees=args.fresh_trees, public_tests=args.public_tests,
                    cache=cache, reference_build=args.reference_build, per_gpu=args.per_gpu)
     present = {name for sub in subs for name in sub.files}
     absent = [lab.name for lab in labs if lab.name not in present]

@@ -21,7 +21,7 @@ from .progress import Progress
 from .reftime import perf_lab
 from .results import LabRun, PerfResult
 from .stagebase import HARNESS_REPEATS, NO_REFERENCE, PUBLIC_SEED, _Job, safe_name
-from .trust import run_kit_checks, scrub_outcomes, student_seed
+from .trust import KIT_CHECK_BINARY, run_kit_checks, scrub_outcomes, student_seed
 
 
 def _skipped_as_run(ref: LabRun, run: LabRun) -> None:
@@ -138,48 +138,96 @@ class LabStage:
 
     def _tests(self, at: _At) -> None:
         """The lab's test programs on the public data (and on the secret
-        data where the lab has no kit-only checker), then the kit-only checks."""
-        lab, run, ref, deadline = at.job.lab, at.job.run, at.job.ref, at.deadline
+        data where the lab has no kit-only checker), and the kit-only checks.
+        With public_tests "failing" (Options) the kit-only checks run first
+        and Criterion runs the public tests of the steps they do not find
+        right only: a step they find right has its tests take that verdict,
+        as the hidden tests do (_tests_known)."""
+        lab, run = at.job.lab, at.job.run
         where = (f" on GPU {at.gpu}" if at.gpu is not None and self.gpu_ok
                  else " on the CPU path" if self.cpu_path else " (no usable GPU)")
         at.say("testing" + where)
         harness = lab.harness
+        checked = bool(harness) and (self.gpu_ok or lab.cpu)   # only where there is a device to run it on
+        first = checked and self.opts.public_tests == "failing"
+        if first:
+            self._kit_checks(at)
         for kind, seed in self._seeds():
-            run.tests[kind] = {}
             if kind == "hidden" and harness:
+                run.tests.setdefault(kind, {})
                 continue  # the kit-only checker's verdicts are the hidden tests (run_kit_checks)
             # never the secret itself: a one-way stand-in for this student, lab and submission
             seed = student_seed(self.opts.secret_seed, seed, at.job.sub.student, lab.name,
                                 at.job.sub.files.get(lab.name, {}))
+            mine = run.tests.setdefault(kind, {})
+            kit_line = mine.pop(KIT_CHECK_BINARY, None)
             for b in lab.test_binaries():
-                if not run.build_ok.get(b, False):
-                    run.tests[kind][b] = R.BinaryRun(b, False, problem="not built")
-                    continue
-                if deadline.expired():
-                    run.tests[kind][b] = R.BinaryRun(b, True, problem="timed out: the lab's time limit ran out")
-                    run.timed_out.append(f"{b} ({kind} data)")
-                    continue
-                rb = ref.tests.get(kind, {}).get(b)
-                if rb and rb.outcomes:
-                    # one step at a time: a step that hangs costs that step only
-                    br, late = R.run_tests_by_step(self.student_exe, at.bdir / b, at.out, kind, seed, rb,
-                                                   lab.rubric.tests.step_time_limit_s, deadline, at.env, at.readable)
-                    run.timed_out += [f"{b} {suite} ({kind} data, step limit "
-                                      f"{lab.rubric.tests.step_time_limit_s:.0f} s)" for suite in late]
-                else:
-                    br = R.run_tests(self.student_exe, at.bdir / b, at.out, kind, seed,
-                                     deadline.limit(lab.rubric.lab.time_limit_s), at.env, at.readable)
-                    if "timed out" in br.problem:
-                        run.timed_out.append(f"{b} ({kind} data)")
-                    R.check_against(br, set(rb.outcomes) if rb else set())
-                if kind == "hidden":   # no seed in what a student reads, the stand-in included
-                    scrub_outcomes(br, [self.opts.secret_seed, seed])
-                run.tests[kind][b] = br
-        if harness and (self.gpu_ok or lab.cpu):   # only where there is a device to run it on
-            at.say("kit-only checks")
-            run_kit_checks(self.student_exe, lab, run, ref, at.bdir / harness, self._seeds(), PUBLIC_SEED, at.out,
-                           lab.rubric.tests.step_time_limit_s, deadline, at.env, at.readable,
-                           harness.endswith("_cpu"))
+                mine[b] = self._test_binary(at, b, kind, seed, first)
+            if kit_line is not None:   # the checker's line after the test programs', where it always was
+                mine[KIT_CHECK_BINARY] = kit_line
+        if checked and not first:
+            self._kit_checks(at)
+
+    def _kit_checks(self, at: _At) -> None:
+        lab, run = at.job.lab, at.job.run
+        at.say("kit-only checks")
+        run_kit_checks(self.student_exe, lab, run, at.job.ref, at.bdir / lab.harness, self._seeds(), PUBLIC_SEED,
+                       at.out, lab.rubric.tests.step_time_limit_s, at.deadline, at.env, at.readable,
+                       lab.harness.endswith("_cpu"))
+
+    def _test_binary(self, at: _At, b: str, kind: str, seed: int | None, known: bool) -> R.BinaryRun:
+        """One test program's outcomes on one data set; with `known`, the
+        tests of steps the kit-only checker found right are not run
+        (_tests_known)."""
+        lab, run, ref, deadline = at.job.lab, at.job.run, at.job.ref, at.deadline
+        if not run.build_ok.get(b, False):
+            return R.BinaryRun(b, False, problem="not built")
+        if deadline.expired():
+            run.timed_out.append(f"{b} ({kind} data)")
+            return R.BinaryRun(b, True, problem="timed out: the lab's time limit ran out")
+        rb = ref.tests.get(kind, {}).get(b)
+        taken: dict = {}
+        if known and kind == "public" and rb and rb.outcomes:
+            rb, taken = self._tests_known(lab, run, rb)
+            if not rb.outcomes:   # every test's step right: nothing of this program runs
+                return R.BinaryRun(b, True, outcomes=taken)
+        if rb and rb.outcomes:
+            # one step at a time: a step that hangs costs that step only
+            br, late = R.run_tests_by_step(self.student_exe, at.bdir / b, at.out, kind, seed, rb,
+                                           lab.rubric.tests.step_time_limit_s, deadline, at.env, at.readable,
+                                           whole_ok=not taken)
+            run.timed_out += [f"{b} {suite} ({kind} data, step limit "
+                              f"{lab.rubric.tests.step_time_limit_s:.0f} s)" for suite in late]
+        else:
+            br = R.run_tests(self.student_exe, at.bdir / b, at.out, kind, seed,
+                             deadline.limit(lab.rubric.lab.time_limit_s), at.env, at.readable)
+            if "timed out" in br.problem:
+                run.timed_out.append(f"{b} ({kind} data)")
+            R.check_against(br, set(rb.outcomes) if rb else set())
+        if taken:   # in the order a run of every test lists them (run_tests_by_step: by suite, then the reference's)
+            got, full = dict(br.outcomes), ref.tests[kind][b].outcomes
+            br.outcomes = {k: got.get(k) or taken[k] for suite in sorted({o.suite for o in full.values()})
+                           for k, o in full.items() if o.suite == suite and (k in got or k in taken)}
+            br.outcomes.update({k: o for k, o in got.items() if k not in br.outcomes})
+        if kind == "hidden":   # no seed in what a student reads, the stand-in included
+            scrub_outcomes(br, [self.opts.secret_seed, seed])
+        return br
+
+    @staticmethod
+    def _tests_known(lab: Lab, run: LabRun, rb: R.BinaryRun) -> tuple[R.BinaryRun, dict]:
+        """The reference's test list split: the tests still to run (a step
+        the kit-only checker did not find right, or a test of no step, or one
+        the reference itself does not pass) and the rest, each PASSED, the
+        checker's verdict on its step."""
+        public = run.checks.get("public", {})
+        rest, taken = R.BinaryRun(rb.binary, rb.built), {}
+        for key, o in rb.outcomes.items():
+            v = public.get(lab.step_of_suite(o.suite) or 0)
+            if o.status == "PASSED" and v is not None and v.ok is True:
+                taken[key] = TestOutcome(o.suite, o.name, "PASSED", [])
+            else:
+                rest.outcomes[key] = o
+        return rest, taken
 
     def _cpu_checks(self, at: _At) -> None:
         """The CPU path's bounds and race checks (memcheck's and racecheck's

@@ -122,7 +122,7 @@ class Pipeline(BuildStage, RefStage, LabStage):
         if self.opts.cache is not None:
             self.cache = ResultCache.for_run(self.opts.cache, self.opts.kit.resolve(), [PUBLIC_SEED, self.opts.secret_seed],
                                              [gpu_names(), str(self.gpu_ok), self.no_gpu_reason, self.sandbox.note,
-                                              self.opts.arch])
+                                              self.opts.arch, self.opts.public_tests])
         self.cached: dict[tuple[str, str], tuple] = {}
         self.ref_times = None if self.opts.retime_reference else RefTimes()   # reftime.py
         # the timed cases' data, changed words and sampled places: public, never the secret seed, new each batch

@@ -153,7 +153,7 @@ def run_tests(exe: Executor, binary: Path, out_dir: Path, tag: str, seed: int | 
 
 def run_tests_by_step(exe: Executor, binary: Path, out_dir: Path, tag: str, seed: int | None,
                       ref: BinaryRun, step_limit: float, deadline: Deadline, gpu_env: dict[str, str],
-                      readable: list[Path]) -> tuple[BinaryRun, list[str]]:
+                      readable: list[Path], whole_ok: bool = True) -> tuple[BinaryRun, list[str]]:
     """Runs a submission's tests, the suites the reference run listed, so
     that a step whose kernel never ends costs that step only: its tests get
     TIMEOUT, and the next steps still run. First all of them in one run
@@ -162,15 +162,17 @@ def run_tests_by_step(exe: Executor, binary: Path, out_dir: Path, tag: str, seed
     report within the steps' limits together, the report is the result.
     Where it does not (the program hung or died before its report), each
     suite (step) runs again on its own. Each suite's report is checked
-    against the reference's test list for that suite. Returns the merged run
-    and the suites that timed out."""
+    against the reference's test list for that suite. With whole_ok False
+    (`ref` lists only some of the program's suites) each suite runs on its
+    own from the start. Returns the merged run and the suites that timed
+    out."""
     merged = BinaryRun(binary.name, binary.is_file())
     if not binary.is_file():
         merged.problem = "not built"
         return merged, []
     suites = sorted({o.suite for o in ref.outcomes.values()})
     whole = None
-    if len(suites) > 1 and not deadline.expired():
+    if whole_ok and len(suites) > 1 and not deadline.expired():
         whole = run_tests(exe, binary, out_dir, tag, seed, deadline.limit(step_limit * len(suites)), gpu_env,
                           readable)
         if whole.problem or not whole.outcomes:

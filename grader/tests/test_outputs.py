@@ -452,6 +452,28 @@ class BenchProjection(unittest.TestCase):
                       "lose points", out.getvalue())
 
 
+    def test_the_modes_verdicts_are_compared_item_by_item_but_the_timed_ones(self):
+        from cmlgrade.bench import compare_verdicts
+
+        def write(root, perf_points, step_points, got="0.5"):
+            d = root / "students" / "kim"
+            d.mkdir(parents=True)
+            items = [{"name": "step 1 x", "category": "tests", "points": step_points, "status": "passed",
+                      "details": [f"step1::edge failed: out[3] expected 1, got {got}"]},
+                     {"name": "performance step 1 x", "category": "performance", "points": perf_points,
+                      "feedback": [f"{perf_points} ms"]}]
+            (d / "result.json").write_text(json.dumps({"student": "kim", "labs": [
+                {"lab": "05_stencil", "items": items, "build_errors": [], "not_counted": []}]}))
+        root = tmpdir(self)
+        write(root / "a", 3.0, 10.0)
+        write(root / "b", 2.5, 10.0)   # another run's times: the same verdicts
+        write(root / "c", 3.0, 7.5)
+        write(root / "d", 3.0, 10.0, got="-7.25")   # a value read from memory nobody wrote: not a verdict
+        self.assertEqual(compare_verdicts(root / "a", root / "b"), (3, []))
+        self.assertEqual(compare_verdicts(root / "a", root / "d"), (3, []))
+        self.assertEqual(compare_verdicts(root / "a", root / "c"), (3, ["kim / 05_stencil / step 1 x"]))
+
+
 class CudaArch(unittest.TestCase):
     """What the grader compiles for: --cuda-arch, else the GPU grading, else
     sm_90; never the shell's CUDAARCHS (a student's export for their own

@@ -87,7 +87,7 @@ def student_edition_lab():
     return dataclasses.replace(LAB, solution_dir="", mistakes=())
 
 
-def grade(test, fake, gpu: bool):
+def grade(test, fake, gpu: bool, public_tests: str = "all", checks=None):
     lab = student_edition_lab()
     # a student's self-check: the files graded are the kit's own labs/ files
     files = {lab.name: {f: (KIT / lab.dir / f).read_bytes() for f in lab.files}}
@@ -103,7 +103,12 @@ def grade(test, fake, gpu: bool):
     # the kit-only checker runs real harness programs (test_checker.py tests it on the CPU path); here
     # only that the pipeline calls it where there is a GPU, and leaves the tests' outcomes as they are
     checked = []
-    patches.append(mock.patch.object(labrun, "run_kit_checks", lambda *a, **k: checked.append(a[1].name)))
+
+    def kit_checks(*a, **k):
+        checked.append(a[1].name)
+        if checks is not None:   # the checker's verdict per step (public)
+            a[2].checks["public"] = {s.num: checks(s.num) for s in a[1].steps}
+    patches.append(mock.patch.object(labrun, "run_kit_checks", kit_checks))
     test.checked = checked
     if hasattr(building, "check_lab"):   # the object checks read real objects: here, none
         from cmlgrade.objcheck import ObjectReport
@@ -111,7 +116,8 @@ def grade(test, fake, gpu: bool):
     for p in patches:
         p.start()
         test.addCleanup(p.stop)
-    p = Pipeline(Options(kit=KIT, work=tmpdir(test) / "work", sandbox=False, jobs=2, cpu_path=False), [lab], runner=fake)
+    p = Pipeline(Options(kit=KIT, work=tmpdir(test) / "work", sandbox=False, jobs=2, cpu_path=False,
+                         public_tests=public_tests), [lab], runner=fake)
     p.prepare()
     results, errors = p.grade([Submission("kim", "labs/", files)])
     p.cleanup()
@@ -194,3 +200,48 @@ class ListParserTests(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ChecksFirstTests(unittest.TestCase):
+    """--public-tests failing (labrun.LabStage._tests): the kit-only checks
+    first, then Criterion only on the public tests of the steps they do not
+    find right; a step they find right has its tests take that verdict."""
+
+    @staticmethod
+    def verdict(step: int):
+        from cmlgrade.checker import StepVerdict
+        return StepVerdict(step != 5, 1 if step == 5 else 0, 4)
+
+    @staticmethod
+    def outcome(suite, test):
+        if suite == "step5" and test.endswith("_0"):
+            return "FAILED", ["tests/gpu.c:40: step 5, 3 x 3: wrong"]
+        return "PASSED", []
+
+    def runs(self, fake):
+        return [(Path(a[0]).name, next((x for x in a if x.startswith("--filter=")), ""))
+                for a in fake.calls if Path(a[0]).name in LISTED and any(x.startswith("--json=") for x in a)]
+
+    def test_only_the_steps_the_checker_fails_run_their_tests_and_the_verdicts_stay(self):
+        fake_all, fake_first = FakeKit(self.outcome), FakeKit(self.outcome)
+        _, every, _ = grade(self, fake_all, gpu=True, checks=self.verdict)
+        _, first, _ = grade(self, fake_first, gpu=True, public_tests="failing", checks=self.verdict)
+        self.assertEqual(sorted(self.runs(fake_all)), sorted([(MODEL, ""), (GPU, "")]))
+        self.assertEqual(self.runs(fake_first), [(GPU, "--filter=step5/*")])   # the model's steps 1-3 are right
+        self.assertEqual(first.items, every.items)   # the same verdicts, details and feedback, item for item
+        items = {it.name: it for it in first.items}
+        self.assertEqual(items["step 5 " + LAB.steps[4].ident].status, "partial")
+        self.assertEqual(items["step 4 " + LAB.steps[3].ident].status, "passed")
+
+    def test_a_test_only_criterion_fails_is_the_difference_the_bench_must_rule_out(self):
+        # Criterion stricter than the checker on step 6: the current design docks it, checks-first takes the
+        # checker's verdict. grader/tools/bench --modes prebuilt,checker-first shows whether any catalogued
+        # mistake, reference or fixture is such a case before checks-first may become the default.
+        def outcome(suite, test):
+            return ("FAILED", ["tests/gpu.c:50: only Criterion sees this"]) if suite == "step6" else ("PASSED", [])
+        _, every, _ = grade(self, FakeKit(outcome), gpu=True, checks=lambda s: self.verdict(0))
+        _, first, _ = grade(self, FakeKit(outcome), gpu=True, public_tests="failing", checks=lambda s: self.verdict(0))
+        name = "step 6 " + LAB.steps[5].ident
+        self.assertEqual(({it.name: it for it in every.items}[name].status,
+                          {it.name: it for it in first.items}[name].status), ("failed", "passed"))
+
