@@ -22,6 +22,7 @@ from dataclasses import dataclass
 F32 = struct.Struct("<f")
 FILL_DATA, FILL_INTS, FILL_FLOATS = 0, 1, 2   # harness.h: the case's data follows / ints / floats made there
 COPY_STEP = 0   # harness.h's HN_COPY_STEP: the device's copy ceiling, timed by the reference's harness
+LIBRARY_STEP = 0xFFFFFFFE   # harness.h's HN_LIBRARY_STEP: a lab's library on a timed case (lab 03: cuBLAS SGEMM)
 
 
 @dataclass
@@ -155,6 +156,14 @@ class LabChecker:
         unless a lab says otherwise. Over the copy bandwidth, the least time
         any kernel can take (reftime: a faster time is impossible)."""
         return 8 * c.count
+
+    def flops(self, c: Case, step: int) -> int | None:
+        """The floating-point operations a timed case's launch must do, for a
+        lab whose harness times a library on the same case (harness.h's
+        HN_LIBRARY_STEP: lab 03's cuBLAS SGEMM); None for the others. Over the
+        library's rate, measured in the same run, the least time a student's
+        kernel can take (reftime: a faster time is impossible)."""
+        return None
 
 
 def ints(rnd: random.Random, n: int, lo: int, span: int) -> array:

@@ -126,20 +126,27 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
     one harness process timing every step's case (its own seed a step) for
     its share of the repeats. So a change of the GPU's speed during the
     timing falls on both alike. Each reference run also times the device's
-    copy of the largest case's input (the kit's code: checkbase.COPY_STEP);
-    a student time that implies moving the step's bytes (checker.traffic)
-    faster than CEILING x that bandwidth is flagged impossible and earns
-    nothing, unless the reference's own time is (then the ceiling is not
-    trusted, and said so)."""
+    copy of the largest case's input (the kit's code: checkbase.COPY_STEP),
+    and where the lab's checker counts a step's floating-point work
+    (checker.flops: lab 03), its library on the first timed step's case
+    (checkbase.LIBRARY_STEP: cuBLAS SGEMM). A student time that implies
+    moving the step's bytes (checker.traffic) faster than CEILING x that
+    bandwidth, or doing its work faster than CEILING x the library's rate,
+    is flagged impossible and earns nothing, unless the reference's own
+    time is (then the ceiling is not trusted, and said so)."""
     from dataclasses import replace
-    from .checkbase import COPY_STEP, copy_case, copy_gbs
+    from .checkbase import COPY_STEP, LIBRARY_STEP, copy_case, copy_gbs
     from .checker import CHECKERS, Timed, run_timed_cases, same_answers
+    chk = CHECKERS[lab_name]
     steps = sorted(cases)
     per = {s: replace(cases[s], repeats=max(3, cases[s].repeats // ROUNDS)) for s in steps}
     copy = copy_case(max(c.count for c in per.values()), COPY_REPEATS, per[steps[0]].seed)
+    library = replace(per[steps[0]], repeats=COPY_REPEATS) if chk.flops(per[steps[0]], steps[0]) else None
+    ceilings = [(COPY_STEP, copy)] + ([(LIBRARY_STEP, library)] if library else [])
     mine = {s: Timed() for s in steps}
     ref = {s: Timed() for s in steps}
     copies: list[float] = []
+    calls: list[float] = []   # the library's times
     ref_note = ""
     work = cwd / "timed"
     for _ in range(ROUNDS):
@@ -148,12 +155,14 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
                 ref_note = ref_note or "the lab's time limit ran out"
                 break
             if side == "reference":
-                got = run_timed_cases(exe_ref, ref_harness, [(COPY_STEP, copy)] + [(s, per[s]) for s in steps],
+                got = run_timed_cases(exe_ref, ref_harness, ceilings + [(s, per[s]) for s in steps],
                                       work, deadline.limit(own_timeout), gpu_env, [])
                 if not got[0].note:
                     copies += got[0].times
+                if library and not got[1].note:
+                    calls += got[1].times
                 into = ref
-                got = got[1:]
+                got = got[len(ceilings):]
             else:
                 got = run_timed_cases(exe_student, harness, [(s, per[s]) for s in steps], work,
                                       deadline.limit(own_timeout), gpu_env, readable)
@@ -167,9 +176,9 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
                 else:
                     acc.times += t.times
                     acc.samples += t.samples
-    chk = CHECKERS[lab_name]
     out: dict[int, PerfResult] = {}
     gbs = copy_gbs(copy, statistics.median(copies)) if copies else None
+    rate = chk.flops(library, steps[0]) / (statistics.median(calls) * 1e-3) if library and calls else None  # FLOP/s
     for s in steps:
         res = out[s] = PerfResult(s, None, None, True)
         if mine[s].note:
@@ -188,9 +197,18 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
             res.ceiling = "the device's copy bandwidth could not be measured"
             continue
         least_ms = chk.traffic(per[s], s) / (gbs * 1e6)   # the step's bytes at the copy bandwidth
-        res.floor_ms = least_ms / CEILING
         res.ceiling = (f"the least time: {chk.traffic(per[s], s) / 2 ** 20:.0f} MiB moved at the device's copy "
                        f"bandwidth ({gbs:.0f} GB/s, measured in the same run) takes {least_ms:.4f} ms")
+        work = chk.flops(per[s], s)
+        if work and rate:   # the step's work at the library's rate, when that is the larger bound
+            work_ms = work / rate * 1e3
+            res.ceiling += (f"; {work / 1e9:.1f} GFLOP at the library's rate ({rate / 1e12:.1f} TFLOP/s, cuBLAS "
+                            f"measured in the same run) takes {work_ms:.4f} ms")
+            if work_ms > least_ms:
+                least_ms, res.bound = work_ms, "do the step's work"
+        elif work:
+            res.ceiling += "; the library's rate could not be measured"
+        res.floor_ms = least_ms / CEILING
         if res.ref_ms < res.floor_ms:
             res.ceiling += (f"; the reference's own time ({res.ref_ms:.4f} ms) is below it, so no time is judged "
                             "against it")

@@ -31,6 +31,7 @@ class PerfResult:
     floor_ms: float | None = None   # faster than this is impossible on this GPU (reftime.perf_lab)
     ceiling: str = ""               # how floor_ms was found (or why there is none)
     impossible: bool = False        # the student's time is below floor_ms: no credit, flagged
+    bound: str = "move the step's data"   # what floor_ms is the least time for (IMPOSSIBLE's words)
 
 
 @dataclass

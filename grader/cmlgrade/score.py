@@ -471,7 +471,7 @@ def _static_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
     return items
 
 
-IMPOSSIBLE = ("step {step}: {ms:.4f} ms is faster than this GPU can move the step's data: no performance credit "
+IMPOSSIBLE = ("step {step}: {ms:.4f} ms is faster than this GPU can {bound}: no performance credit "
               "(flagged for the instructor)")
 
 
@@ -514,7 +514,7 @@ def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
             continue
         if res.impossible:   # faster than the GPU can move the step's data: a forged or broken timing
             items.append(Item(name, "performance", pts, 0.0, "failed", pr.visibility,
-                              [IMPOSSIBLE.format(step=s, ms=res.student_ms)], [res.ceiling]))
+                              [IMPOSSIBLE.format(step=s, ms=res.student_ms, bound=res.bound)], [res.ceiling]))
             continue
         credit = perf_credit(res.student_ms, res.ref_ms, pr.full_credit_ratio, True)
         ratio = res.student_ms / res.ref_ms
@@ -640,7 +640,8 @@ def score_lab(lab: Lab, run: LabRun, ref: LabRun) -> LabScore:
         notes.append("cut off by a time limit: " + ", ".join(run.timed_out))
     impossible = sorted(st for st, res in run.perf.items() if res.impossible)
     if impossible:
-        notes.append("timed faster than the GPU can move the data (scored 0 for speed, flagged for the instructor): "
+        notes.append("timed faster than the GPU can move the data or do the work (scored 0 for speed, flagged for the "
+                     "instructor): "
                      "step " + ", ".join(map(str, impossible)))
     if run.submitted and "hidden" not in ref.tests and lab.rubric.tests.hidden_share > 0:
         notes.append(f"hidden tests not run here (public seed): in the instructor's run, "

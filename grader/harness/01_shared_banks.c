@@ -208,6 +208,6 @@ static void *bk_output(void *st, size_t *bytes)
     return s->c_base ? (void *)(s->c_base + BK_GUARD) : NULL;
 }
 
-static const hn_lab lab = {bk_setup, bk_poison, bk_launch, bk_fetch, bk_teardown, bk_input, bk_output};
+static const hn_lab lab = {bk_setup, bk_poison, bk_launch, bk_fetch, bk_teardown, bk_input, bk_output, NULL};
 
 int main(int argc, char **argv) { return hn_main(argc, argv, &lab); }

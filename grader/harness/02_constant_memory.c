@@ -200,6 +200,6 @@ static void *cm_output(void *st, size_t *bytes)
     return s->out;
 }
 
-static const hn_lab lab = {cm_setup, cm_poison, cm_launch, cm_fetch, cm_teardown, cm_input, cm_output};
+static const hn_lab lab = {cm_setup, cm_poison, cm_launch, cm_fetch, cm_teardown, cm_input, cm_output, NULL};
 
 int main(int argc, char **argv) { return hn_main(argc, argv, &lab); }

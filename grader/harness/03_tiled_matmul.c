@@ -10,7 +10,8 @@
  * is 0 there, and that NaN is not the poison's 0xffffffff. C and its
  * guards are poisoned (0xff bytes) before every launch: a kernel that
  * writes past C changes its guards. A timed case changes words of A
- * between repeats and samples C. */
+ * between repeats and samples C. The CUDA harness's library ceiling is
+ * cuBLAS SGEMM on the same matrices (common/labs/03_tiled_matmul's anchor). */
 #include "harness.h"
 #include "matmul.h"
 
@@ -137,6 +138,30 @@ static void *mm_output(void *st, size_t *bytes)
     return ((mm_state *)st)->mat[2];
 }
 
-static const hn_lab lab = {mm_setup, mm_poison, mm_launch, mm_fetch, mm_teardown, mm_input, mm_output};
+#ifdef HN_HAVE_LIBRARY
+#include "cublas_anchor.h"
+
+/* The library ceiling (harness.h, HN_LIBRARY_STEP): the kit's cuBLAS SGEMM
+   anchor (FP32, pedantic math: no TF32) on the same A, B and C. */
+static cudaError_t mm_library(void *st, const hn_case *c)
+{
+    static mm_cublas *h;
+    mm_state *s = (mm_state *)st;
+    (void)c;
+    if (!h) {
+        char why[200];
+        if (!(h = mm_cublas_create(why, sizeof why))) {
+            fprintf(stderr, "harness: %s\n", why);
+            return cudaErrorUnknown;
+        }
+    }
+    return mm_cublas_sgemm(h, s->mat[0], s->mat[1], s->mat[2], s->M, s->N, s->K);
+}
+#define MM_LIBRARY mm_library
+#else
+#define MM_LIBRARY NULL /* the CPU path's harness: no library, no timing */
+#endif
+
+static const hn_lab lab = {mm_setup, mm_poison, mm_launch, mm_fetch, mm_teardown, mm_input, mm_output, MM_LIBRARY};
 
 int main(int argc, char **argv) { return hn_main(argc, argv, &lab); }

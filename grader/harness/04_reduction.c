@@ -75,6 +75,6 @@ static void *red_output(void *st, size_t *bytes)
     return ((red_state *)st)->out;
 }
 
-static const hn_lab lab = {red_setup, red_poison, red_launch, red_fetch, red_teardown, red_input, red_output};
+static const hn_lab lab = {red_setup, red_poison, red_launch, red_fetch, red_teardown, red_input, red_output, NULL};
 
 int main(int argc, char **argv) { return hn_main(argc, argv, &lab); }

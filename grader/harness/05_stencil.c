@@ -123,6 +123,6 @@ static void *st_output(void *st, size_t *bytes)
     return s->out_base + ST_GUARD;
 }
 
-static const hn_lab lab = {st_setup, st_poison, st_launch, st_fetch, st_teardown, st_input, st_output};
+static const hn_lab lab = {st_setup, st_poison, st_launch, st_fetch, st_teardown, st_input, st_output, NULL};
 
 int main(int argc, char **argv) { return hn_main(argc, argv, &lab); }

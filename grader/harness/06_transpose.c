@@ -67,6 +67,6 @@ static void *tr_output(void *st, size_t *bytes)
     return ((tr_state *)st)->out;
 }
 
-static const hn_lab lab = {tr_setup, tr_poison, tr_launch, tr_fetch, tr_teardown, tr_input, tr_output};
+static const hn_lab lab = {tr_setup, tr_poison, tr_launch, tr_fetch, tr_teardown, tr_input, tr_output, NULL};
 
 int main(int argc, char **argv) { return hn_main(argc, argv, &lab); }

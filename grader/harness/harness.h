@@ -48,6 +48,12 @@
  *   none is made on the host); its records are those of a timed case, the
  *   samples read from the copy. The grader asks only the reference's
  *   harness for it, in the same run as the reference's timed steps.
+ * Step HN_LIBRARY_STEP (0xfffffffe) with repeats R > 0 is the lab's library
+ *   ceiling, the kit's code, never the student's: the case's data set up as
+ *   for a step, then R timed calls of lab->library (lab 03: cuBLAS SGEMM on
+ *   the same matrices) in place of the student's launch; its records are a
+ *   timed case's. A lab without one (library NULL), and the CPU path's
+ *   harness, answer nrep 0. The grader asks only the reference's harness.
  * Exit status 0 when the output file is complete, 77 without a device. */
 #ifndef CML_HARNESS_H
 #define CML_HARNESS_H
@@ -69,6 +75,7 @@
 #define HN_MAX_COUNT ((uint64_t)1 << 30)
 #define HN_COPY_STEP 0u
 #define HN_MARK_STEP 0xffffffffu
+#define HN_LIBRARY_STEP 0xfffffffeu
 
 #ifdef HN_HAVE_MARK
 /* hn_mark.cu: launches cml_hn_mark (the step marks of a traced run) */
@@ -110,6 +117,9 @@ typedef struct {
        word of which changes between repeats, and the device output sampled. */
     void *(*input)(void *st, size_t *bytes);
     void *(*output)(void *st, size_t *bytes);
+    /* The library ceiling (HN_LIBRARY_STEP; NULL: none): the kit's own call of
+       a tuned library on the case's buffers, timed as a launch would be. */
+    cudaError_t (*library)(void *st, const hn_case *c);
 } hn_lab;
 
 static int hn_read(FILE *f, void *p, size_t n) { return fread(p, 1, n, f) == n; }
@@ -172,12 +182,13 @@ static cudaError_t hn_record(FILE *out, float ms, const void *dev, size_t bytes,
     return err;
 }
 
-static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE *out)
+static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE *out,
+                            cudaError_t (*launch)(void *st, const hn_case *c))
 {
     size_t in_bytes = 0, out_bytes = 0;
     unsigned char *din = lab->input ? (unsigned char *)lab->input(st, &in_bytes) : NULL;
     unsigned char *dout = lab->output ? (unsigned char *)lab->output(st, &out_bytes) : NULL;
-    uint32_t nrep = din && dout && in_bytes >= 4 && out_bytes >= 4 ? c->repeats : 0;
+    uint32_t nrep = launch && din && dout && in_bytes >= 4 && out_bytes >= 4 ? c->repeats : 0;
     hn_write(out, &nrep, 4);
     if (!nrep)
         return cudaErrorInvalidValue;
@@ -201,7 +212,7 @@ static cudaError_t hn_timed(const hn_lab *lab, void *st, const hn_case *c, FILE 
         if (err == cudaSuccess)
             err = cudaEventRecord(e0, 0);
         if (err == cudaSuccess)
-            err = lab->launch(st, c);
+            err = launch(st, c);
         if (err == cudaSuccess)
             err = cudaEventRecord(e1, 0);
         if (err == cudaSuccess)
@@ -273,6 +284,8 @@ static int hn_read_case(FILE *in, hn_case *c)
         c->data = NULL;
         return c->count == 0 && c->repeats == 0;
     }
+    if (c->step == HN_LIBRARY_STEP && !c->repeats) /* the library ceiling is timed, never checked */
+        return 0;
     size_t bytes = (size_t)c->count * 4;
     if (c->step == HN_COPY_STEP && c->repeats) { /* the copy ceiling: device buffers only (hn_copy_timed) */
         c->data = NULL;
@@ -377,7 +390,7 @@ static int hn_main(int argc, char **argv, const hn_lab *lab)
         uint32_t zero = 0;
         int32_t t32 = 0;
         if (c.repeats && err == cudaSuccess)
-            t32 = (int32_t)hn_timed(lab, st, &c, out);
+            t32 = (int32_t)hn_timed(lab, st, &c, out, c.step == HN_LIBRARY_STEP ? lab->library : lab->launch);
         else
             hn_write(out, &zero, 4); /* no timed repeats follow */
         hn_write(out, &t32, 4);

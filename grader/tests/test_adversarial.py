@@ -87,6 +87,14 @@ FORGERIES = {
         extern "C" cudaError_t red_cub_sum_int(void *, size_t *, const int *, size_t, int *);
         extern "C" cudaError_t reduce_helper_cub(const int *in, size_t n, int *out) {
             size_t b = 0; return red_cub_sum_int(0, &b, in, n, out); }""", "red_cub_sum_int"),
+    # lab 03's harness links the kit's cuBLAS anchor for its library ceiling (harness.h HN_LIBRARY_STEP): a
+    # launcher that calls it would hand in cuBLAS's answers and times
+    "kit_cublas_anchor": ("""
+        typedef struct mm_cublas mm_cublas;
+        extern "C" mm_cublas *mm_cublas_create(char *, size_t);
+        extern "C" cudaError_t mm_cublas_sgemm(mm_cublas *, const float *, const float *, float *, int, int, int);
+        extern "C" cudaError_t reduce_helper_gemm(const float *a, float *c) {
+            char why[64]; return mm_cublas_sgemm(mm_cublas_create(why, 64), a, a, c, 1, 1, 1); }""", "mm_cublas"),
     "interposes_cuda_runtime": ("""
         extern "C" int cudaGetLastError(void) { return 0; }""", "cudaGetLastError"),
     "exit_handler": ("""
@@ -589,7 +597,7 @@ f.write(b'CMLO' + struct.pack('<II', 2, n))
 for step, reps in cases:
     f.write(struct.pack('<iQQI', 0, 0, 0, reps))
     for r in range(reps):
-        f.write(struct.pack('<f', ms[str(step)]) + b''.join(struct.pack('<QI', k, 1000 + r + step) for k in range(32)))
+        f.write(struct.pack('<f', ms[str(step)]) + b''.join(struct.pack('<QI', k, (1000 + r + step) & 0xFFFFFFFF) for k in range(32)))
     f.write(struct.pack('<i', 0))
 """
 
@@ -603,7 +611,7 @@ class ImpossibleTimes(unittest.TestCase):
     impossible itself means the ceiling is not used."""
     lab = "04_reduction"
 
-    def timing(self, student_ms, ref_ms, copy_ms, n=1 << 28):
+    def timing(self, student_ms, ref_ms, copy_ms, n=1 << 28, cases=None, lab=None):
         from cmlgrade.checkbase import FILL_INTS, Case
         from cmlgrade.reftime import perf_lab
         from cmlgrade.run import Deadline
@@ -612,8 +620,8 @@ class ImpossibleTimes(unittest.TestCase):
         harness.write_text(FAKE_HARNESS)
         harness.chmod(0o755)
         log = d / "log"
-        cases = {s: Case(0, n, 0, b"", f"n = {n} int (timed)", fill=FILL_INTS, repeats=20, seed=5 + s, words=n)
-                 for s in (7, 8)}
+        cases = cases or {s: Case(0, n, 0, b"", f"n = {n} int (timed)", fill=FILL_INTS, repeats=20, seed=5 + s,
+                                  words=n) for s in (7, 8)}
 
         class Side(Executor):   # the same fake harness, told which side it plays and its times
             def __init__(self, side, ms):
@@ -625,7 +633,7 @@ class ImpossibleTimes(unittest.TestCase):
                                  FAKE_MS=json.dumps({str(k): v for k, v in self.ms.items()}))
                 return super().run(argv, **kw)
         got = perf_lab(Side("student", student_ms), Side("reference", {**ref_ms, 0: copy_ms}), harness,
-                       harness, self.lab, cases, Deadline(600), 60, d, {}, [])
+                       harness, lab or self.lab, cases, Deadline(600), 60, d, {}, [])
         return got, log.read_text().splitlines()
 
     def test_student_and_reference_alternate_every_step_in_one_run(self):
@@ -636,6 +644,34 @@ class ImpossibleTimes(unittest.TestCase):
             self.assertEqual(len(got[s].samples_student), 20)   # 10 a round, two rounds
             self.assertFalse(got[s].impossible)
             self.assertIn("copy bandwidth", got[s].ceiling)
+
+    def test_a_matmul_faster_than_cublas_allows_earns_nothing(self):
+        # lab 03: the reference's runs also time cuBLAS SGEMM on the first timed step's case (LIBRARY_STEP); a
+        # 4096^3 product (137 GFLOP) that cuBLAS does in 2 ms takes any kernel at least 2 ms / 1.25 = 1.6 ms, far
+        # above what moving its matrices takes (0.75 ms at the copy bandwidth here)
+        from cmlgrade.checkbase import LIBRARY_STEP
+        chk = checker.CHECKERS["03_tiled_matmul"]
+        cases = {s: chk.timing_case(s, 20, 11 + s) for s in (3, 6)}
+        got, log = self.timing({3: 1.5, 6: 1.7}, {3: 4.0, 6: 4.0, LIBRARY_STEP: 2.0}, copy_ms=1.0, cases=cases,
+                               lab="03_tiled_matmul")
+        self.assertEqual(log[0], f"reference 0,{LIBRARY_STEP},3,6")   # the ceilings in the reference's runs only
+        self.assertEqual(log[1], "student 3,6")
+        self.assertTrue(got[3].impossible, got[3].ceiling)   # 1.5 ms < 1.6 ms
+        self.assertEqual(got[3].bound, "do the step's work")
+        self.assertIn("cuBLAS measured in the same run", got[3].ceiling)
+        self.assertFalse(got[6].impossible, got[6].ceiling)  # 1.7 ms: within the margin
+        run = LabRun("03_tiled_matmul", build_ok={t: True for t in labs()["03_tiled_matmul"].student_targets()},
+                     submitted=True)
+        run.perf = got
+        ls = score_lab(labs()["03_tiled_matmul"], run, LabRun("03_tiled_matmul"))
+        line = next(i for i in ls.items if i.name.startswith("performance step 3"))
+        self.assertEqual(line.points, 0.0)
+        self.assertIn("faster than this GPU can do the step's work", " ".join(line.feedback))
+        # a library that could not be timed leaves the copy bound alone, and says so
+        got, _ = self.timing({3: 1.5, 6: 1.7}, {3: 4.0, 6: 4.0, LIBRARY_STEP: 0.0}, copy_ms=1.0, cases=cases,
+                             lab="03_tiled_matmul")
+        self.assertFalse(got[3].impossible, got[3].ceiling)
+        self.assertIn("the library's rate could not be measured", got[3].ceiling)
 
     def test_a_time_faster_than_the_copy_bandwidth_allows_earns_nothing(self):
         # 1 GiB of ints, copied (2 GiB moved) in 1 ms: 2147 GB/s; reading the ints takes at least 0.5 ms

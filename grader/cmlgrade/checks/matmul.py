@@ -190,6 +190,9 @@ class Matmul(LabChecker):
     def traffic(self, c: Case, step: int) -> int:
         return 4 * (c.count + c.a * c.b)   # A and B read once, C written once (a loose floor: matmul computes)
 
+    def flops(self, c: Case, step: int) -> int:
+        return 2 * c.a * c.b * c.kind   # a multiply and an add for each of M x N x K terms: cuBLAS's rate bounds it
+
     def close(self, c: Case, step: int, ref: int, got: int) -> bool:
         # each harness's C(i, j) is within gamma_K * sum_k |A(i, k)| |B(k, j)| of the exact one; with |A|,
         # |B| < 1 that sum is below K: the two are within 2 * gamma_K * K of each other
