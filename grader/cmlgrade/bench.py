@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import json
+import re
 import os
 import resource
 import shutil
@@ -234,10 +235,15 @@ def compare(a: Path, b: Path) -> tuple[int, list[str]]:
 def compare_verdicts(a: Path, b: Path) -> tuple[int, list[str]]:
     """Every graded item of every student's result.json under a and b but
     the timed ones, whose times differ from run to run on a GPU: its points,
-    status and feedback, and which tests its details name and how they
-    ended (a detail's text after its first ": " is left out: a kernel that
-    reads memory it never wrote shows other values in another run).
-    (items compared, differences)."""
+    status and feedback, and which tests its details name (a detail's text
+    after its first ": " is left out, and a test that failed is one that
+    crashed: a kernel that reads or writes memory it should not shows other
+    values, or ends otherwise, in another run). (items compared,
+    differences)."""
+    def named(detail: str) -> str:
+        head = detail.split(": ", 1)[0]
+        return re.sub(r" (failed|crashed|errored)$", " did not pass", head)
+
     def items(root: Path) -> dict[tuple, dict]:
         got = {}
         for f in sorted(root.glob("students/*/result.json")):
@@ -249,7 +255,7 @@ def compare_verdicts(a: Path, b: Path) -> tuple[int, list[str]]:
                     if it.get("category") != "performance":
                         got[(res["student"], lab["lab"], it["name"])] = (
                             it.get("points"), it.get("max_points"), it.get("status"), it.get("feedback"),
-                            [d.split(": ", 1)[0] for d in it.get("details", [])])
+                            [named(d) for d in it.get("details", [])])
         return got
     ia, ib = items(a), items(b)
     diffs = [" / ".join(k) for k in sorted(set(ia) | set(ib)) if ia.get(k) != ib.get(k)]
