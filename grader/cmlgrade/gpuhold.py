@@ -61,7 +61,7 @@ def _listed(gpu: str) -> tuple[str, str, str] | None:
     entry (an index as nvidia-smi counts them, or a UUID)."""
     if not (gpu.isdigit() or re.fullmatch(r"GPU-[0-9a-fA-F-]+", gpu)):
         return None
-    return next((g for g in _smi_gpus() if gpu in (g[0], g[1]) or gpu.lower() == g[1].lower()), None)
+    return next((g for g in _smi_gpus() if gpu == g[0] or gpu.lower() == g[1].lower()), None)
 
 
 def gpu_uuid(gpu: str) -> str | None:
