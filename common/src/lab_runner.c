@@ -143,6 +143,7 @@ static void help(const cml_lab *lab)
     for (int k = 0; k < lab->nmodes; ++k)
         option_line(lab->modes[k].flag, lab->modes[k].help);
     option_line("--list", "list the steps");
+    option_line("--then WORDS", "afterwards, run again in this process with WORDS (the\noptions above, as if started alone); repeatable");
     option_line("--probe", "exit 0 when a usable GPU is present, 77 otherwise");
     printf("\n%s\nExit status: 0 all checked steps correct, 1 a wrong result or CUDA error,\n"
            "2 bad arguments, 77 no GPU.\n\nSteps:\n",
@@ -483,7 +484,7 @@ static int without_gpu(cml_lab_run *r, const char *why)
     return CML_EXIT_NO_GPU;
 }
 
-int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
+static int run_once(const cml_lab *lab, void *data, int argc, char **argv)
 {
     static cml_lab_run run;
     cml_lab_run *r = &run;
@@ -588,4 +589,57 @@ int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv)
     if (cml_runner_write_markdown(&r->args, &r->rep) != CML_EXIT_OK)
         return CML_EXIT_FAIL;
     return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
+}
+
+/* "--then" splits the command line into runs, one after another in this
+ * process (one CUDA context): each run parses only its own words, its lab
+ * data as main() made it, as if started alone. The grader's compute-sanitizer
+ * runs every size of a lab this way: one sanitizer process a tool. A line
+ * "run K of N: WORDS" on stdout starts each run; the status is the first
+ * that is not 0, and a run that finds no GPU or bad words ends them all. */
+int cml_lab_main(const cml_lab *lab, void *data, size_t data_size, int argc, char **argv)
+{
+    int nruns = 1;
+    for (int i = 1; i < argc; ++i)
+        nruns += strcmp(argv[i], "--then") == 0;
+    if (nruns == 1)
+        return run_once(lab, data, argc, argv);
+    void *fresh = data_size ? malloc(data_size) : NULL;
+    char **words = malloc(sizeof *words * (size_t)(argc + 1));
+    if ((data_size && fresh == NULL) || words == NULL) {
+        fprintf(stderr, "%s: out of host memory\n", argc > 0 ? argv[0] : lab->prog);
+        free(fresh);
+        free(words);
+        return CML_EXIT_FAIL;
+    }
+    if (data_size)
+        memcpy(fresh, data, data_size);
+    int status = CML_EXIT_OK, from = 1;
+    for (int k = 1; k <= nruns; ++k) {
+        int to = from;
+        while (to < argc && strcmp(argv[to], "--then") != 0)
+            ++to;
+        words[0] = argv[0];
+        int n = 1;
+        printf("run %d of %d:", k, nruns);
+        for (int i = from; i < to; ++i) {
+            words[n++] = argv[i];
+            printf(" %s", argv[i]);
+        }
+        words[n] = NULL;
+        printf("\n");
+        fflush(stdout);
+        if (data_size)
+            memcpy(data, fresh, data_size);
+        int rc = run_once(lab, data, n, words);
+        fflush(stdout);
+        if (status == CML_EXIT_OK)
+            status = rc;
+        if (rc == CML_EXIT_NO_GPU || rc == CML_EXIT_USAGE)
+            break;
+        from = to + 1;
+    }
+    free(fresh);
+    free(words);
+    return status;
 }

@@ -483,17 +483,30 @@ static int fake_host_part(cml_lab_run *r)
     return 1;
 }
 
-static int fake_prepare(cml_lab_run *r)
-{
-    snprintf(r->rep.params, sizeof r->rep.params, "fake");
-    return CML_EXIT_OK;
-}
-
 static char calls[64];  /* the order of the callbacks: p2 l2 v2 ... */
 
 static void called(const char *what, int step)
 {
     snprintf(calls + strlen(calls), sizeof calls - strlen(calls), "%s%d ", what, step);
+}
+
+typedef struct {
+    int size;  /* --size N */
+} fake_data;
+
+static int fake_option(cml_lab_run *r, const char *flag, const char *value)
+{
+    if (strcmp(flag, "--size") != 0 || value == NULL)
+        return 0;
+    ((fake_data *)r->data)->size = atoi(value);
+    return 2;
+}
+
+static int fake_prepare(cml_lab_run *r)
+{
+    snprintf(r->rep.params, sizeof r->rep.params, "fake");
+    called("s", ((fake_data *)r->data)->size);
+    return CML_EXIT_OK;
 }
 
 static cudaError_t fake_poison(cml_lab_run *r, int step)
@@ -538,7 +551,8 @@ static const cml_lab fake_lab = {
     .repeat_help = "runs", .check_only_help = "check only",
     .counters_help = "counters", .no_counters_help = "no counters",
     .host_part = fake_host_part, .host_part_name = "model", .host_part_hint = "`fake_run --model`",
-    .prepare = fake_prepare, .poison = fake_poison, .launch = fake_launch, .verify = fake_check,
+    .option = fake_option, .prepare = fake_prepare, .poison = fake_poison, .launch = fake_launch,
+    .verify = fake_check,
     .counters = fake_counters, .counters_metric = "fake__metric.sum",
     .probe = fake_probe,
 };
@@ -582,16 +596,18 @@ static void capture_end(char *out, size_t len)
 static int run_fake(char *out, size_t len, const char *args)
 {
     static char words[256];
-    char *argv[16] = {words};
+    static fake_data data;
+    char *argv[32] = {words};
     int argc = 1;
     snprintf(words, sizeof words, "fake_run%s%s", args[0] ? " " : "", args);
-    for (char *p = strchr(words, ' '); p != NULL && argc < 15; p = strchr(p + 1, ' ')) {
+    for (char *p = strchr(words, ' '); p != NULL && argc < 31; p = strchr(p + 1, ' ')) {
         *p = '\0';
         argv[argc++] = p + 1;
     }
     argv[argc] = NULL;
+    data.size = 7;   /* main()'s default */
     capture_begin();
-    int rc = cml_lab_main(&fake_lab, NULL, argc, argv);
+    int rc = cml_lab_main(&fake_lab, &data, sizeof data, argc, argv);
     capture_end(out, len);
     return rc;
 }
@@ -678,7 +694,7 @@ Test(lab_runner, check_only_checks_every_chosen_step_and_exits_1_on_a_wrong_one)
     memset(checked, 0, sizeof checked);
     calls[0] = '\0';
     int rc = run_fake(out, sizeof out, argv);
-    cr_expect_str_eq(calls, "p2 l2 v2 p3 l3 v3 ", "each check is poison, launch, verify, in step order");
+    cr_expect_str_eq(calls, "s7 p2 l2 v2 p3 l3 v3 ", "prepare, then each check is poison, launch, verify, in step order");
     cr_expect_eq(rc, CML_EXIT_FAIL, "%s", out);
     cr_expect(checked[2] && checked[3] && !checked[1], "steps checked: %d %d %d", checked[1], checked[2],
               checked[3]);
@@ -686,6 +702,33 @@ Test(lab_runner, check_only_checks_every_chosen_step_and_exits_1_on_a_wrong_one)
               "%s", out);
     const char *one = "--check-only --step 2";
     cr_expect_eq(run_fake(out, sizeof out, one), CML_EXIT_OK, "%s", out);
+}
+
+Test(lab_runner, then_runs_again_in_the_process_each_run_as_if_started_alone)
+{
+    static char out[8192];
+    gpu_present = 1;
+    calls[0] = '\0';
+    /* the second run gives no --size: main()'s 7, not the first run's 3 */
+    int rc = run_fake(out, sizeof out,
+                      "--check-only --step 2 --size 3 --then --check-only --step 2 --then --step 3 --check-only");
+    cr_expect_str_eq(calls, "s3 p2 l2 v2 s7 p2 l2 v2 s7 p3 l3 v3 ", "each run's data as main() made it");
+    cr_expect_eq(rc, CML_EXIT_FAIL, "the third run's wrong step fails the whole:\n%s", out);
+    const char *r1 = strstr(out, "run 1 of 3: --check-only --step 2 --size 3\nstep 2 gpu_ok");
+    const char *r2 = strstr(out, "run 2 of 3: --check-only --step 2\nstep 2 gpu_ok");
+    const char *r3 = strstr(out, "run 3 of 3: --step 3 --check-only\nstep 3 gpu_wrong        WRONG");
+    cr_expect(r1 && r2 && r3 && r1 < r2 && r2 < r3, "each run's line, then its check lines, in order:\n%s", out);
+    /* a wrong first run does not stop the others; the status is the first that is not 0 */
+    calls[0] = '\0';
+    rc = run_fake(out, sizeof out, "--check-only --step 3 --then --check-only --step 2");
+    cr_expect_eq(rc, CML_EXIT_FAIL, "%s", out);
+    cr_expect_str_eq(calls, "s7 p3 l3 v3 s7 p2 l2 v2 ", "%s", out);
+    /* no GPU ends them all, 77 */
+    gpu_present = 0;
+    calls[0] = '\0';
+    rc = run_fake(out, sizeof out, "--check-only --step 2 --then --check-only --step 2");
+    cr_expect_eq(rc, CML_EXIT_NO_GPU, "%s", out);
+    cr_expect(strstr(out, "run 2 of 2") == NULL, "a second run after no GPU:\n%s", out);
 }
 
 Test(lab_runner, bad_arguments_exit_2, .exit_code = 2)

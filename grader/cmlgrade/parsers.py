@@ -127,6 +127,12 @@ def _finding_at(text: str, start: int, what: str) -> SanitizerFinding:
     return SanitizerFinding(what.strip(), kernel, loc)
 
 
+def first_finding_at(text: str) -> int:
+    """Where a compute-sanitizer report's first finding starts (len(text): none)."""
+    f = _FINDING.search(text)
+    return f.start() if f else len(text)
+
+
 def parse_sanitizer(text: str, rc: int | None) -> SanitizerReport:
     """The report of `compute-sanitizer --tool T --error-exitcode 99 ...`."""
     # memcheck past --print-limit adds "ERROR SUMMARY: N errors were not

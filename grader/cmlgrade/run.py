@@ -13,7 +13,7 @@ from pathlib import Path
 
 from .gpushare import alone_on
 from .parsers import (CounterReport, ReportError, SanitizerFinding, SanitizerReport, TestOutcome, parse_counters,
-                      parse_criterion_json, parse_runner_json, parse_sanitizer)
+                      first_finding_at, parse_criterion_json, parse_runner_json, parse_sanitizer)
 from .results import BinaryRun, PerfResult
 from .sandbox import Executor, run_process, scrubbed_env
 
@@ -254,27 +254,45 @@ EXACT_BUFFERS_FOR = ("memcheck",)
 def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], deadline: Deadline, own_timeout: float,
                   cwd: Path, gpu_env: dict[str, str], readable: list[Path],
                   steps: str = "all") -> tuple[SanitizerReport, str]:
-    """compute-sanitizer --tool T on `runner --step STEPS ARGS --check-only`
-    for each config; the first config that is not clean is the result."""
+    """compute-sanitizer --tool T over one runner process that checks every
+    config in turn (`runner --step STEPS ARGS1 --check-only --then --step
+    STEPS ARGS2 --check-only ...`: one CUDA context, one instrumentation);
+    with the report, the config whose run the first finding came from."""
     cs = find_tool("compute-sanitizer")
     if not cs:
         return SanitizerReport("unavailable", "compute-sanitizer not found", 0, None), ""
     if tool in EXACT_BUFFERS_FOR:
         gpu_env = dict(gpu_env, **EXACT_BUFFERS)
-    for cfg in configs:
-        if deadline.expired():
-            return SanitizerReport("incomplete", "the lab's time limit ran out", 0, None), cfg
-        argv = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "20", str(runner), "--step", steps,
-                *shlex.split(cfg), "--check-only"]
-        r = exe.run(argv, cwd=cwd, timeout=deadline.limit(own_timeout), writable=[cwd], readable=readable,
-                    env=gpu_env)
-        if r.timed_out:
-            return SanitizerReport("incomplete", "timed out (a kernel that never ends?)", 0, None, r.output), \
-                f"--step {steps} {cfg}"
-        rep = parse_sanitizer(r.output, r.rc)
-        if rep.state != "clean":
-            return rep, f"--step {steps} {cfg}"
-    return rep, ""
+    if deadline.expired():
+        return SanitizerReport("incomplete", "the lab's time limit ran out", 0, None), ""
+    configs = configs or [""]
+    words: list[str] = []
+    for k, cfg in enumerate(configs):
+        words += (["--then"] if k else []) + ["--step", steps, *shlex.split(cfg), "--check-only"]
+    argv = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "20", str(runner), *words]
+    r = exe.run(argv, cwd=cwd, timeout=deadline.limit(own_timeout * len(configs)), writable=[cwd],
+                readable=readable, env=gpu_env)
+    if r.timed_out:
+        return (SanitizerReport("incomplete", "timed out (a kernel that never ends?)", 0, None, r.output),
+                f"--step {steps} {_config_of(r.output, len(r.output), configs)}")
+    rep = parse_sanitizer(r.output, r.rc)
+    if rep.state == "clean":
+        return rep, ""
+    return rep, f"--step {steps} {_config_of(r.output, first_finding_at(r.output), configs)}"
+
+
+_RUN_LINE = re.compile(r"^run (\d+) of (\d+):", re.M)
+
+
+def _config_of(text: str, at: int, configs: list[str]) -> str:
+    """The config of the run that had started by position `at` of a
+    `--then` process's output (the runner's "run K of N:" lines; the first
+    config where there are none: a single run prints none)."""
+    k = 1
+    for m in _RUN_LINE.finditer(text, 0, at):
+        if int(m.group(2)) == len(configs):
+            k = int(m.group(1))
+    return configs[min(max(k, 1), len(configs)) - 1]
 
 
 def run_counters(exe: Executor, runner: Path, steps: list[int], timeout: float, cwd: Path,

@@ -63,6 +63,55 @@ class SanitizerTests(unittest.TestCase):
         self.assertIn("exit -11", r.summary)
 
 
+class OneSanitizerProcessTests(unittest.TestCase):
+    """compute-sanitizer runs once a tool over a runner that checks every
+    sanitize config in turn (`--then`), and the feedback still names the
+    config whose run the first finding came from."""
+
+    CONFIGS = ["--type int --n 1000003", "--type float --n 70001", "--type int --n 33"]
+
+    def run_with(self, output: str, rc: int, timed_out: bool = False):
+        from pathlib import Path
+        from unittest import mock
+        from cmlgrade import run as R
+        from cmlgrade.sandbox import ProcResult
+        calls = []
+
+        class Exe:
+            def run(self, argv, **kw):
+                calls.append((argv, kw))
+                return ProcResult(argv, None if timed_out else rc, output, "", timed_out, 1.0)
+
+        with mock.patch.object(R, "find_tool", lambda name: "/cuda/bin/compute-sanitizer"):
+            rep, cfg = R.run_sanitizer(Exe(), "memcheck", Path("/b/reduction_run"), self.CONFIGS,
+                                       R.Deadline(1000), 100, Path("/w"), {}, [], "1,2")
+        return rep, cfg, calls
+
+    def test_one_process_every_config(self):
+        rep, cfg, calls = self.run_with("".join(f"run {k} of 3: ...\nstep 1 first ok\n" for k in (1, 2, 3))
+                                        + fixture("sanitizer_clean.txt"), 0)
+        self.assertEqual(len(calls), 1, "one compute-sanitizer process for the tool")
+        argv, kw = calls[0]
+        self.assertEqual(argv, ["/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "99",
+                                "--print-limit", "20", "/b/reduction_run",
+                                "--step", "1,2", "--type", "int", "--n", "1000003", "--check-only", "--then",
+                                "--step", "1,2", "--type", "float", "--n", "70001", "--check-only", "--then",
+                                "--step", "1,2", "--type", "int", "--n", "33", "--check-only"])
+        self.assertEqual(kw["timeout"], 300, "each config's own limit, added up")
+        self.assertEqual((rep.state, cfg), ("clean", ""))
+
+    def test_the_finding_names_its_config(self):
+        text = ("run 1 of 3: ...\nstep 1 first ok\nrun 2 of 3: ...\n" + fixture("memcheck_errors.txt")
+                + "run 3 of 3: ...\n")
+        rep, cfg, _ = self.run_with(text, 99)
+        self.assertEqual(rep.state, "errors")
+        self.assertEqual(cfg, "--step 1,2 --type float --n 70001")
+
+    def test_a_run_that_hangs_names_the_config_it_was_in(self):
+        rep, cfg, _ = self.run_with("run 1 of 3: ...\nrun 2 of 3: ...\nrun 3 of 3: ...\n", 0, timed_out=True)
+        self.assertEqual((rep.state, cfg), ("incomplete", "--step 1,2 --type int --n 33"))
+
+
 class CounterTests(unittest.TestCase):
     def test_lines_with_separators_and_missing_values(self):
         c = parse_counters(fixture("counters_banks.txt"))

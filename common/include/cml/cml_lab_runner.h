@@ -197,8 +197,11 @@ struct cml_lab {
 
 /* Runs the lab: parses argv, probes, runs and prints as above. data is
  * handed to the callbacks as r->data. Returns the exit status (--help,
- * --list, --probe and bad arguments exit from inside). */
-int cml_lab_main(const cml_lab *lab, void *data, int argc, char **argv);
+ * --list, --probe and bad arguments exit from inside). "--then" starts
+ * another run in the same process with the words after it, data as it was
+ * (data_size bytes, copied back before each run; 0: the lab keeps no
+ * options there). */
+int cml_lab_main(const cml_lab *lab, void *data, size_t data_size, int argc, char **argv);
 
 /* A message on stderr, "PROG: ..." and a newline, after flushing stdout so
  * that it never lands inside a line of a table. */

@@ -523,5 +523,5 @@ int main(int argc, char **argv)
     static lab_data d = {.batch = DEFAULT_BATCH, .rounds = 256};
     for (int k = 0; k < BANKS_NUM_STEPS - PROBE_STEP; ++k)
         d.abt_conflicts[k] = -1.0;
-    return cml_lab_main(&lab, &d, argc, argv);
+    return cml_lab_main(&lab, &d, sizeof d, argc, argv);
 }

@@ -563,5 +563,5 @@ int main(int argc, char **argv)
                          .width = DEFAULT_SIDE,
                          .height = DEFAULT_SIDE,
                          .radius = DEFAULT_RADIUS};
-    return cml_lab_main(&lab, &d, argc, argv);
+    return cml_lab_main(&lab, &d, sizeof d, argc, argv);
 }

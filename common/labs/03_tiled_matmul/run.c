@@ -329,5 +329,5 @@ static const cml_lab lab = {
 int main(int argc, char **argv)
 {
     static lab_data d = {.M = DEFAULT_M, .N = DEFAULT_N, .K = DEFAULT_K};
-    return cml_lab_main(&lab, &d, argc, argv);
+    return cml_lab_main(&lab, &d, sizeof d, argc, argv);
 }

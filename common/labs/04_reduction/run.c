@@ -245,5 +245,5 @@ static const cml_lab lab = {
 int main(int argc, char **argv)
 {
     static lab_data d = {.n = DEFAULT_N, .type = RED_INT};
-    return cml_lab_main(&lab, &d, argc, argv);
+    return cml_lab_main(&lab, &d, sizeof d, argc, argv);
 }

@@ -360,5 +360,5 @@ int main(int argc, char **argv)
     static lab_data d = {.dims = {{.grid = {DEFAULT_N, 1, 1}},
                                   {.grid = {DEFAULT_NX2, DEFAULT_NY2, 1}},
                                   {.grid = {DEFAULT_NX3, DEFAULT_NY3, DEFAULT_NZ3}}}};
-    return cml_lab_main(&lab, &d, argc, argv);
+    return cml_lab_main(&lab, &d, sizeof d, argc, argv);
 }

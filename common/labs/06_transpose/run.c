@@ -367,5 +367,5 @@ static const cml_lab lab = {
 int main(int argc, char **argv)
 {
     static lab_data d = {.rows = DEFAULT_ROWS, .cols = DEFAULT_COLS};
-    return cml_lab_main(&lab, &d, argc, argv);
+    return cml_lab_main(&lab, &d, sizeof d, argc, argv);
 }
