@@ -455,11 +455,14 @@ class BenchProjection(unittest.TestCase):
     def test_the_modes_verdicts_are_compared_item_by_item_but_the_timed_ones(self):
         from cmlgrade.bench import compare_verdicts
 
-        def write(root, perf_points, step_points, got="0.5"):
+        def write(root, perf_points, step_points, got="0.5", errors=324):
             d = root / "students" / "kim"
             d.mkdir(parents=True)
             items = [{"name": "step 1 x", "category": "tests", "points": step_points, "status": "passed",
                       "details": [f"step1::edge failed: out[3] expected 1, got {got}"]},
+                     {"name": "compute-sanitizer memcheck", "category": "sanitizer", "points": 0.0,
+                      "status": "failed", "feedback": [f"compute-sanitizer memcheck is not clean: ERROR SUMMARY: "
+                                                       f"{errors} errors"]},
                      {"name": "performance step 1 x", "category": "performance", "points": perf_points,
                       "feedback": [f"{perf_points} ms"]}]
             (d / "result.json").write_text(json.dumps({"student": "kim", "labs": [
@@ -469,13 +472,22 @@ class BenchProjection(unittest.TestCase):
         write(root / "b", 2.5, 10.0)   # another run's times: the same verdicts
         write(root / "c", 3.0, 7.5)
         write(root / "d", 3.0, 10.0, got="-7.25")   # a value read from memory nobody wrote: not a verdict
-        self.assertEqual(compare_verdicts(root / "a", root / "b"), (3, []))
-        self.assertEqual(compare_verdicts(root / "a", root / "d"), (3, []))
+        write(root / "e", 3.0, 10.0, errors=196)   # memcheck counted other errors in another run
+        self.assertEqual(compare_verdicts(root / "a", root / "b"), (4, [], []))
+        self.assertEqual(compare_verdicts(root / "a", root / "d"), (4, [], []))
         # the same test crashing in one run and failing in the other (memory written out of bounds): not one either
         r = root / "d" / "students" / "kim" / "result.json"
         r.write_text(r.read_text().replace("step1::edge failed:", "step1::edge crashed:"))
-        self.assertEqual(compare_verdicts(root / "a", root / "d"), (3, []))
-        self.assertEqual(compare_verdicts(root / "a", root / "c"), (3, ["kim / 05_stencil / step 1 x"]))
+        self.assertEqual(compare_verdicts(root / "a", root / "d"), (4, [], []))
+        self.assertEqual(compare_verdicts(root / "a", root / "c"), (4, ["kim / 05_stencil / step 1 x"], []))
+        # a count in the feedback only: said apart, not a difference
+        self.assertEqual(compare_verdicts(root / "a", root / "e"),
+                         (4, [], ["kim / 05_stencil / compute-sanitizer memcheck"]))
+        # a point more is a difference whatever the counts
+        r = root / "e" / "students" / "kim" / "result.json"
+        r.write_text(r.read_text().replace('"points": 0.0', '"points": 4.0'))
+        self.assertEqual(compare_verdicts(root / "a", root / "e"),
+                         (4, ["kim / 05_stencil / compute-sanitizer memcheck"], []))
 
 
 class CudaArch(unittest.TestCase):
