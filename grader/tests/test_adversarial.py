@@ -463,6 +463,53 @@ class CheckerForgeries(unittest.TestCase):
                 self.assertFalse(any("12345" in m for m in v.messages), "a verdict message shows the seed")
 
 
+class ManyTileRace(unittest.TestCase):
+    """Lab 03's no_barrier_before_the_tiles_are_refilled (a tile refilled
+    before every warp has read it) garbled thousands of elements of C on an
+    H200 only on the public tests' 1025 x 1031 x 1021 matrices: the
+    kit-only checker, whose largest cases had been smaller, found the step
+    right while its public test failed. The checker now has that case on a
+    GPU, with its answer computed exactly (and fast: packed rows of B)."""
+
+    def test_the_gpu_cases_hold_the_many_tile_matrices_and_judge_a_garbled_element(self):
+        import random
+        from array import array
+        from cmlgrade.checks.matmul import MANY_TILES, Matmul, guard_words
+        ck = Matmul()
+        big = [c for c in ck.cases(random.Random(5), False) if (c.a, c.b, c.kind) == MANY_TILES]
+        self.assertEqual(len(big), 1)
+        self.assertFalse([c for c in ck.cases(random.Random(5), True) if (c.a, c.b, c.kind) == MANY_TILES],
+                         "the CPU path stays quick")
+        c = big[0]
+        want = ck._product(c)
+        out = array("f", want).tobytes()
+        guards = b"\xff" * (4 * 2 * guard_words(c.b))
+        self.assertIsNone(ck.judge(c, 3, out + guards))
+        bad = array("f", want)
+        bad[1031 * 700 + 512] += 1.0     # one element of a tile read after it was refilled
+        why = ck.judge(c, 3, bad.tobytes() + guards)
+        self.assertIn("1 of 1056775 elements of C wrong: C(700, 512)", why)
+
+    def test_the_packed_product_is_the_dot_products_for_every_integer_kind(self):
+        import random
+        from array import array
+        from operator import mul
+        from cmlgrade.checks.matmul import DISTINCT_A, DISTINCT_B, EXACT, Matmul, distinct_ints, small_ints
+        rnd = random.Random(11)
+
+        def dots(c):
+            rows, cols = Matmul._rows_cols(c)
+            return array("d", [sum(map(mul, r, col)) for r in rows for col in cols])
+        for m, n, k in [(1, 1, 1), (1, 77, 33), (77, 1, 33), (31, 33, 7), (65, 63, 130), (5, 7, 301)]:
+            for top in (1, 16, 64):
+                c = Matmul._case(EXACT, m, n, k, small_ints(rnd, m * k, top), small_ints(rnd, k * n, top))
+                self.assertEqual(Matmul._integer_product(c), dots(c), (m, n, k, top))
+        a = Matmul._case(DISTINCT_A, 67, 45, 129, distinct_ints(rnd, 67 * 129), small_ints(rnd, 129 * 45, 8))
+        b = Matmul._case(DISTINCT_B, 45, 67, 129, small_ints(rnd, 45 * 129, 8), distinct_ints(rnd, 129 * 67))
+        for c in (a, b):
+            self.assertEqual(Matmul._integer_product(c), dots(c))
+
+
 class PrecomputedUploadForgeries(unittest.TestCase):
     """A step's work happens in the step's kernel: lab 02's upload function
     may read its host tables, so a student could compute a step's answers
