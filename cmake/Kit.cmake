@@ -1,3 +1,29 @@
+# kit_require_part(<path> <what>): a part the developer kit must have
+# (KIT_EDITION=developer); configure stops naming it where it is missing.
+function(kit_require_part path what)
+  if(NOT EXISTS "${PROJECT_SOURCE_DIR}/${path}")
+    message(FATAL_ERROR "${path} is missing: ${what}. The developer kit (KIT_EDITION=developer, the repository) "
+                        "needs it; a student release says KIT_EDITION=student in its CMakeLists.txt (tools/release), "
+                        "the grader's tree of a submission is configured with -DKIT_EDITION=grading")
+  endif()
+endfunction()
+
+# kit_require_developer_parts(): what the developer kit has beside the
+# labs, checked before anything is configured: every lab's reference
+# solution, catalogue of mistakes and their feedback (solutions/<lab>/), and
+# the kit's and the grader's own tests.
+function(kit_require_developer_parts)
+  kit_require_part(tools/tests/CMakeLists.txt "the kit's tools' own tests")
+  kit_require_part(grader/tests/test_adversarial.py "the grader's adversarial suite")
+  file(GLOB manifests RELATIVE "${PROJECT_SOURCE_DIR}/labs" "${PROJECT_SOURCE_DIR}/labs/*/lab.json")
+  foreach(m IN LISTS manifests)
+    get_filename_component(lab "${m}" DIRECTORY)
+    kit_require_part(solutions/${lab} "lab ${lab}'s reference solution")
+    kit_require_part(solutions/${lab}/mistakes.toml "lab ${lab}'s catalogue of classic mistakes")
+    kit_require_part(solutions/${lab}/feedback.toml "lab ${lab}'s feedback on its mistakes")
+  endforeach()
+endfunction()
+
 # Build functions shared by every lab. Adding a lab is one kit_add_lab() line
 # in the top-level CMakeLists.txt plus its folders (see docs/adding-a-lab.md).
 
@@ -257,8 +283,9 @@ function(kit_add_lab lab)
   set(KIT_LAB_MODEL "${LAB_MODEL}")
   string(REPLACE ";" "|" sanitize_configs "${LAB_SANITIZE}")
   list(GET LAB_SANITIZE 0 mistake_args)
+  # the reference and its catalogue: in the developer kit only (KIT_EDITION)
   set(has_solution 0)
-  if(IS_DIRECTORY "${sol_dir}")
+  if(KIT_EDITION STREQUAL "developer")   # kit_require_developer_parts: they are there
     set(has_solution 1)
   endif()
 
@@ -336,7 +363,7 @@ function(kit_add_lab lab)
 
   if(NOT has_solution)
     _kit_register_runner(${lab} student)
-    return()  # a student release: no reference, no catalogue
+    return()  # a student release or the grader's tree of a submission: no reference, no catalogue
   endif()
 
   _kit_lab_variant(${lab} ${stem} ref "${sol_dir}")
@@ -399,7 +426,7 @@ function(kit_add_lab lab)
   # proven to be caught by the tests or by a sanitizer (on the CPU path: by
   # the tests, the CPU race check, its bounds report or its bank counts).
   set(catalogue "${sol_dir}/mistakes.toml")
-  if(EXISTS "${catalogue}")
+  if(has_solution)   # kit_require_part above: it is there
     set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${catalogue}")
     file(STRINGS "${catalogue}" name_lines REGEX "^name *= *\"[a-z0-9_]+\"")
     foreach(line IN LISTS name_lines)

@@ -101,9 +101,16 @@ def _forget_other_source(src: Path, build: Path) -> None:
             return
 
 
-def configure(exe: Executor, src: Path, build: Path, arch: str, timeout: float, writable: list[Path]) -> tuple[bool, str]:
+def configure(exe: Executor, src: Path, build: Path, arch: str, timeout: float, writable: list[Path],
+              edition: str = "") -> tuple[bool, str]:
+    """cmake's configure; `edition`: the kit's KIT_EDITION ("grading" for a
+    submission's tree, buildtree.make_student_tree; "": the kit's own, as
+    its CMakeLists.txt says: the repository's developer kit, a release's
+    student one)."""
     _forget_other_source(src, build)
     argv = ["cmake", "-S", str(src), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release"]
+    if edition:
+        argv.append(f"-DKIT_EDITION={edition}")
     if arch:
         argv.append(f"-DCMAKE_CUDA_ARCHITECTURES={arch}")
     r = exe.run(argv, cwd=src, timeout=timeout, writable=writable)
@@ -127,12 +134,13 @@ def build_target(exe: Executor, src: Path, build: Path, target: str, jobs: int, 
 
 
 def build_tree(exe: Executor, src: Path, build: Path, targets: list[str], *, arch: str, jobs: int,
-               timeout: float, writable: list[Path], configured: bool = False, on_target=None) -> TreeBuild:
+               timeout: float, writable: list[Path], configured: bool = False, on_target=None,
+               edition: str = "") -> TreeBuild:
     """Configures (unless already done) and builds each target in order.
     Never raises for a failed build: the result says what failed."""
     tb = TreeBuild(configured=configured)
     if not configured:
-        ok, log = configure(exe, src, build, arch, timeout, writable)
+        ok, log = configure(exe, src, build, arch, timeout, writable, edition)
         tb.configured, tb.configure_log = ok, log[-6000:]
         if not ok:
             return tb

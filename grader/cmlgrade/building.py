@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 from .build import build_tree, clock, cpu_path_instead, shared_lock
+from .buildtree import GRADING_EDITION
 from .buildtree import TreeError, make_student_tree
 from .checker import CHECKERS
 from .intake import Submission
@@ -164,7 +165,7 @@ class BuildStage:
             t0 = clock()
             tb = build_tree(self.student_exe, src, build_dir, lab.student_targets(), arch=self.opts.arch,
                             jobs=jobs_each, timeout=lab.rubric.lab.build_timeout_s, writable=[tree],
-                            configured=configured)
+                            configured=configured, edition=GRADING_EDITION)
             run = runs[lab.name]
             run.seconds["build"] = clock() - t0
             if not tb.configured:

@@ -1,8 +1,9 @@
 """Temporary source trees. A student's tree is the pristine kit (the
-instructor's tests, headers and common/ drivers) without solutions/: in its
-place each lab gets the public skeleton files, so CMake configures as usual
-but nothing secret is in reach. Only the student-editable files come from
-the submission. The reference is built from the kit itself."""
+instructor's tests, headers and common/ drivers) without solutions/ and
+without the grader's code but its CMakeLists.txt and harnesses, configured
+as the grading edition (-DKIT_EDITION=grading: no reference, no catalogue,
+no kit tests): nothing secret is in reach. Only the student-editable files
+come from the submission. The reference is built from the kit itself."""
 from __future__ import annotations
 
 import re
@@ -12,6 +13,7 @@ from pathlib import Path
 # What of the kit a student tree needs (everything else stays out).
 KIT_PARTS = ("CMakeLists.txt", "CMakePresets.json", "cmake", "common", "labs", "tools")
 SKIP_NAMES = {".git", "build", "__pycache__", ".ci"}
+GRADING_EDITION = "grading"   # the KIT_EDITION a student's tree is configured with (CMakeLists.txt)
 
 
 class TreeError(Exception):
@@ -61,24 +63,11 @@ def make_student_tree(kit: Path, dest: Path, files: dict[str, dict[str, bytes]])
         elif p.is_file():
             shutil.copy2(p, src / part)
     grader_cmake = kit / "grader" / "CMakeLists.txt"
-    (src / "grader" / "tests").mkdir(parents=True)
+    (src / "grader").mkdir(parents=True)
     if grader_cmake.is_file():
         shutil.copy2(grader_cmake, src / "grader" / "CMakeLists.txt")
     if (kit / "grader" / "harness").is_dir():  # the kit-only checker's harnesses (checker.py)
         shutil.copytree(kit / "grader" / "harness", src / "grader" / "harness")
-    # solutions/<lab>/: the skeleton's copy of each file the build names,
-    # never the reference, never the catalogue of mistakes.
-    sol = kit / "solutions"
-    if sol.is_dir():
-        (src / "solutions").mkdir(parents=True)
-        for lab_dir in sorted(p for p in sol.iterdir() if p.is_dir()):
-            out = src / "solutions" / lab_dir.name
-            out.mkdir(parents=True)
-            for f in sorted(lab_dir.iterdir()):
-                if not f.is_file() or f.suffix == ".toml":  # the catalogue and its feedback
-                    continue
-                pub = kit / "labs" / lab_dir.name / f.name
-                (out / f.name).write_bytes(pub.read_bytes() if pub.is_file() else b"")
     for lab, lab_files in files.items():
         lab_dir = src / "labs" / lab
         if not lab_dir.is_dir():

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from .intake import Submission, is_archive, kit_file_names, looks_like_one_submission, read_batch, read_roster, read_submission
+from .checker import has_checker
 from .labs import LabError, kit_description, load_labs
 from .pipeline import Pipeline
 from .stagebase import STUDENT_EDITION, GraderError, Options, parse_seed
@@ -168,6 +169,11 @@ def main(argv: list[str] | None = None) -> int:
         if lab.rubric.is_default:
             _say(args.quiet, f"note: {lab.name} has no rubric file (grader/rubrics/{lab.name}.toml): "
                              f"graded with the default policy (docs/grading.md)")
+        if not has_checker(lab.name):
+            _say(args.quiet, f"note: {lab.name} has no kit-only checker (grader/cmlgrade/checks/{lab.stem}.py and "
+                             f"grader/harness/{lab.name}.c): its hidden tests are the student's own test program "
+                             f"run on the secret data, and a forged test program is not caught (docs/grading.md "
+                             f"section 8)")
     lab_files = {lab.name: list(lab.files) for lab in labs}
     kit_names = kit_file_names(kit) - {f for lab in labs for f in lab.files}
 

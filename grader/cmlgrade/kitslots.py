@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .build import TreeBuild, build_target, clock, configure
-from .buildtree import make_student_tree
+from .buildtree import GRADING_EDITION, make_student_tree
 from .sandbox import Executor
 
 # What a lab build writes that carries the student's code: removed after each lab.
@@ -95,7 +95,7 @@ class SlotPool:
             shutil.rmtree(slot.root, ignore_errors=True)
         slot.root.mkdir(parents=True)
         make_student_tree(self.kit, slot.root, self.skeletons)
-        ok, log = configure(exe, slot.src, slot.build, self.arch, self.timeout, [slot.root])
+        ok, log = configure(exe, slot.src, slot.build, self.arch, self.timeout, [slot.root], GRADING_EDITION)
         if not ok:
             slot.problem = "the pristine kit does not configure: " + log[-500:]
         else:

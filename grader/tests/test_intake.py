@@ -289,9 +289,27 @@ class StudentTreeTests(unittest.TestCase):
         src = make_student_tree(kit, tmpdir(self), {"04_reduction": {"reduction.cu": b"mine\n"}})
         self.assertTrue((src / "slides" / "CMakeLists.txt").is_file())   # a folder cmake adds
         self.assertFalse((src / "submissions").exists())                  # other students' work
-        self.assertEqual((src / "solutions" / "04_reduction" / "reduction.cu").read_text(), "skeleton\n")
-        self.assertEqual(sorted(p.name for p in (src / "solutions" / "04_reduction").iterdir()), ["reduction.cu"])
+        self.assertFalse((src / "solutions").exists())   # no reference, no catalogue: the grading edition has none
+        self.assertFalse((src / "grader" / "tests").exists())
         self.assertEqual((src / "labs" / "04_reduction" / "reduction.cu").read_text(), "mine\n")
+
+    def test_a_submissions_tree_is_configured_as_the_grading_edition(self):
+        """What the tree is comes from -DKIT_EDITION, never from which files are
+        there (issue 25: an empty grader/tests used to say it)."""
+        from cmlgrade import build
+        from cmlgrade.buildtree import GRADING_EDITION
+        seen = []
+
+        class Exe:
+            def run(self, argv, **kw):
+                seen.append(argv)
+                from cmlgrade.sandbox import ProcResult
+                return ProcResult(argv, 0, "", "", False, 0.1)
+        d = tmpdir(self)
+        build.configure(Exe(), d / "src", d / "build", "90", 60, [], GRADING_EDITION)
+        build.configure(Exe(), d / "kit", d / "ref", "90", 60, [])
+        self.assertIn("-DKIT_EDITION=grading", seen[0])
+        self.assertFalse([a for a in seen[1] if a.startswith("-DKIT_EDITION")], "the kit's own: as it says")
 
 
 if __name__ == "__main__":

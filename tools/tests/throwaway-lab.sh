@@ -86,10 +86,13 @@ grep '99_throwaway' "$copy/README.md" | sed 's/^/  /'
 
 step "6. the grader"
 python3 "$copy/grader/grade.py" --self-check --lab 99_throwaway --out "$tmp/grader-out" --work "$tmp/grader-work" \
-  --quiet > "$tmp/grader.log" 2>&1
+  > "$tmp/grader.log" 2>&1
 rc=$?
-cat "$tmp/grader.log" | sed 's/^/  /'
+grep -v '^\[' "$tmp/grader.log" | sed 's/^/  /'
 [ $rc -eq 0 ] || fail "the grader's self-check of the new lab exited $rc"
+# a lab without a kit-only checker is graded on the weaker path: said, not silent
+grep -q "note: 99_throwaway has no kit-only checker" "$tmp/grader.log" \
+  || fail "the grader did not say that the new lab has no kit-only checker"
 grep -q '99_throwaway' "$tmp/grader-out/gradebook.csv" || fail "the gradebook has no column for the lab"
 head -1 "$tmp/grader-out/gradebook.csv" | sed 's/^/  gradebook: /'
 
