@@ -171,9 +171,9 @@ def main(argv: list[str] | None = None) -> int:
                              f"graded with the default policy (docs/grading.md)")
         if not has_checker(lab.name):
             _say(args.quiet, f"note: {lab.name} has no kit-only checker (grader/cmlgrade/checks/{lab.stem}.py and "
-                             f"grader/harness/{lab.name}.c): its hidden tests are the student's own test program "
-                             f"run on the secret data, and a forged test program is not caught (docs/grading.md "
-                             f"section 8)")
+                             f"grader/harness/{lab.name}.c): its hidden tests are its test program run on the secret "
+                             f"data, the student's code in the same process, where a forged outcome is not caught "
+                             f"(docs/grading.md section 8)")
     lab_files = {lab.name: list(lab.files) for lab in labs}
     kit_names = kit_file_names(kit) - {f for lab in labs for f in lab.files}
 

@@ -157,8 +157,25 @@ def derive(manifest: dict, has_solutions: bool) -> dict:
     return d
 
 
+_EDITION = re.compile(r'^set\(KIT_EDITION "(developer|student|grading)" CACHE', re.M)
+
+
+def kit_edition(kit: Path) -> str:
+    """What the kit's CMakeLists.txt says it is (KIT_EDITION's default):
+    "developer" (the repository: the reference solutions are there) or
+    "student" (a release, tools/release); a kit that says neither is taken
+    for a developer kit, which its configure checks."""
+    try:
+        m = _EDITION.search((kit / "CMakeLists.txt").read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        m = None
+    return m.group(1) if m else "developer"
+
+
 def manifests(kit: Path) -> list[dict]:
-    """labs/*/lab.json of the kit, in name order, with the build's fields."""
+    """labs/*/lab.json of the kit, in name order, with the build's fields
+    (solution_dir: the developer kit's solutions/<lab>, kit_edition)."""
+    solutions = kit_edition(kit) == "developer"
     out = []
     for path in sorted((kit / "labs").glob("*/lab.json")):
         try:
@@ -167,7 +184,7 @@ def manifests(kit: Path) -> list[dict]:
             raise LabError(f"{path}: not a readable manifest: {e}") from e
         if not isinstance(m, dict) or m.get("name") != path.parent.name:
             raise LabError(f"{path}: its \"name\" must be the folder's name, {path.parent.name}")
-        out.append(derive(m, (kit / "solutions" / path.parent.name).is_dir()))
+        out.append(derive(m, solutions))
     return out
 
 

@@ -77,6 +77,23 @@ class ManifestTests(unittest.TestCase):
         self.assertEqual(json.loads(json.dumps(built, sort_keys=True)), json.loads(json.dumps(derived, sort_keys=True)))
         self.assertEqual(same_shape(load_labs(KIT), load_labs(KIT, build_dir=KIT / "build")), [])
 
+    def test_the_edition_is_what_the_kits_cmakelists_says(self):
+        """solution_dir comes from KIT_EDITION in the kit's CMakeLists.txt
+        (as the build's own description does), not from whether a
+        solutions/ folder happens to be there."""
+        from cmlgrade.labs import kit_edition
+        kit = small_kit(self)
+        top = (KIT / "CMakeLists.txt").read_text()
+        self.assertEqual(kit_edition(KIT), "developer")
+        (kit / "CMakeLists.txt").write_text(top.replace('set(KIT_EDITION "developer" CACHE',
+                                                        'set(KIT_EDITION "student" CACHE'))
+        self.assertEqual(kit_edition(kit), "student")
+        self.assertTrue((kit / "solutions").is_dir())
+        self.assertEqual({d["solution_dir"] for d in manifests(kit)}, {""})
+        (kit / "CMakeLists.txt").write_text(top)
+        self.assertEqual({d["solution_dir"] for d in manifests(kit)} - {""},
+                         {f"solutions/{d['name']}" for d in manifests(kit)})
+
     def test_the_build_description_is_read_when_present(self):
         kit = small_kit(self)
         build = kit / "b"

@@ -129,5 +129,5 @@ static const cml_lab lab = {
 int main(int argc, char **argv)
 {
     static lab_data d = {.n = DEFAULT_N};
-    return cml_lab_main(&lab, &d, argc, argv);
+    return cml_lab_main(&lab, &d, sizeof d, argc, argv);
 }
