@@ -307,9 +307,10 @@ function(kit_add_lab lab)
   set_property(GLOBAL APPEND PROPERTY KIT_LAB_NAMES "${lab}")
 
   # Host support of the lab (data, CPU reference, library anchors): all of
-  # common/labs/<lab>/ except the runner's main().
+  # common/labs/<lab>/ except the runner's main() and the kit-only checker's
+  # harness (grader/CMakeLists.txt builds it, with none of the kit's checking code).
   file(GLOB host_srcs CONFIGURE_DEPENDS "${drv_dir}/*.c" "${drv_dir}/*.cu")
-  list(REMOVE_ITEM host_srcs "${drv_dir}/run.c")
+  list(REMOVE_ITEM host_srcs "${drv_dir}/run.c" "${drv_dir}/harness.c")
   if(KIT_HAVE_CUDA)
     add_library(${stem}_host STATIC ${host_srcs})
     target_include_directories(${stem}_host PUBLIC "${drv_dir}" "${lab_dir}" "${gen_dir}")

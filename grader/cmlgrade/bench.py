@@ -97,6 +97,11 @@ def parser() -> argparse.ArgumentParser:
                         "outputs of the first and the last are compared")
     p.add_argument("--jobs", type=int, default=1, help="CPU jobs (default 1: seconds on one core)")
     p.add_argument("--per-gpu", type=int, default=1, metavar="N", help="as grade.py's --per-gpu (default 1)")
+    p.add_argument("--mistakes-alone", action="store_true",
+                   help="each catalogued mistake's submission holds only the lab it was made in (the reference's "
+                        "holds every lab): comparing modes over every mistake of several labs without grading "
+                        "the reference's copies of the other labs again and again (not a class's mix: the "
+                        "projection is then not a class's)")
     p.add_argument("--work", type=Path, help="work folder (default: a temporary one, removed)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers here")
     p.add_argument("--cuda-arch", default="", help="as grade.py's --cuda-arch")
@@ -113,10 +118,10 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path) -> list[Submission]:
+def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path, alone: bool = False) -> list[Submission]:
     """`size` submissions: s000_reference, s001_<lab>_<mistake>, ... cycling
     through the reference and each catalogued mistake (the mistake's lab
-    mutated, every other lab the reference)."""
+    mutated, every other lab the reference; with `alone`, no other lab)."""
     ref = {lab.name: {f: (kit / lab.solution_dir / f).read_bytes() for f in lab.files} for lab in labs}
     variants: list[tuple[str, dict]] = [("reference", ref)]
     for lab in labs:
@@ -130,7 +135,7 @@ def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path) -> l
             d.mkdir(parents=True, exist_ok=True)
             subprocess.run([str(labtool), "mutate-lab", str(kit / lab.solution_dir), str(catalogue), m.name, str(d),
                             *lab.files], check=True, stdout=subprocess.DEVNULL)
-            files = dict(ref)
+            files = {} if alone else dict(ref)
             files[lab.name] = {f: (d / f).read_bytes() for f in lab.files}
             variants.append((f"{lab.name[:2]}_{m.name}", files))
     subs = []
@@ -167,6 +172,8 @@ def verdicts(results) -> dict:
     for r in results:
         made = r.student.split("_", 1)[1]   # "reference" or "<lab's two digits>_<mistake>"
         for ls in r.labs:
+            if not ls.submitted:   # --mistakes-alone: the labs a mistake's submission leaves out
+                continue
             if made != "reference" and ls.lab.startswith(made[:2] + "_"):
                 mistakes += 1
                 if ls.points >= ls.max_points:
@@ -316,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             pipe.prepare()
             t_ref = clock() - t0
             if subs is None:
-                subs = make_class(kit, labs, pipe._labtool(), args.size, work / "class")
+                subs = make_class(kit, labs, pipe._labtool(), args.size, work / "class", args.mistakes_alone)
                 print(f"bench: a class of {len(subs)} submissions x {len(labs)} labs "
                       f"({', '.join(l.name for l in labs)}), {args.jobs} CPU job(s); "
                       f"GPU: {'yes' if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}", file=sys.stderr)

@@ -4,8 +4,9 @@ from the same bytes with the same kit, rubric and seed, and says so.
 An entry is one lab of one student: its scored result (LabScore) as JSON,
 under a key that hashes everything the result depends on:
   - the student id, the lab and the bytes of every file submitted for it;
-  - the kit (its public parts, solutions/ and rubrics, as the grader reads
-    them) and the grader's own code;
+  - the kit (its public parts, each lab's rubric among them, solutions/
+    and the harnesses' shared code, as the grader reads them) and the
+    grader's own code;
   - the lab's rubric and mistake catalogue as loaded (an override included);
   - the seeds (the secret one hashed with the rest, never stored);
   - the machine's grading conditions: the GPUs' names (or why there is no
@@ -45,7 +46,7 @@ def _hash_tree(h, root: Path, rel: str) -> None:
 def kit_digest(kit: Path) -> str:
     """The kit as the grader uses it, and the grader's own code."""
     h = hashlib.sha256()
-    for part in sorted(set(kit_parts(kit)) | {"solutions", "grader/rubrics", "grader/CMakeLists.txt"}):
+    for part in sorted(set(kit_parts(kit)) | {"solutions", "grader/CMakeLists.txt", "grader/harness"}):
         if (kit / part).exists():
             _hash_tree(h, kit, part)
     here = Path(__file__).resolve().parent

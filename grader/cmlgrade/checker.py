@@ -1,7 +1,7 @@
 """The kit-only checker (docs/grading.md §8): a step's verdict comes from
 this module, never from a process that holds student code.
 
-For a lab with a harness (grader/harness/<lab>.c) the grader writes the
+For a lab with a harness (common/labs/<lab>/harness.c) the grader writes the
 inputs of a step's cases (made here from the seed: the seed never reaches
 the student's process), runs the student's harness on them (sandboxed, its
 only output a file in a folder the grader made) and compares the raw

@@ -167,11 +167,11 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_GRADER
     for lab in labs:
         if lab.rubric.is_default:
-            _say(args.quiet, f"note: {lab.name} has no rubric file (grader/rubrics/{lab.name}.toml): "
+            _say(args.quiet, f"note: {lab.name} has no rubric file (labs/{lab.name}/rubric.toml): "
                              f"graded with the default policy (docs/grading.md)")
         if not has_checker(lab.name):
             _say(args.quiet, f"note: {lab.name} has no kit-only checker (grader/cmlgrade/checks/{lab.stem}.py and "
-                             f"grader/harness/{lab.name}.c): its hidden tests are its test program run on the secret "
+                             f"common/labs/{lab.name}/harness.c): its hidden tests are its test program run on the secret "
                              f"data, the student's code in the same process, where a forged outcome is not caught "
                              f"(docs/grading.md section 8)")
     lab_files = {lab.name: list(lab.files) for lab in labs}

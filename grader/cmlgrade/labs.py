@@ -3,7 +3,7 @@ student files, steps, sanitizer arguments, counters, kernel names, build
 targets) come from the kit's description of its labs: <build>/kit/labs.json,
 which the build writes from each labs/<lab>/lab.json, or, before a build,
 the same fields derived here from the manifests (kit_description). Grading
-policy comes from grader/rubrics/<lab>.toml; the classic mistakes and their
+policy comes from labs/<lab>/rubric.toml; the classic mistakes and their
 feedback lines from solutions/<lab>/mistakes.toml. Nothing here knows a
 particular lab."""
 from __future__ import annotations
@@ -284,7 +284,7 @@ def _with_overrides(mistakes: tuple[Mistake, ...], rubric: Rubric, lab: str) -> 
     return tuple(out)
 
 
-def make_lab(kit: Path, d: dict, rubric_dir: Path, override: dict | None) -> Lab:
+def make_lab(kit: Path, d: dict, rubric_dir: Path | None, override: dict | None) -> Lab:
     missing = [k for k in REQUIRED if k not in d]
     if missing:
         raise LabError(f"{d.get('name', '?')}: the kit's description lacks {', '.join(missing)}")
@@ -295,13 +295,14 @@ def make_lab(kit: Path, d: dict, rubric_dir: Path, override: dict | None) -> Lab
         re.compile(d["kernels"])
     except re.error as e:
         raise LabError(f"{name}: the manifest's \"kernels\" is not a usable regular expression ({e})") from e
-    path = rubric_dir / f"{name}.toml"
+    # the lab's own labs/<lab>/rubric.toml (a test's rubric_dir: <rubric_dir>/<lab>.toml)
+    path = rubric_dir / f"{name}.toml" if rubric_dir else kit / d["dir"] / "rubric.toml"
     if path.is_file():
         rubric = load_rubric(path, override, d["files"])
     else:  # never skipped: graded with the default policy, and the run says so
         data = default_rubric_data()
         rubric = build_rubric(merge(data, override) if override else data,
-                              f"the default policy (no {path.name} in {rubric_dir})", d["files"])
+                              f"the default policy (no {path.name} in {path.parent})", d["files"])
         rubric.is_default = True
     steps = _steps(d)
     t = d["targets"]
@@ -317,15 +318,12 @@ def make_lab(kit: Path, d: dict, rubric_dir: Path, override: dict | None) -> Lab
     return lab
 
 
-def default_rubric_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "rubrics"
-
-
 def load_labs(kit: Path, rubric_dir: Path | None = None, override: dict | None = None,
               only: list[str] | None = None, build_dir: Path | None = None) -> list[Lab]:
     """Every lab of the kit (one per labs/<lab>/lab.json), sorted by name.
-    `override` is the parsed instructor file ({lab name: table})."""
-    rubric_dir = rubric_dir or default_rubric_dir()
+    `override` is the parsed instructor file ({lab name: table}); each
+    lab's rubric is its labs/<lab>/rubric.toml (`rubric_dir`: <dir>/<lab>.toml
+    instead, for tests)."""
     desc = kit_description(kit, build_dir)
     known = [d.get("name", "") for d in desc]
     if only:

@@ -1,4 +1,4 @@
-"""Rubrics: one TOML file per lab (grader/rubrics/<lab>.toml), read with
+"""Rubrics: one TOML file per lab (labs/<lab>/rubric.toml), read with
 tomllib, an instructor's override merged key by key, then validated into
 dataclasses. Errors name the file and the key. A rubric holds grading
 policy only (points, visibility, feedback, limits): what a lab is (files,

@@ -9,7 +9,7 @@
  * compares the outputs with the right answers, and for a timed case the
  * samples with those of the reference's harness.
  *
- * A lab's harness (grader/harness/<lab>.c) is a table of callbacks (hn_lab)
+ * A lab's harness (common/labs/<lab>/harness.c) is a table of callbacks (hn_lab)
  * and main() { return hn_main(argc, argv, &lab); }. Only `launch` calls the
  * student's code; everything else is the kit's.
  *

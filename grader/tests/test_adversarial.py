@@ -519,7 +519,7 @@ class PrecomputedUploadForgeries(unittest.TestCase):
     then puts on the device the tables steps 3 and 4 read (other tables than
     the upload got) and gives every step the walk's signs (read k of every
     pass subtracted where bit k is set), drawn for each case
-    (grader/harness/02_constant_memory.c): answers made from what the upload
+    (common/labs/02_constant_memory/harness.c): answers made from what the upload
     saw lose the steps. Here a fake harness answers exactly as such an upload
     would (the kit's own reference walk over the uploaded tables, with no
     signs: the upload never sees them), and, as the control that shows the

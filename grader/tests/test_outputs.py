@@ -437,20 +437,41 @@ class BenchProjection(unittest.TestCase):
         from types import SimpleNamespace as NS
         from cmlgrade.bench import print_verdicts, verdicts
 
-        def sub(student, **pts):
-            return NS(student=student, labs=[NS(lab=lab, points=p, max_points=10.0) for lab, p in pts.items()])
+        def sub(student, **pts):   # None: not submitted (--mistakes-alone)
+            return NS(student=student, labs=[NS(lab=lab, points=p or 0.0, max_points=10.0, submitted=p is not None)
+                                             for lab, p in pts.items()])
         results = [sub("s000_reference", **{"01_shared_banks": 10.0, "03_tiled_matmul": 10.0}),
                    sub("s001_01_no_padding", **{"01_shared_banks": 7.0, "03_tiled_matmul": 10.0}),
-                   sub("s002_03_wrong_tile", **{"01_shared_banks": 9.5, "03_tiled_matmul": 10.0})]
+                   sub("s002_03_wrong_tile", **{"01_shared_banks": 9.5, "03_tiled_matmul": 10.0}),
+                   sub("s003_03_alone", **{"01_shared_banks": None, "03_tiled_matmul": 4.0})]
         v = verdicts(results)
-        self.assertEqual((v["reference_labs"], v["mistake_labs"]), (4, 2))
+        self.assertEqual((v["reference_labs"], v["mistake_labs"]), (4, 3))   # a lab not submitted: neither
         self.assertEqual(v["reference_docked"], ["s002_03_wrong_tile 01_shared_banks: 9.5/10"])
         self.assertEqual(v["mistakes_not_caught"], ["s002_03_wrong_tile 03_tiled_matmul: 10/10"])
         out = io.StringIO()
         print_verdicts("prebuilt", v, out)
-        self.assertIn("3 of 4 labs left as the reference at full marks; 1 of 2 labs with a catalogued mistake "
+        self.assertIn("3 of 4 labs left as the reference at full marks; 2 of 3 labs with a catalogued mistake "
                       "lose points", out.getvalue())
 
+
+    def test_a_class_of_mistakes_alone_holds_each_mistakes_lab_only(self):
+        from cmlgrade.bench import make_class
+        labtool = KIT / "build" / "tools" / "labtool" / "labtool"
+        if not labtool.is_file():
+            self.skipTest(f"no {labtool}: build the kit first")
+        ls = [LABS["04_reduction"], LABS["06_transpose"]]
+        n = 1 + sum(len(lab.mistakes) for lab in ls)
+        mixed = make_class(KIT, ls, labtool, n, tmpdir(self))
+        alone = make_class(KIT, ls, labtool, n, tmpdir(self), alone=True)
+        self.assertEqual([s.student for s in mixed], [s.student for s in alone])
+        self.assertEqual(sorted(alone[0].files), ["04_reduction", "06_transpose"])   # the reference: every lab
+        for m, a in zip(mixed[1:], alone[1:]):
+            lab = next(lab.name for lab in ls if m.student.split("_", 1)[1].startswith(lab.name[:2] + "_"))
+            self.assertEqual(sorted(m.files), ["04_reduction", "06_transpose"])
+            self.assertEqual(list(a.files), [lab], a.student)
+            self.assertEqual(a.files[lab], m.files[lab])
+            ref = alone[0].files[lab]
+            self.assertNotEqual(a.files[lab], ref, f"{a.student}: the mistake was made")
 
     def test_the_modes_verdicts_are_compared_item_by_item_but_the_timed_ones(self):
         from cmlgrade.bench import compare_verdicts

@@ -16,7 +16,7 @@ FILES = ["reduction.cu"]
 
 
 def base(name="04_reduction"):
-    with (GRADER / "rubrics" / f"{name}.toml").open("rb") as f:
+    with (KIT / "labs" / name / "rubric.toml").open("rb") as f:
         return tomllib.load(f)
 
 
@@ -180,7 +180,7 @@ class RubricTests(unittest.TestCase):
         o.write_text('[04_reduction.performance]\npoints_per_step = 10\n[04_reduction.tests.points]\n"1" = 2\n'
                      '[06_transpose.mistakes.block_indices_not_swapped_on_the_write]\nfeedback = "whiteboard"\n')
         ov = load_override(o)
-        r = load_rubric(GRADER / "rubrics" / "04_reduction.toml", ov["04_reduction"], FILES)
+        r = load_rubric(KIT / "labs" / "04_reduction" / "rubric.toml", ov["04_reduction"], FILES)
         self.assertEqual(r.performance.points_per_step, 10)
         self.assertEqual(r.performance.full_credit_ratio, 1.2)   # kept
         self.assertEqual(r.tests.step_points(1), 2)
@@ -238,7 +238,7 @@ class RubricTests(unittest.TestCase):
             with self.assertRaisesRegex(RubricError, rf"{table}\.{key}: no longer in a rubric.*manifest"):
                 build_rubric(d, "x.toml", FILES)
         for name in the_manifests():  # the kit's own rubrics are policy only
-            if (GRADER / "rubrics" / f"{name}.toml").is_file():
+            if (KIT / "labs" / name / "rubric.toml").is_file():
                 data = base(name)
                 self.assertEqual(set(data.get("lab", {})) - {"title", "time_limit_s", "build_timeout_s"}, set())
                 self.assertNotIn("mistakes", data)

@@ -78,7 +78,7 @@ put("bad_reads_solutions", "transpose.cu", '#include "../../solutions/06_transpo
     "06_transpose scored 0: reaches outside the lab (and sees only the skeleton there)")
 buf = io.BytesIO()
 with tarfile.open(out / "bad_dotdot.tar.gz", "w:gz") as tf:
-    for name, data in (("../../../grader/rubrics/06_transpose.toml", b"[lab]\n"),
+    for name, data in (("../../../labs/06_transpose/rubric.toml", b"[lab]\n"),
                        ("../transpose.cu", b"// overwrite attempt\n"),
                        ("transpose.cu", (kit / "solutions" / "06_transpose" / "transpose.cu").read_bytes())):
         info = tarfile.TarInfo(name)

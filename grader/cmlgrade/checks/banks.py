@@ -1,4 +1,4 @@
-"""Lab 01's kit-only checker (grader/harness/01_shared_banks.c says what
+"""Lab 01's kit-only checker (common/labs/01_shared_banks/harness.c says what
 each case kind runs).
 
 Steps 1-3 are the host-side bank model: bank_of on many addresses (step 1)

@@ -1,4 +1,4 @@
-"""Lab 02's kit-only checker (grader/harness/02_constant_memory.c says the
+"""Lab 02's kit-only checker (common/labs/02_constant_memory/harness.c says the
 case layout): steps 1-5 run the walk of constmem.h over two tables, steps
 6-8 a 2D convolution with zero padding.
 

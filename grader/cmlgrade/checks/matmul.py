@@ -1,5 +1,5 @@
 """Lab 03's kit-only checker: C = A * B (M x K times K x N floats,
-row-major); grader/harness/03_tiled_matmul.c says the case layout (a = M,
+row-major); common/labs/03_tiled_matmul/harness.c says the case layout (a = M,
 b = N, kind = K; data A then B; output C then C's two guard zones).
 
 Three kinds of data. Small nonzero integers (+-1 .. +-16): every product

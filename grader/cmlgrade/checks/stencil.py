@@ -1,4 +1,4 @@
-"""Lab 05's kit-only checker (grader/harness/05_stencil.c says how a case
+"""Lab 05's kit-only checker (common/labs/05_stencil/harness.c says how a case
 is laid out): step 1 runs 1D grids, step 2 2D grids, steps 3-6 3D grids.
 
 Every grid value and the boundary value `outside` are nonzero integers
