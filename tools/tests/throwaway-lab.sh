@@ -90,6 +90,10 @@ python3 "$copy/grader/grade.py" --self-check --lab 99_throwaway --out "$tmp/grad
 rc=$?
 grep -v '^\[' "$tmp/grader.log" | sed 's/^/  /'
 [ $rc -eq 0 ] || fail "the grader's self-check of the new lab exited $rc"
+# the template's rubric is the new lab's policy (no "default policy" note)
+if grep -q "note: 99_throwaway has no rubric file" "$tmp/grader.log"; then
+  fail "the new lab's rubric (labs/99_throwaway/rubric.toml, from the template) was not read"
+fi
 # a lab without a kit-only checker is graded on the weaker path: said, not silent
 grep -q "note: 99_throwaway has no kit-only checker" "$tmp/grader.log" \
   || fail "the grader did not say that the new lab has no kit-only checker"
