@@ -604,6 +604,14 @@ int cml_lab_main(const cml_lab *lab, void *data, size_t data_size, int argc, cha
         nruns += strcmp(argv[i], "--then") == 0;
     if (nruns == 1)
         return run_once(lab, data, argc, argv);
+    for (int i = 1; i < argc; ++i) {
+        const char *a = argv[i];
+        if (strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0 || strcmp(a, "--counters") == 0) {
+            fprintf(stderr, "%s: %s does not go with --then (one JSON document, page or counters run a process)\n",
+                    argc > 0 ? argv[0] : lab->prog, a);
+            return CML_EXIT_USAGE;
+        }
+    }
     void *fresh = data_size ? malloc(data_size) : NULL;
     char **words = malloc(sizeof *words * (size_t)(argc + 1));
     if ((data_size && fresh == NULL) || words == NULL) {

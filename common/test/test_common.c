@@ -723,6 +723,12 @@ Test(lab_runner, then_runs_again_in_the_process_each_run_as_if_started_alone)
     rc = run_fake(out, sizeof out, "--check-only --step 3 --then --check-only --step 2");
     cr_expect_eq(rc, CML_EXIT_FAIL, "%s", out);
     cr_expect_str_eq(calls, "s7 p3 l3 v3 s7 p2 l2 v2 ", "%s", out);
+    /* one JSON document a process: --json and --then refused, nothing run */
+    calls[0] = '\0';
+    rc = run_fake(out, sizeof out, "--json --step 2 --then --step 2");
+    cr_expect_eq(rc, CML_EXIT_USAGE, "%s", out);
+    cr_expect_str_eq(calls, "", "%s", out);
+    cr_expect(strstr(out, "fake_run: --json does not go with --then") != NULL, "%s", out);
     /* no GPU ends them all, 77 */
     gpu_present = 0;
     calls[0] = '\0';
