@@ -1,6 +1,7 @@
 """What a lab's kit-only checker is made of (checker.py runs them; each
-lab's checker is a module of cmlgrade/checks/ with LAB, its name, and
-CHECKER, an instance of a LabChecker subclass).
+lab's checker is its common/labs/<lab>/checker.py, loaded by
+cmlgrade/checks, with LAB, the lab's name, and CHECKER, an instance of a
+LabChecker subclass).
 
 A checker makes a step's cases from a random.Random the grader seeded,
 says how many output bytes each case has, and judges one case's raw output

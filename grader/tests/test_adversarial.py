@@ -474,7 +474,9 @@ class ManyTileRace(unittest.TestCase):
     def test_the_gpu_cases_hold_the_many_tile_matrices_and_judge_a_garbled_element(self):
         import random
         from array import array
-        from cmlgrade.checks.matmul import MANY_TILES, Matmul, guard_words
+        from cmlgrade.checks import module
+        mm = module("03_tiled_matmul")
+        MANY_TILES, Matmul, guard_words = mm.MANY_TILES, mm.Matmul, mm.guard_words
         ck = Matmul()
         big = [c for c in ck.cases(random.Random(5), False) if (c.a, c.b, c.kind) == MANY_TILES]
         self.assertEqual(len(big), 1)
@@ -494,7 +496,10 @@ class ManyTileRace(unittest.TestCase):
         import random
         from array import array
         from operator import mul
-        from cmlgrade.checks.matmul import DISTINCT_A, DISTINCT_B, EXACT, Matmul, distinct_ints, small_ints
+        from cmlgrade.checks import module
+        mm = module("03_tiled_matmul")
+        DISTINCT_A, DISTINCT_B, EXACT, Matmul = mm.DISTINCT_A, mm.DISTINCT_B, mm.EXACT, mm.Matmul
+        distinct_ints, small_ints = mm.distinct_ints, mm.small_ints
         rnd = random.Random(11)
 
         def dots(c):
@@ -532,7 +537,8 @@ class PrecomputedUploadForgeries(unittest.TestCase):
 
     FAKE = """
         sys.path.insert(0, {grader!r})
-        from cmlgrade.checks.constmem import CHECKER, CmCase
+        from cmlgrade.checks import module
+        CHECKER, CmCase = module("02_constant_memory").CHECKER, module("02_constant_memory").CmCase
         d = open(inp, 'rb').read(); n = struct.unpack_from('<I', d, 8)[0]; p = 12
         out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 2, n))
         for _ in range(n):

@@ -739,7 +739,8 @@ class AnswersTests(unittest.TestCase):
         step is still found."""
         from array import array
         from cmlgrade import checker
-        from cmlgrade.checks import constmem as cm
+        from cmlgrade.checks import module
+        cm = module("02_constant_memory")
         chk = checker.CHECKERS[cm.LAB]
         c = next(x for x in checker.make_cases(cm.LAB, 4321, True)
                  if x.kind & 0xFF == cm.KIND_CONV and x.a * x.b > 1000 and getattr(x, "exact", False))

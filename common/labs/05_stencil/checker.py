@@ -19,7 +19,7 @@ from array import array
 from itertools import repeat
 from operator import add, mul, truediv
 
-from ..checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
+from cmlgrade.checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
 
 LAB = "05_stencil"
 

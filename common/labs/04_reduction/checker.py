@@ -6,7 +6,7 @@ import random
 import struct
 from array import array
 
-from ..checkbase import F32, FILL_INTS, Case, LabChecker, ints, reals_1_2
+from cmlgrade.checkbase import F32, FILL_INTS, Case, LabChecker, ints, reals_1_2
 
 LAB = "04_reduction"
 

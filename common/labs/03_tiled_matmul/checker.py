@@ -19,7 +19,7 @@ from array import array
 from dataclasses import dataclass
 from operator import mul
 
-from ..checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
+from cmlgrade.checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
 
 LAB = "03_tiled_matmul"
 

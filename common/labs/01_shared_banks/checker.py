@@ -19,7 +19,7 @@ import random
 import struct
 from array import array
 
-from ..checkbase import FILL_FLOATS, Case, LabChecker, floats_close
+from cmlgrade.checkbase import FILL_FLOATS, Case, LabChecker, floats_close
 
 LAB = "01_shared_banks"
 

@@ -6,7 +6,7 @@ import math
 import random
 from array import array
 
-from ..checkbase import FILL_FLOATS, Case, LabChecker
+from cmlgrade.checkbase import FILL_FLOATS, Case, LabChecker
 
 LAB = "06_transpose"
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from itertools import repeat
 from operator import add, mul, ne
 
-from ..checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
+from cmlgrade.checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
 
 LAB = "02_constant_memory"
 
