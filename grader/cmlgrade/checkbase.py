@@ -184,3 +184,14 @@ def floats_close(ref: int, got: int, rel: float, abs_: float) -> bool:
     """Two float32 words within rel of the reference's magnitude plus abs_."""
     r, g = F32.unpack(struct.pack("<I", ref))[0], F32.unpack(struct.pack("<I", got))[0]
     return math.isfinite(g) and abs(g - r) <= rel * abs(r) + abs_
+
+
+def outside_write(words, guard: int, n: int, poison: int, name: str) -> str | None:
+    """Where a kernel wrote into the guard zones of `guard` words poisoned
+    with `poison` before and after an output of n words (`words` holds all
+    three), said for a student ("3 floats before out", "1 floats past out's
+    end"); None where both zones are untouched."""
+    for k in list(range(guard)) + list(range(guard + n, 2 * guard + n)):
+        if words[k] != poison:
+            return f"{guard - k} floats before {name}" if k < guard else f"{k - guard - n + 1} floats past {name}'s end"
+    return None

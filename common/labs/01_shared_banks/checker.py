@@ -19,7 +19,7 @@ import random
 import struct
 from array import array
 
-from cmlgrade.checkbase import FILL_FLOATS, Case, LabChecker, floats_close
+from cmlgrade.checkbase import FILL_FLOATS, Case, LabChecker, floats_close, outside_write
 
 LAB = "01_shared_banks"
 
@@ -268,11 +268,10 @@ class Banks(LabChecker):
     def _judge_abt(self, c: Case, out: bytes) -> str | None:
         words = array("I", out)
         n = c.a * MATRIX
-        for k in list(range(GUARD)) + list(range(GUARD + n, 2 * GUARD + n)):
-            if words[k] != POISON:
-                where = f"{GUARD - k} floats before C" if k < GUARD else f"{k - GUARD - n + 1} floats past C's end"
-                return (f"a write outside C, {where}: an index past the matrix, or a block for a matrix that "
-                        "does not exist")
+        where = outside_write(words, GUARD, n, POISON, "C")
+        if where:
+            return (f"a write outside C, {where}: an index past the matrix, or a block for a matrix that "
+                    "does not exist")
         got = array("f", out[GUARD * 4:(GUARD + n) * 4])
         want, mag = self._want_abt(c)
         exact = "exact" in c.label

@@ -19,7 +19,7 @@ from array import array
 from itertools import repeat
 from operator import add, mul, truediv
 
-from cmlgrade.checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close
+from cmlgrade.checkbase import ANSWERS, FILL_FLOATS, Case, LabChecker, floats_close, outside_write
 
 LAB = "05_stencil"
 
@@ -177,11 +177,10 @@ class Stencil(LabChecker):
                 f"returned error {got}, expected cudaErrorInvalidValue ({INVALID_VALUE})")
         n = c.count - HEAD
         words = array("I", out)
-        for k in list(range(GUARD)) + list(range(GUARD + n, 2 * GUARD + n)):
-            if words[k] != POISON:
-                where = f"{GUARD - k} floats before out" if k < GUARD else f"{k - GUARD - n + 1} floats past out's end"
-                return (f"a write outside out, {where}: a point past the edge of the grid written without a "
-                        "bounds check")
+        where = outside_write(words, GUARD, n, POISON, "out")
+        if where:
+            return (f"a write outside out, {where}: a point past the edge of the grid written without a "
+                    "bounds check")
         got = array("f", out[GUARD * 4:(GUARD + n) * 4])
         want = self._reference(c, step)
         if array("f", map(truediv, want, repeat(8))) == got:   # every point right (exact), at C speed
