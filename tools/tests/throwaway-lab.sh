@@ -58,7 +58,8 @@ for t in reference skeleton_fails_cleanly mistake.no_bounds_check; do
 done
 if grep -q " 99_throwaway.cpu.reference " "$tmp/ctest.log"; then
   # The CPU path runs anywhere: its reference and mistake checks must have run, not skipped.
-  for t in cpu.reference cpu.mistake.no_bounds_check; do
+  for t in cpu.reference cpu.mistake.no_bounds_check cpu.checker.reference cpu.checker.skeleton \
+           cpu.checker.mistake.no_bounds_check; do
     grep -E " 99_throwaway\.$t +\.* +Passed" "$tmp/ctest.log" >/dev/null || fail "99_throwaway.$t did not pass on the CPU path"
   done
 fi
@@ -94,9 +95,11 @@ grep -v '^\[' "$tmp/grader.log" | sed 's/^/  /'
 if grep -q "note: 99_throwaway has no rubric file" "$tmp/grader.log"; then
   fail "the new lab's rubric (labs/99_throwaway/rubric.toml, from the template) was not read"
 fi
-# a lab without a kit-only checker is graded on the weaker path: said, not silent
-grep -q "note: 99_throwaway has no kit-only checker" "$tmp/grader.log" \
-  || fail "the grader did not say that the new lab has no kit-only checker"
+# the template's kit-only checker (common/labs/99_throwaway/harness.c and checker.py) gives the verdicts
+if grep -q "note: 99_throwaway has no kit-only checker" "$tmp/grader.log"; then
+  fail "the new lab has no kit-only checker: the template's harness.c and checker.py were not picked up"
+fi
+grep -q "reference: 26/26 (99_throwaway 26/26)" "$tmp/grader.log" || fail "the reference is not at full marks"
 grep -q '99_throwaway' "$tmp/grader-out/gradebook.csv" || fail "the gradebook has no column for the lab"
 head -1 "$tmp/grader-out/gradebook.csv" | sed 's/^/  gradebook: /'
 
