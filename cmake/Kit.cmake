@@ -426,48 +426,47 @@ function(kit_add_lab lab)
   # The catalogue of classic mistakes: each one built from the solution and
   # proven to be caught by the tests or by a sanitizer (on the CPU path: by
   # the tests, the CPU race check, its bounds report or its bank counts).
+  # (kit_require_developer_parts made sure it is there: this is the developer kit, past the return above)
   set(catalogue "${sol_dir}/mistakes.toml")
-  if(has_solution)   # kit_require_part above: it is there
-    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${catalogue}")
-    file(STRINGS "${catalogue}" name_lines REGEX "^name *= *\"[a-z0-9_]+\"")
-    foreach(line IN LISTS name_lines)
-      string(REGEX REPLACE "^name *= *\"([a-z0-9_]+)\".*" "\\1" name "${line}")
-      set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/mistakes/${lab}/${name}")
-      list(TRANSFORM KIT_LAB_FILES PREPEND "${out_dir}/" OUTPUT_VARIABLE out_files)
-      list(TRANSFORM KIT_LAB_FILES PREPEND "${sol_dir}/" OUTPUT_VARIABLE sol_files)
-      add_custom_command(
-        OUTPUT ${out_files} "${out_dir}/mistake.cmake"
-        COMMAND "${CMAKE_COMMAND}" -E make_directory "${out_dir}"
-        COMMAND labtool mutate-lab "${sol_dir}" "${catalogue}" ${name} "${out_dir}" ${KIT_LAB_FILES}
-        COMMAND labtool mistake-cmake "${catalogue}" ${name} "${out_dir}/mistake.cmake"
-        DEPENDS labtool ${sol_files} "${catalogue}"
-        COMMENT "Building mistake ${lab}/${name} from the reference solution")
-      set(KIT_SOURCES_TARGET "mistake_sources_${stem}_${name}")
-      add_custom_target(${KIT_SOURCES_TARGET} DEPENDS ${out_files} "${out_dir}/mistake.cmake")
-      _kit_lab_variant(${lab} ${stem} mistake_${name} "${out_dir}")
-      set(model_bins "")
-      if(KIT_LAB_MODEL)
-        set(model_bins "$<TARGET_FILE:${model_tests_mistake_${name}}>")
-      endif()
-      # Every test binary of the variant: the model's (host) and the GPU tests.
-      if(KIT_HAVE_CUDA)
-        set(test_binaries ${model_bins} "$<TARGET_FILE:${tests_mistake_${name}}>")
-        string(REPLACE ";" "|" test_binaries "${test_binaries}")
-        _kit_script_test(${lab}.mistake.${name} check_mistake.cmake "gpu;mistake"
-          "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=${test_binaries}"
-          "-DRUNNER=$<TARGET_FILE:${runner_mistake_${name}}>" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}"
-          "-DRUNNER_ARGS=${mistake_args}" "-DWORK=${out_dir}")
-      endif()
-      if(KIT_CPU)
-        set(test_binaries ${model_bins} "$<TARGET_FILE:${tests_cpu_mistake_${name}}>")
-        string(REPLACE ";" "|" test_binaries "${test_binaries}")
-        _kit_script_test(${lab}.cpu.mistake.${name} check_mistake.cmake "cpu;mistake"
-          "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=${test_binaries}"
-          "-DRUNNER=$<TARGET_FILE:${runner_cpu_mistake_${name}}>" -DCPU=ON
-          "-DRUNNER_ARGS=${mistake_args}" "-DWORK=${out_dir}/cpu")
-      endif()
-    endforeach()
-  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS "${catalogue}")
+  file(STRINGS "${catalogue}" name_lines REGEX "^name *= *\"[a-z0-9_]+\"")
+  foreach(line IN LISTS name_lines)
+    string(REGEX REPLACE "^name *= *\"([a-z0-9_]+)\".*" "\\1" name "${line}")
+    set(out_dir "${CMAKE_CURRENT_BINARY_DIR}/mistakes/${lab}/${name}")
+    list(TRANSFORM KIT_LAB_FILES PREPEND "${out_dir}/" OUTPUT_VARIABLE out_files)
+    list(TRANSFORM KIT_LAB_FILES PREPEND "${sol_dir}/" OUTPUT_VARIABLE sol_files)
+    add_custom_command(
+      OUTPUT ${out_files} "${out_dir}/mistake.cmake"
+      COMMAND "${CMAKE_COMMAND}" -E make_directory "${out_dir}"
+      COMMAND labtool mutate-lab "${sol_dir}" "${catalogue}" ${name} "${out_dir}" ${KIT_LAB_FILES}
+      COMMAND labtool mistake-cmake "${catalogue}" ${name} "${out_dir}/mistake.cmake"
+      DEPENDS labtool ${sol_files} "${catalogue}"
+      COMMENT "Building mistake ${lab}/${name} from the reference solution")
+    set(KIT_SOURCES_TARGET "mistake_sources_${stem}_${name}")
+    add_custom_target(${KIT_SOURCES_TARGET} DEPENDS ${out_files} "${out_dir}/mistake.cmake")
+    _kit_lab_variant(${lab} ${stem} mistake_${name} "${out_dir}")
+    set(model_bins "")
+    if(KIT_LAB_MODEL)
+      set(model_bins "$<TARGET_FILE:${model_tests_mistake_${name}}>")
+    endif()
+    # Every test binary of the variant: the model's (host) and the GPU tests.
+    if(KIT_HAVE_CUDA)
+      set(test_binaries ${model_bins} "$<TARGET_FILE:${tests_mistake_${name}}>")
+      string(REPLACE ";" "|" test_binaries "${test_binaries}")
+      _kit_script_test(${lab}.mistake.${name} check_mistake.cmake "gpu;mistake"
+        "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=${test_binaries}"
+        "-DRUNNER=$<TARGET_FILE:${runner_mistake_${name}}>" "-DSANITIZER=${KIT_COMPUTE_SANITIZER}"
+        "-DRUNNER_ARGS=${mistake_args}" "-DWORK=${out_dir}")
+    endif()
+    if(KIT_CPU)
+      set(test_binaries ${model_bins} "$<TARGET_FILE:${tests_cpu_mistake_${name}}>")
+      string(REPLACE ";" "|" test_binaries "${test_binaries}")
+      _kit_script_test(${lab}.cpu.mistake.${name} check_mistake.cmake "cpu;mistake"
+        "-DINFO=${out_dir}/mistake.cmake" "-DTESTS=${test_binaries}"
+        "-DRUNNER=$<TARGET_FILE:${runner_cpu_mistake_${name}}>" -DCPU=ON
+        "-DRUNNER_ARGS=${mistake_args}" "-DWORK=${out_dir}/cpu")
+    endif()
+  endforeach()
 
   _kit_register_runner(${lab} ref)
 endfunction()

@@ -7,8 +7,7 @@ import re
 from pathlib import Path
 
 from .build import build_tree, clock, cpu_path_instead, shared_lock
-from .buildtree import GRADING_EDITION
-from .buildtree import TreeError, make_student_tree
+from .buildtree import GRADING_EDITION, TreeError, make_student_tree
 from .checker import CHECKERS
 from .intake import Submission
 from .refruns import _shares

@@ -66,7 +66,7 @@ def make_student_tree(kit: Path, dest: Path, files: dict[str, dict[str, bytes]])
     (src / "grader").mkdir(parents=True)
     if grader_cmake.is_file():
         shutil.copy2(grader_cmake, src / "grader" / "CMakeLists.txt")
-    if (kit / "grader" / "harness").is_dir():  # the kit-only checker's harnesses (checker.py)
+    if (kit / "grader" / "harness").is_dir():  # what every lab's harness shares (common/labs/<lab>/harness.c)
         shutil.copytree(kit / "grader" / "harness", src / "grader" / "harness")
     for lab, lab_files in files.items():
         lab_dir = src / "labs" / lab

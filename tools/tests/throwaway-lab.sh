@@ -30,7 +30,7 @@ if git -C "$kit" rev-parse --git-dir >/dev/null 2>&1; then
 else
   (cd "$kit" && tar --exclude='./build*' -cf - .) | tar -xf - -C "$copy" || fail "could not copy the kit"
 fi
-rm -rf "$copy"/labs/[0-9]* "$copy"/solutions/[0-9]* "$copy"/common/labs/[0-9]* "$copy"/grader/harness/[0-9]*.c \
+rm -rf "$copy"/labs/[0-9]* "$copy"/solutions/[0-9]* "$copy"/common/labs/[0-9]* \
        "$copy"/slides/decks/[0-9]*
 find "$copy/docs/results" -name '[0-9][0-9]_*' -type f -delete
 
