@@ -311,6 +311,10 @@ function(kit_add_lab lab)
   # harness (grader/CMakeLists.txt builds it, with none of the kit's checking code).
   file(GLOB host_srcs CONFIGURE_DEPENDS "${drv_dir}/*.c" "${drv_dir}/*.cu")
   list(REMOVE_ITEM host_srcs "${drv_dir}/run.c" "${drv_dir}/harness.c")
+  # The lab's spec (cml_spec.h): its cases and judge, for the tests and the grader's verifier.
+  if(EXISTS "${lab_dir}/spec.c")
+    list(APPEND host_srcs "${lab_dir}/spec.c")
+  endif()
   if(KIT_HAVE_CUDA)
     add_library(${stem}_host STATIC ${host_srcs})
     target_include_directories(${stem}_host PUBLIC "${drv_dir}" "${lab_dir}" "${gen_dir}")
@@ -334,6 +338,13 @@ function(kit_add_lab lab)
     if(NOT KIT_HAVE_CUDA)
       set(host_lib ${stem}_host_cpu)
     endif()
+  endif()
+
+  # The grader's verifier of the lab's cases (cml_spec.h): the spec and the
+  # kit's host code, never student code.
+  if(EXISTS "${lab_dir}/spec.c")
+    add_executable(${stem}_verify "${PROJECT_SOURCE_DIR}/common/src/verify_main.c")
+    target_link_libraries(${stem}_verify PRIVATE ${host_lib} kit::warnings)
   endif()
 
   set(KIT_SOURCES_TARGET "")

@@ -8,13 +8,14 @@ from pathlib import Path
 
 from .build import build_tree, clock, cpu_path_instead, shared_lock
 from .buildtree import GRADING_EDITION, TreeError, make_student_tree
-from .checker import CHECKERS
+from .checker import CHECKERS, bind_build
 from .intake import Submission
 from .refruns import _shares
 from .labs import Lab, LabError, kit_description, manifests
 from .progress import Progress
 from .results import LabRun
 from .skeleton import not_started
+from .specs import SpecChecker
 from .stagebase import CPU_CANNOT_RUN, GraderError, _Job, safe_name
 from .static import run_sass_checks, run_static
 from .trust import check_lab
@@ -58,6 +59,8 @@ class BuildStage:
             for lab in self.labs:
                 lab.cpu = self.cpu_path
         self.probe_runner = self.ref_build / with_ref[0].ref_targets()[-1] if with_ref else None
+        self.say("configuring the kit (cmake)")
+        self._build_verifiers(shared, timeout)
         targets = [t for lab in with_ref for t in lab.ref_targets()]
         if not self.cpu_path:   # the reference's harness times the reference where the checker times a step
             targets += [f"{lab.stem}_harness_ref" for lab in with_ref
@@ -69,19 +72,32 @@ class BuildStage:
             targets.append("labtool")   # makes the pristine skeletons from the solutions
         self.say(f"building the reference solutions ({len(targets)} targets: {', '.join(targets)}); "
                  f"this takes a minute or two the first time")
-        self.say("configuring the kit (cmake)")
         with shared_lock(shared):   # a Slurm array's tasks: the first builds it, the others find it built
             tb = build_tree(self.trusted, self.opts.kit.resolve(), self.ref_build, targets, arch=self.opts.arch,
-                            jobs=self.jobs, timeout=timeout, writable=[],
+                            jobs=self.jobs, timeout=timeout, writable=[], configured=True,
                             on_target=lambda i, t: self.say(f"reference: building {t} ({i}/{len(targets)})"))
-        if not tb.configured:
-            raise GraderError("the kit does not configure (cmake):\n" + tb.configure_log[-3000:])
         bad = [t for t, b in tb.targets.items() if not b.ok]
         if bad:
             msgs = "\n".join(tb.targets[bad[0]].errors[:20])
             raise GraderError(f"the reference solution does not build ({', '.join(bad)}):\n{msgs}")
         self._check_description()
         self.say(f"reference built in {tb.seconds:.0f} s")
+
+    def _build_verifiers(self, shared: Path | None, timeout: float) -> None:
+        """Configures the grader's build of its kit and builds the labs'
+        verifiers (specs.py: their cases and verdicts; the kit's code only),
+        which the rest asks what a lab times and checks."""
+        targets = [f"{lab.stem}_verify" for lab in self.labs if isinstance(CHECKERS.get(lab.name), SpecChecker)]
+        with shared_lock(shared):
+            tb = build_tree(self.trusted, self.opts.kit.resolve(), self.ref_build, targets, arch=self.opts.arch,
+                            jobs=self.jobs, timeout=timeout, writable=[])
+        if not tb.configured:
+            raise GraderError("the kit does not configure (cmake):\n" + tb.configure_log[-3000:])
+        bad = [t for t, b in tb.targets.items() if not b.ok]
+        if bad:
+            raise GraderError(f"the kit's verifier does not build ({', '.join(bad)}):\n"
+                              + "\n".join(tb.targets[bad[0]].errors[:20]))
+        bind_build(self.ref_build)
 
     def _build_probe(self) -> None:
         """A student edition (no solutions/) has no reference to build: only
@@ -91,7 +107,8 @@ class BuildStage:
         the GPU checks read not measured."""
         self.say("student edition (no solutions/): no reference solution to build; "
                  "building a runner of the kit to probe for a GPU")
-        configured = False
+        self._build_verifiers(None, max(lab.rubric.lab.build_timeout_s for lab in self.labs))
+        configured = True
         for lab in self.labs:
             tb = build_tree(self.trusted, self.opts.kit.resolve(), self.ref_build, [lab.runner], arch=self.opts.arch,
                             jobs=self.jobs, timeout=lab.rubric.lab.build_timeout_s, writable=[], configured=configured)

@@ -24,6 +24,7 @@ from . import checks
 from .checkbase import FILL_INTS, Case, ordinary
 from .gpushare import alone_on
 from .sandbox import Executor
+from .specs import SpecChecker
 
 MAX_MESSAGES = 3
 
@@ -80,8 +81,15 @@ def make_cases(lab_name: str, seed: int, cpu: bool) -> list[Case]:
     key = (lab_name, seed, cpu)
     with _LOCK:
         if key not in _CACHE:
-            _CACHE[key] = CHECKERS[lab_name].cases(random.Random(f"cml-checker|{lab_name}|{seed}"), cpu)
+            chk = CHECKERS[lab_name]
+            _CACHE[key] = (chk.make(seed, cpu) if isinstance(chk, SpecChecker) else
+                           chk.cases(random.Random(f"cml-checker|{lab_name}|{seed}"), cpu))
         return _CACHE[key]
+
+
+def bind_build(build_dir: Path) -> None:
+    """The labs' verifiers (specs.py) are those of this build of the kit."""
+    checks.bind(build_dir, CHECKERS)
 
 
 VERSION = 2          # harness.h's file format
@@ -168,9 +176,9 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         return StepVerdict(False, note="the kit-only check could not run: its harness did not build")
     chk = CHECKERS[lab_name]
     cases = chk.step_cases(make_cases(lab_name, seed, cpu), step)
-    got, why = _run_harness(exe, harness, chk, out_dir / f"check-{tag}-step{step}", [step] * len(cases), cases,
-                            timeout, env, readable)
-    return _verdict(chk, step, cases, got, why)
+    got, why, judged = _run_harness(exe, harness, chk, out_dir / f"check-{tag}-step{step}", [step] * len(cases),
+                                    cases, timeout, env, readable)
+    return _verdict(chk, step, cases, got, why, judged)
 
 
 def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tuple[str, int, int]], out_dir: Path,
@@ -201,7 +209,7 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
         cases += mine
         order += [key[2]] * len(mine)
     work = out_dir / f"check-together-{wanted[0][0]}-step{wanted[0][2]}"
-    got, why = _run_harness(exe, harness, chk, work, order, cases, timeout, env, readable)
+    got, why, judged = _run_harness(exe, harness, chk, work, order, cases, timeout, env, readable)
     settled, left = {}, []
     for n, (key, a, b) in enumerate(spans):
         part = got[a:b]
@@ -212,7 +220,7 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
                      + (f"no output ({why or 'the file ends before it'})" if g is None else cuda_error(g.err))]
             left += [f"{k[0]} step {k[2]}: after that case" for k, _, _ in spans[n + 1:]]
             break
-        v = _verdict(chk, key[2], cases[a:b], part, why)
+        v = _verdict(chk, key[2], cases[a:b], part, why, judged[a:b] if judged is not None else None)
         if v.ok:   # a wrong answer is checked again alone (above)
             settled[key] = v
         else:
@@ -248,10 +256,11 @@ def together_parts(lab_name: str, wanted: list[tuple[str, int, int]], cpu: bool,
 
 
 def _run_harness(exe: Executor, harness: Path, chk, work: Path, steps: list[int], cases: list[Case], timeout: float,
-                 env: dict[str, str], readable: list[Path]) -> tuple[list[Output | None], str]:
+                 env: dict[str, str], readable: list[Path]) -> tuple[list[Output | None], str, list[str] | None]:
     """The harness run on the cases (case k by steps[k]) in a folder of its
-    own: each case's Output (None where there is none), and why a missing
-    one is missing."""
+    own: each case's Output (None where there is none), why a missing one
+    is missing, and a spec's verifier's verdict lines (None for a Python
+    checker, whose judge() is asked case by case)."""
     work.mkdir(parents=True, exist_ok=True)
     inp, outp = work / "input.bin", work / "output.bin"
     write_input(inp, steps, cases)
@@ -261,17 +270,36 @@ def _run_harness(exe: Executor, harness: Path, chk, work: Path, steps: list[int]
     # the grader runs a harness only where it knows there is a device (a GPU, or the CPU path): a
     # harness that says "no device" (exit 77) has no excuse, it fails like any other missing output
     got = read_output(outp, cases, [chk.out_bytes(c) for c in cases])
+    judged = chk.judge_file(outp, steps, cases) if isinstance(chk, SpecChecker) else None
     for p in (inp, outp):
         p.unlink(missing_ok=True)
     return got, (f"timed out after {timeout:.0f} s" if r.timed_out else
-                 f"no output (the harness ended with status {r.rc})")
+                 f"no output (the harness ended with status {r.rc})"), judged
 
 
-def _verdict(chk, step: int, cases: list[Case], got: list[Output | None], missing: str) -> StepVerdict:
-    """A step's verdict on its cases' outputs (missing: why an absent output is absent)."""
+def _spec_why(line: str, missing: str) -> str | None:
+    """What a verifier's verdict line (cml_spec.h) tells the student; None when right."""
+    word, _, rest = line.partition("\t")
+    if word == "right":
+        return None
+    if word.startswith("error "):
+        return cuda_error(int(word.split()[1]))
+    if word == "changed":
+        return "the kernel changed its input"
+    if word == "wrong":
+        return rest or "wrong output"
+    return missing
+
+
+def _verdict(chk, step: int, cases: list[Case], got: list[Output | None], missing: str,
+             judged: list[str] | None = None) -> StepVerdict:
+    """A step's verdict on its cases' outputs (missing: why an absent output
+    is absent), or on a spec's verifier's lines (judged)."""
     v = StepVerdict(True, total=len(cases))
-    for c, g in zip(cases, got):
-        if g is None:
+    for k, (c, g) in enumerate(zip(cases, got)):
+        if judged is not None:
+            why = _spec_why(judged[k], missing)
+        elif g is None:
             why = missing
         else:
             why = (cuda_error(g.err) if g.err != 0 else chk.judge(c, step, g.out) or
@@ -748,6 +776,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=20261125, help="the cases' seed (default: %(default)s)")
     ap.add_argument("--timeout", type=float, default=300, help="seconds per step (default: %(default)s)")
     a = ap.parse_args(argv)
+    bind_build(a.harness.resolve().parent)   # the lab's verifier beside its harness (the kit's build folder)
     if a.lab not in CHECKERS:
         print(f"checker: no checker for lab {a.lab!r} (have: {', '.join(sorted(CHECKERS))})", file=sys.stderr)
         return 2

@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             _say(args.quiet, f"note: {lab.name} has no rubric file (labs/{lab.name}/rubric.toml): "
                              f"graded with the default policy (docs/grading.md)")
         if not has_checker(lab.name):
-            _say(args.quiet, f"note: {lab.name} has no kit-only checker (common/labs/{lab.name}/checker.py and "
+            _say(args.quiet, f"note: {lab.name} has no kit-only checker (labs/{lab.name}/spec.c and "
                              f"common/labs/{lab.name}/harness.c): its hidden tests are its test program run on the secret "
                              f"data, the student's code in the same process, where a forged outcome is not caught "
                              f"(docs/grading.md section 8)")

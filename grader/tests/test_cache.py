@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from unittest import mock
 
-from helpers import KIT, labs, tmpdir
+from helpers import KIT, fake_build, labs, tmpdir
 
 from cmlgrade.cache import ResultCache, labscore_from_dict, student_from_dict
 from cmlgrade.intake import Submission
@@ -73,6 +73,7 @@ class ResultCacheTests(unittest.TestCase):
 
 def fake_runner(calls):
     def fake(argv, cwd=None, env=None, timeout=None):
+        fake_build(argv)
         calls.append(list(argv))
         return ProcResult(argv, 0, "", "", False, 0.01)
     return fake
@@ -135,6 +136,8 @@ class RefTimesTests(unittest.TestCase):
         self.student_calls = 0
 
         def fake(argv, cwd=None, env=None, timeout=None):
+
+            fake_build(argv)
             if "ref" in Path(argv[0]).name:
                 ms = self.ref_ms[min(self.ref_calls, len(self.ref_ms) - 1)]
                 self.ref_calls += 1

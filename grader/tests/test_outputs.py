@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from unittest import mock
 
-from helpers import KIT, labs, tmpdir
+from helpers import KIT, fake_build, labs, tmpdir
 from test_score import all_tests, lab_run
 
 from cmlgrade import cli
@@ -281,6 +281,7 @@ class ProgressTests(unittest.TestCase):
     def test_the_reference_build_says_what_it_does(self):
         """--progress: the minute or two of the reference build is not silent."""
         def fake(argv, cwd=None, env=None, timeout=None):
+            fake_build(argv)
             return ProcResult(argv, 0, "", "", False, 0.1)
 
         lab = LABS["04_reduction"]
@@ -309,6 +310,8 @@ class GpusWithoutNvcc(unittest.TestCase):
         built = []
 
         def fake(argv, cwd=None, env=None, timeout=None):
+
+            fake_build(argv)
             if "-S" in argv:   # configure: the cache a kit configured here has
                 build = Path(argv[argv.index("-B") + 1])
                 build.mkdir(parents=True, exist_ok=True)
@@ -373,6 +376,8 @@ class FakeBuildTests(unittest.TestCase):
         calls = []
 
         def fake(argv, cwd=None, env=None, timeout=None):
+
+            fake_build(argv)
             calls.append(argv)
             if "--target" in argv and argv[argv.index("--target") + 1] == "test_banks_model":
                 return ProcResult(argv, 2, "", f"{cwd}/labs/01_shared_banks/bank_model.c:7:5: error: expected ';' "

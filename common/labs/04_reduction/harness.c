@@ -1,6 +1,7 @@
 /* Lab 04's harness (harness.h): kind 0 sums ints, kind 1 floats; case a
  * is n. Output: out[0] (4 bytes). out and scratch are poisoned (0xff)
- * before every launch; the input is read back after it. */
+ * before every launch; the input is read back after it. The cases and
+ * their verdicts: the lab's spec, labs/04_reduction/spec.c. */
 #include "harness.h"
 #include "reduction.h"
 

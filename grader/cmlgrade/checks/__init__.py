@@ -1,10 +1,13 @@
-"""Each lab's kit-only checker: the module common/labs/<lab>/checker.py of
-the kit this grader belongs to, beside the lab's harness (harness.c there;
-checkbase.py says what a module holds). A lab without one has no
-harness-based verdicts, and grade.py says so."""
+"""Each lab's kit-only checker, from the kit this grader belongs to: the
+lab's spec, labs/<lab>/spec.c, asked through its verifier program
+(specs.SpecChecker), or, for a lab not yet written that way, the module
+common/labs/<lab>/checker.py beside the lab's harness (checkbase.py says
+what a module holds). A lab without either has no harness-based
+verdicts, and grade.py says so."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -35,9 +38,21 @@ def module(lab: str) -> ModuleType | None:
 
 
 def load() -> dict[str, LabChecker]:
-    """Every lab's checker by lab name (its module's LAB, which must be the
-    folder's name, and CHECKER)."""
+    """Every lab's checker by lab name: a SpecChecker for a lab with a spec,
+    else its module's CHECKER (the module's LAB must be the folder's name).
+    A lab with both is refused: its cases would be written twice."""
+    from ..specs import SpecChecker
     found: dict[str, LabChecker] = {}
+    for spec in sorted((KIT / "labs").glob("*/spec.c")):
+        lab = spec.parent.name
+        try:
+            stem = json.loads((spec.parent / "lab.json").read_text(encoding="utf-8"))["stem"]
+        except (OSError, ValueError, KeyError) as e:
+            raise ImportError(f"{spec.parent / 'lab.json'}: no stem for the lab's verifier ({e})") from e
+        if (KIT / "common" / "labs" / lab / "checker.py").is_file():
+            raise ImportError(f"lab {lab} has a spec (labs/{lab}/spec.c) and a Python checker "
+                              f"(common/labs/{lab}/checker.py): one of them must go")
+        found[lab] = SpecChecker(lab, stem)
     for path in sorted((KIT / "common" / "labs").glob("*/checker.py")):
         mod = module(path.parent.name)
         lab, chk = getattr(mod, "LAB", None), getattr(mod, "CHECKER", None)
@@ -45,3 +60,10 @@ def load() -> dict[str, LabChecker]:
             raise ImportError(f"{path}: LAB must be \"{path.parent.name}\" and CHECKER a LabChecker")
         found[lab] = chk
     return found
+
+
+def bind(build_dir: Path, checkers: dict[str, LabChecker]) -> None:
+    """The spec checkers use the verifiers of this build of the kit."""
+    for chk in checkers.values():
+        if hasattr(chk, "bind"):
+            chk.bind(build_dir)
