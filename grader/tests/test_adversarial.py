@@ -463,56 +463,100 @@ class CheckerForgeries(unittest.TestCase):
                 self.assertFalse(any("12345" in m for m in v.messages), "a verdict message shows the seed")
 
 
+def harness_output(path: Path, cases, outs) -> None:
+    """A harness's output file (harness.h) in which case k answered outs[k]
+    and left its input as it was."""
+    import struct
+    with path.open("wb") as f:
+        f.write(b"CMLO" + struct.pack("<II", 2, len(cases)))
+        for c, out in zip(cases, outs):
+            f.write(struct.pack("<iQ", 0, len(out)) + out + struct.pack("<Q", len(c.data)) + c.data
+                    + struct.pack("<Ii", 0, 0))
+
+
+def exact_product(c):
+    """C of a lab 03 case of integer A and B (spec.c: a = M, b = N, kind =
+    K; data A then B), exactly, fast enough for 1025 x 1031 x 1021 (a
+    billion multiply-adds; seconds): B's row k packed into one integer, a
+    32-bit field per column, so that row i of C is sum_k A(i, k) x packed
+    row k. Each field is offset by 2^31 to read it back without borrows
+    (|C(i, j)| < 2^24). The test's own oracle, apart from the verifier's."""
+    from array import array
+    from operator import mul
+    m, n, k = c.a, c.b, c.kind
+    arr = array("f")
+    arr.frombytes(c.data)
+    vals = [int(v) for v in arr]
+    packed = []
+    for r in range(k):
+        row = array("i", vals[m * k + r * n:m * k + (r + 1) * n])
+        packed.append(int.from_bytes(row.tobytes(), "little", signed=False)
+                      - (sum(1 << (32 * j) for j, v in enumerate(row) if v < 0) << 32))
+    offset = int.from_bytes(b"\x00\x00\x00\x80" * n, "little")
+    want = array("f")
+    for i in range(m):
+        total = sum(map(mul, vals[i * k:(i + 1) * k], packed)) + offset
+        fields = array("I")
+        fields.frombytes(total.to_bytes(4 * n, "little"))
+        want.extend([f - (1 << 31) for f in fields])
+    return want
+
+
+def dot_product(c):
+    """C of any lab 03 case in double, rounded to float once (within the bound of any order)."""
+    from array import array
+    from operator import mul
+    m, n, k = c.a, c.b, c.kind
+    arr = array("f")
+    arr.frombytes(c.data)
+    vals = arr.tolist()
+    rows = [vals[i * k:(i + 1) * k] for i in range(m)]
+    cols = [vals[m * k + j::n] for j in range(n)]
+    return array("f", [sum(map(mul, r, col)) for r in rows for col in cols])
+
+
 class ManyTileRace(unittest.TestCase):
     """Lab 03's no_barrier_before_the_tiles_are_refilled (a tile refilled
     before every warp has read it) garbled thousands of elements of C on an
     H200 only on the public tests' 1025 x 1031 x 1021 matrices: the
     kit-only checker, whose largest cases had been smaller, found the step
-    right while its public test failed. The checker now has that case on a
-    GPU, with its answer computed exactly (and fast: packed rows of B)."""
+    right while its public test failed. The lab's spec now gives the
+    grader that case on a GPU, judged exactly by its verifier."""
+
+    def judge(self, ck, cases, outs, step=3):
+        from array import array
+        from cmlgrade.specs import SpecChecker
+        self.assertIsInstance(ck, SpecChecker)
+        path = tmpdir(self) / "output.bin"
+        guards = [b"\xff" * (ck.out_bytes(c) - 4 * c.a * c.b) for c in cases]
+        harness_output(path, cases, [array("f", o).tobytes() + g for o, g in zip(outs, guards)])
+        return ck.judge_file(path, [step] * len(cases), cases)
 
     def test_the_gpu_cases_hold_the_many_tile_matrices_and_judge_a_garbled_element(self):
-        import random
-        from array import array
-        from cmlgrade.checks import module
-        mm = module("03_tiled_matmul")
-        MANY_TILES, Matmul, guard_words = mm.MANY_TILES, mm.Matmul, mm.guard_words
-        ck = Matmul()
-        big = [c for c in ck.cases(random.Random(5), False) if (c.a, c.b, c.kind) == MANY_TILES]
+        ck = checker.CHECKERS["03_tiled_matmul"]
+        big = [c for c in ck.make(5, False) if (c.a, c.b, c.kind) == (1025, 1031, 1021)]
         self.assertEqual(len(big), 1)
-        self.assertFalse([c for c in ck.cases(random.Random(5), True) if (c.a, c.b, c.kind) == MANY_TILES],
+        self.assertTrue(big[0].limit, "checked, not traced")
+        self.assertFalse([c for c in ck.make(5, True) if (c.a, c.b, c.kind) == (1025, 1031, 1021)],
                          "the CPU path stays quick")
-        c = big[0]
-        want = ck._product(c)
-        out = array("f", want).tobytes()
-        guards = b"\xff" * (4 * 2 * guard_words(c.b))
-        self.assertIsNone(ck.judge(c, 3, out + guards))
-        bad = array("f", want)
+        want = exact_product(big[0])
+        bad = want[:]
         bad[1031 * 700 + 512] += 1.0     # one element of a tile read after it was refilled
-        why = ck.judge(c, 3, bad.tobytes() + guards)
-        self.assertIn("1 of 1056775 elements of C wrong: C(700, 512)", why)
+        right, wrong = self.judge(ck, big * 2, [want, bad])
+        self.assertEqual(right, "right")
+        self.assertTrue(wrong.startswith("wrong\t1 of 1056775 elements of C"), wrong)
+        self.assertIn("C(700, 512)", wrong)
 
-    def test_the_packed_product_is_the_dot_products_for_every_integer_kind(self):
-        import random
-        from array import array
-        from operator import mul
-        from cmlgrade.checks import module
-        mm = module("03_tiled_matmul")
-        DISTINCT_A, DISTINCT_B, EXACT, Matmul = mm.DISTINCT_A, mm.DISTINCT_B, mm.EXACT, mm.Matmul
-        distinct_ints, small_ints = mm.distinct_ints, mm.small_ints
-        rnd = random.Random(11)
-
-        def dots(c):
-            rows, cols = Matmul._rows_cols(c)
-            return array("d", [sum(map(mul, r, col)) for r in rows for col in cols])
-        for m, n, k in [(1, 1, 1), (1, 77, 33), (77, 1, 33), (31, 33, 7), (65, 63, 130), (5, 7, 301)]:
-            for top in (1, 16, 64):
-                c = Matmul._case(EXACT, m, n, k, small_ints(rnd, m * k, top), small_ints(rnd, k * n, top))
-                self.assertEqual(Matmul._integer_product(c), dots(c), (m, n, k, top))
-        a = Matmul._case(DISTINCT_A, 67, 45, 129, distinct_ints(rnd, 67 * 129), small_ints(rnd, 129 * 45, 8))
-        b = Matmul._case(DISTINCT_B, 45, 67, 129, small_ints(rnd, 45 * 129, 8), distinct_ints(rnd, 129 * 67))
-        for c in (a, b):
-            self.assertEqual(Matmul._integer_product(c), dots(c))
+    def test_every_kind_of_data_is_judged_right_and_one_changed_element_wrong(self):
+        ck = checker.CHECKERS["03_tiled_matmul"]
+        cases = [c for c in ck.make(11, True) if c.a * c.b * c.kind <= 400000 and c.group in ("exact", "reals", "distinct")]
+        self.assertEqual({c.group for c in cases}, {"exact", "reals", "distinct"})
+        wants = [dot_product(c) for c in cases]
+        self.assertEqual(self.judge(ck, cases, wants), ["right"] * len(cases))
+        for c, w in zip(cases, wants):   # one element off by one: wrong, integers or reals of [1, 2)
+            w[len(w) // 2] += 1.0
+        got = self.judge(ck, cases, wants)
+        self.assertEqual([g.split("\t")[0] for g in got], ["wrong"] * len(cases), got)
 
 
 class PrecomputedUploadForgeries(unittest.TestCase):

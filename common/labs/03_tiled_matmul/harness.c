@@ -1,8 +1,9 @@
 /* Lab 03's harness (harness.h): C = A * B with matmul_step. Case a is M,
  * b is N, kind is K; the data are A (M x K floats, row-major), then B
  * (K x N). Output: C (M x N floats), then the guard zone before C, then
- * the one after it (guard_words(N) words each): the checker wants every
- * guard word still 0xffffffff. Input read back: A, then B.
+ * the one after it (guard_words(N) words each): the lab's spec
+ * (labs/03_tiled_matmul/spec.c, its cases and judge) wants every guard
+ * word still 0xffffffff. Input read back: A, then B.
  *
  * Every matrix lies in its own allocation between two guard zones. Those
  * of A and B hold the NaN 0x7fc0b0b0 (set once): a kernel that reads past
