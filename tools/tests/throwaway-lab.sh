@@ -25,7 +25,9 @@ step() { echo; echo "== $*"; }
 step "copying the kit to $copy (without the other labs)"
 mkdir -p "$copy"
 if git -C "$kit" rev-parse --git-dir >/dev/null 2>&1; then
-  (cd "$kit" && git ls-files -co --exclude-standard -z) | (cd "$kit" && tar --null -cf - -T - 2>/dev/null) | tar -xf - -C "$copy" \
+  # (a file deleted but not yet committed is listed too: it is left out, not an error)
+  (cd "$kit" && git ls-files -co --exclude-standard -z) \
+    | (cd "$kit" && tar --null --ignore-failed-read -cf - -T - 2>/dev/null) | tar -xf - -C "$copy" \
     || fail "could not copy the kit"
 else
   (cd "$kit" && tar --exclude='./build*' -cf - .) | tar -xf - -C "$copy" || fail "could not copy the kit"
@@ -95,9 +97,9 @@ grep -v '^\[' "$tmp/grader.log" | sed 's/^/  /'
 if grep -q "note: 99_throwaway has no rubric file" "$tmp/grader.log"; then
   fail "the new lab's rubric (labs/99_throwaway/rubric.toml, from the template) was not read"
 fi
-# the template's kit-only checker (common/labs/99_throwaway/harness.c and checker.py) gives the verdicts
+# the template's kit-only checker (labs/99_throwaway/spec.c and common/labs/99_throwaway/harness.c) gives the verdicts
 if grep -q "note: 99_throwaway has no kit-only checker" "$tmp/grader.log"; then
-  fail "the new lab has no kit-only checker: the template's harness.c and checker.py were not picked up"
+  fail "the new lab has no kit-only checker: the template's spec.c and harness.c were not picked up"
 fi
 grep -q "reference: 26/26 (99_throwaway 26/26)" "$tmp/grader.log" || fail "the reference is not at full marks"
 grep -q '99_throwaway' "$tmp/grader-out/gradebook.csv" || fail "the gradebook has no column for the lab"

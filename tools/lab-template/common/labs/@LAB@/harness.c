@@ -3,8 +3,8 @@
  * and nothing of the kit's checking code. Case a is n, b is the scale's
  * float bits. Output: out and a guard zone of SC_GUARD words each side
  * ((n + 2 * SC_GUARD) floats), all poisoned (0xff) before every launch: a
- * write past either end of out lands in a guard. checker.py beside this
- * file makes the cases and judges the output. */
+ * write past either end of out lands in a guard. The lab's spec
+ * (labs/@LAB@/spec.c) makes the cases and judges the output. */
 #include "harness.h"
 #include "@STEM@.h"
 

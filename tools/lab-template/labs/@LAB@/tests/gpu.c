@@ -2,66 +2,69 @@
  * made from the step table in @STEM@.h. Built twice: against your
  * labs/@LAB@/@STEM@.cu and against the reference solution.
  *
- * Every run: seeded data (CML_SEED changes them, and adds a size of its
- * own), guard zones around in and out, out poisoned with NaN. One multiply
+ * Every run: the spec's seeded cases (labs/@LAB@/spec.c; CML_SEED
+ * changes them, and the size drawn from it), guard zones around in and out, out poisoned with NaN. One multiply
  * per element leaves no rounding freedom, so the check is bit for bit. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cml/cml_rng.h>
+#include <cml/cml_spec.h>
 #include <cml/cml_test.h>
 #include "@STEM@_host.h"
 
-#define COUNT(a) (sizeof (a) / sizeof (a)[0])
-
-/* Around one block of 256 and past it; primes; 2^k - 1 and 2^k + 1. */
-static const size_t small_sizes[] = {1, 2, 255, 256, 257, 1009, 65535, 65537};
 #ifdef CML_CPU_BACKEND
-static const size_t large_sizes[] = {1000003, (1u << 20) + 1};  /* the CPU path: the same kinds, smaller */
+#define ON_CPU 1
 #else
-static const size_t large_sizes[] = {(1u << 24) + 1, 100000007};
+#define ON_CPU 0
 #endif
 
-static int check_size(int step, size_t n, uint64_t seed, uint64_t stream)
+/* One case of the lab's spec (labs/@LAB@/spec.c: the cases and the judge
+ * the grader's kit-only check uses too) through the runner's checked run
+ * (guard zones around in and out, out poisoned), judged by the spec. */
+static int check_case(int step, const cml_case *c, uint64_t seed)
 {
-    float *in = malloc(n * sizeof *in), *out = malloc(n * sizeof *out), a;
-    cr_assert(in != NULL && out != NULL, "out of host memory for n = %zu", n);
-    @STEM@_make_data(in, n, &a, seed, stream);
+    size_t n = (size_t)c->a, nout = (size_t)(cml_lab_spec.out_bytes(c) / 4), guard = (nout - n) / 2;
+    float *out = malloc(n * sizeof *out), a;
+    uint32_t *layout = malloc(nout * sizeof *layout), abits = (uint32_t)c->b;
+    cr_assert(out != NULL && layout != NULL, "out of host memory for %s", c->label);
+    memcpy(&a, &abits, 4);
     @STEM@_buffers b;
-    CML_TEST_CHECK(@STEM@_buffers_alloc(&b, n, a, in));
+    CML_TEST_CHECK(@STEM@_buffers_alloc(&b, n, a, (const float *)c->data));
     @STEM@_result res;
-    int ok = @STEM@_run_checked(&b, step, in, out, &res);
-    cr_assert(res.err == cudaSuccess, "step %d, n = %zu: CUDA error %s: %s", step, n, cudaGetErrorName(res.err),
+    @STEM@_run_checked(&b, step, (const float *)c->data, out, &res);
+    cr_assert(res.err == cudaSuccess, "step %d, %s: CUDA error %s: %s", step, c->label, cudaGetErrorName(res.err),
               cudaGetErrorString(res.err));
     @STEM@_buffers_free(&b);
-    cr_expect(res.guards_intact, "step %d, n = %zu: %s", step, n, res.guard_msg);
-    if (res.check.wrong > 0) {
-        char msg[400];
-        cr_expect(0, "step %d, n = %zu: %s", step, n, @STEM@_describe(&res.check, msg, sizeof msg));
-    }
-    free(in);
+    cr_expect(res.guards_intact, "step %d, %s: %s", step, c->label, res.guard_msg);
+    memset(layout, 0xff, nout * sizeof *layout); /* the harness's output: guards (checked above), out, guards */
+    memcpy(layout + guard, out, n * sizeof *out);
+    char msg[400];
+    int right = cml_lab_spec.judge(c, step, layout, nout * sizeof *layout, msg, sizeof msg);
+    cr_expect(right, "step %d, %s (seed %llu): %s", step, c->label, (unsigned long long)seed, msg);
     free(out);
-    return ok;
+    free(layout);
+    return right && res.guards_intact;
 }
 
-static void check_sizes(int step, const size_t *sizes, size_t count, uint64_t stream0, int seeded_extra)
+static void check_group(int step, const char *group)
 {
     CML_REQUIRE_GPU();
     uint64_t seed = cml_test_seed();
-    for (size_t k = 0; k < count; ++k)
-        if (!check_size(step, sizes[k], seed, stream0 + k))
-            return;  /* one failing size is enough to read */
-    if (seeded_extra) {
-        cml_rng rng;
-        cml_rng_init(&rng, seed, 700 + (uint64_t)step);
-        check_size(step, (size_t)cml_rng_int(&rng, 2, 3000000), seed, stream0 + 99);
-    }
+    cml_cases list;
+    cr_assert(cml_spec_group_cases(&cml_lab_spec, group, seed, ON_CPU, step, &list),
+              "spec group %s: no such group, or out of host memory", group);
+    for (size_t k = 0; k < list.n; ++k)
+        if (!check_case(step, &list.v[k], seed))
+            break; /* one failing size is enough to read */
+    cml_cases_free(&list);
 }
 
 #define STEP_TESTS(num, ident, file, what)                                                        \
     Test(CML_CAT(step, num), scales_every_element_of_small_and_ragged_arrays, .timeout = 120)   \
-    { check_sizes(num, small_sizes, COUNT(small_sizes), 100 * (uint64_t)(num), 1); }           \
+    { check_group(num, "small_and_ragged"); }           \
     Test(CML_CAT(step, num), scales_every_element_of_large_arrays, .timeout = 300)               \
-    { check_sizes(num, large_sizes, COUNT(large_sizes), 200 * (uint64_t)(num), 0); }
+    { check_group(num, "large"); }
 @STEM_UPPER@_STEPS(STEP_TESTS)
