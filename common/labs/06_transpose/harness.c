@@ -1,5 +1,6 @@
 /* Lab 06's harness (harness.h): case a is rows, b is cols. Output: the
- * whole out array (rows * cols floats), poisoned (0xff) before every launch. */
+ * whole out array (rows * cols floats), poisoned (0xff) before every launch.
+ * The cases and their verdicts: the lab's spec, labs/06_transpose/spec.c. */
 #include "harness.h"
 #include "transpose.h"
 

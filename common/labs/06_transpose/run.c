@@ -128,8 +128,8 @@ static cudaError_t poison(cml_lab_run *r, int step)
     return tr_poison(&((lab_data *)r->data)->buf);
 }
 
-/* After poison and a launch: out and the guards checked (tr_verify, the
- * second half of the tests' tr_run_checked). The whole story goes to
+/* After poison and a launch: out and the guards checked (tr_verify: the
+ * tests' tr_run_guarded and tr_compare). The whole story goes to
  * stderr; the note has the start. */
 static int verify(cml_lab_run *r, int step, cml_row *row)
 {

@@ -1,4 +1,4 @@
-/* The one place the host side calls the lab's kernels, and the checked run
+/* The one place the host side calls the lab's kernels, and the guarded run
  * built on it (kept apart so that the host-only tests link without any
  * kernel file). */
 #include "transpose_host.h"
@@ -34,7 +34,20 @@ cudaError_t tr_poison(tr_buffers *b)
     return cml_dbuf_fill32(&b->out, TR_POISON_BITS);
 }
 
-int tr_run_checked(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res)
+/* After a launch: waits, fetches out into host_out and checks the guards. */
+static cudaError_t fetch_guarded(tr_buffers *b, float *host_out, tr_result *res)
+{
+    memset(res, 0, sizeof *res);
+    cudaError_t err = cudaDeviceSynchronize();
+    if (err == cudaSuccess)
+        err = cudaMemcpy(host_out, b->out.ptr, b->out.bytes, cudaMemcpyDeviceToHost);
+    if (err == cudaSuccess)
+        err = check_guards(b, res);
+    res->err = err;
+    return err;
+}
+
+int tr_run_guarded(tr_buffers *b, int step, float *host_out, tr_result *res)
 {
     cudaError_t err = tr_poison(b);
     if (err == cudaSuccess)
@@ -44,21 +57,13 @@ int tr_run_checked(tr_buffers *b, int step, const float *host_in, float *host_ou
         res->err = err;
         return 0;
     }
-    return tr_verify(b, step, host_in, host_out, res);
+    return fetch_guarded(b, host_out, res) == cudaSuccess && res->guards_intact;
 }
 
 int tr_verify(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res)
 {
-    memset(res, 0, sizeof *res);
-    cudaError_t err = cudaDeviceSynchronize();
-    if (err == cudaSuccess)
-        err = cudaMemcpy(host_out, b->out.ptr, b->out.bytes, cudaMemcpyDeviceToHost);
-    if (err == cudaSuccess)
-        err = check_guards(b, res);
-    if (err != cudaSuccess) {
-        res->err = err;
+    if (fetch_guarded(b, host_out, res) != cudaSuccess)
         return 0;
-    }
     tr_compare(host_in, host_out, b->rows, b->cols, tr_step_mode(step), &res->check);
     return res->guards_intact && res->check.wrong == 0;
 }

@@ -59,7 +59,7 @@ tr_cause tr_classify(const float *in, int rows, int cols, tr_mode mode, int i, i
 {
     static const int sides[] = {32, 64, 16};
     uint32_t v = 0;
-    if (got == TR_POISON_BITS)
+    if (got == TR_POISON_BITS || got == TR_HARNESS_POISON_BITS)
         return TR_CAUSE_UNWRITTEN;
     if (got == TR_IN_GUARD_BITS)
         return TR_CAUSE_GUARD_VALUE;

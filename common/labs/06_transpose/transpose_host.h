@@ -18,6 +18,9 @@ extern "C" {
 /* Poison written to all of out before every run: a quiet NaN, which no
  * element of the data ever is. */
 #define TR_POISON_BITS 0x7FC0BAD0u
+/* The grader's harness poisons out with 0xff bytes (harness.h), also a NaN:
+ * the check reads either as never written. */
+#define TR_HARNESS_POISON_BITS 0xFFFFFFFFu
 /* Guard value around in (1e6f, outside the data's range): a kernel that
  * reads past either end of in copies it into out, and the check names it. */
 #define TR_IN_GUARD_BITS 0x49742400u
@@ -100,8 +103,9 @@ cudaError_t tr_upload(tr_buffers *b, const float *host);
 /* Calls the student's (or reference) transpose_step (transpose_call.c). */
 cudaError_t tr_run_step(tr_buffers *b, int step);
 
-/* One checked run: poisons out, runs the step, fetches out into host_out
- * (rows * cols floats) and compares it with host_in; checks the guards. */
+/* One run with its guards checked: poisons out, runs the step, fetches out
+ * into host_out (rows * cols floats) and checks the guards; what out must
+ * hold is the spec's judge (labs/06_transpose/spec.c) or tr_compare. */
 typedef struct tr_result {
     cudaError_t err;       /* a CUDA error (then nothing else is set) */
     int guards_intact;
@@ -109,11 +113,13 @@ typedef struct tr_result {
     tr_check check;
 } tr_result;
 
-/* Returns 1 when the step computed exactly the right out and touched
- * nothing outside it. (In transpose_call.c, with tr_run_step.) */
-int tr_run_checked(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res);
-/* Its two halves around a launch (the runner's timed repeats): poison all
- * of out; then wait, fetch out, check the guards and compare. */
+/* Returns 1 when nothing outside out was touched (res->check is not set).
+ * (In transpose_call.c, with tr_run_step.) */
+int tr_run_guarded(tr_buffers *b, int step, float *host_out, tr_result *res);
+/* The two halves of a checked run around a launch (the runner's timed
+ * repeats): poison all of out; then wait, fetch out, check the guards and
+ * compare (tr_compare): 1 when out is exactly right and nothing outside it
+ * was touched. */
 cudaError_t tr_poison(tr_buffers *b);
 int tr_verify(tr_buffers *b, int step, const float *host_in, float *host_out, tr_result *res);
 
