@@ -35,112 +35,27 @@ functions, helpers of their own, templates, lambdas, device printf.
 Each refusal is said once (the CUDA build's and the CPU path's objects of a
 file give the same lines), names the symbol and the function that uses it,
 and says what to change. Nothing here runs student code; the tools only
-read files."""
+read files.
+
+What is refused is objrules.py's and the reading objread.py's; this module
+applies the one to the other."""
 from __future__ import annotations
 
-import functools
-import os
 import re
-import shutil
 import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-# What the C and C++ runtime libraries export (runtime_exports) is allowed unless it matches one of these:
-# (regex over the plain or mangled name, what it is, what to do instead). An optional leading __ and the
-# fortified _chk/_2 forms are covered.
-_C = r"^_*(?:{})(?:64)?(?:_chk|_2|_unlocked)?$"
-REFUSED_CALLS: list[tuple[re.Pattern, str, str]] = [(re.compile(p), what, fix) for p, what, fix in [
-    (_C.format("dlopen|dlmopen|dlsym|dlvsym|dlinfo|dladdr1?|dl_iterate_phdr|libc_dlopen_mode|libc_dlsym"),
-     "loads other code", "link nothing at run time: write the step's code in your file"),
-    (_C.format("open|openat|creat|fopen|freopen|fdopen|fmemopen|open_memstream|tmpfile|tmpnam(?:_r)?|tempnam|"
-               "mkstemps?|mkostemps?|mkdtemp|opendir|fdopendir|readdir(?:_r)?|scandir(?:at)?|glob|nftw|ftw|"
-               "x?stat|lstat|fstat|fstatat|[fl]?xstat|statx|statv?fs|fstatv?fs|access|faccessat|euidaccess|eaccess|"
-               "unlink|unlinkat|remove|rename|renameat2?|mkdir|mkdirat|rmdir|chdir|fchdir|chroot|chmod|fchmod|"
-               "fchmodat|chown|fchown|lchown|fchownat|link|linkat|symlink|symlinkat|readlink|readlinkat|realpath|"
-               "truncate|ftruncate|read|pread|readv|preadv2?|write|pwrite|writev|pwritev2?|lseek|dup[23]?|"
-               "close|close_range|fcntl|ioctl|pipe2?|mkfifo|mkfifoat|mknod|mknodat|mmap|munmap|mremap|mprotect|"
-               "pkey_mprotect|memfd_create|sendfile|splice|vmsplice|tee|copy_file_range|fsync|fdatasync|sync|"
-               "syncfs|flock|lockf|utimes?|futimens|utimensat|inotify_\\w+|fanotify_\\w+|posix_fadvise|"
-               "fallocate|posix_fallocate|mount|umount2?|setmntent|getmntent|shm_open|shm_unlink|shmget|shmat|"
-               "shmdt|shmctl|mq_\\w+|semget|semop|semctl|msgget|msgsnd|msgrcv|msgctl|process_vm_\\w+"),
-     "file or shared-memory access",
-     "student code reads its inputs from the arguments and leaves its results in device memory; print with "
-     "printf to see values"),
-    (r"St1[34]basic_[io]?fstream|St13basic_filebuf|St10filesystem|St25__basic_file",
-     "file access through C++ file streams or std::filesystem",
-     "student code reads its inputs from the arguments; print with printf or std::cout to see values"),
-    (_C.format("fork|vfork|_Fork|clone3?|execve|execveat|execv|execvp|execvpe|execl|execlp|execle|fexecve|"
-               "system|popen|pclose|posix_spawnp?|wait|waitpid|waitid|wait[34]|kill|killpg|tgkill|tkill|"
-               "sigqueue|raise|ptrace|setsid|setpgid|setpgrp|daemon|prctl|arch_prctl|setrlimit|prlimit|"
-               "setpriority|nice|unshare|setns|personality|seccomp|set[res]*[ug]id|setgroups|capset|"
-               "pthread_create|pthread_atfork|pthread_kill|pthread_sigqueue|pthread_detach|thrd_create|"
-               "signal|sigaction|sigset|sysv_signal|bsd_signal|ssignal|sigprocmask|pthread_sigmask|alarm|"
-               "ualarm|setitimer|timer_create|timer_settime|timerfd_\\w+|signalfd|eventfd|syscall|"
-               "setcontext|swapcontext"),
-     "process, thread or signal control",
-     "student code runs only inside the launch it was called for: no processes, threads or signals"),
-    (r"St6thread|St6system|NSt3jthread", "a thread of its own (std::thread)",
-     "student code runs only inside the launch it was called for: no threads"),
-    (_C.format("socket|socketpair|connect|bind|listen|accept4?|send|sendto|sendmsg|sendmmsg|recv|recvfrom|"
-               "recvmsg|recvmmsg|getaddrinfo|gethostbyname\\w*|getsockopt|setsockopt|shutdown"),
-     "network access", "student code talks to no other process"),
-    (_C.format("setenv|unsetenv|putenv|clearenv"),
-     "changes the environment", "the kit reads its settings from the environment: leave it as it is"),
-    (_C.format("exit|_exit|_Exit|quick_exit|at_quick_exit|on_exit"),
-     "leaves the program", "return an error code (cudaError_t) from the interface's function instead"),
-]]
-# Plain names that resolve outside the libraries read by runtime_exports: the linker's and the start files'.
-LINKER_NAMES = frozenset("_GLOBAL_OFFSET_TABLE_ __dso_handle __tls_get_addr _DYNAMIC __ehdr_start".split())
-# Data of the C library a student's global variable must not replace (runtime_exports lists its functions
-# and variables too; these are also refused where that list cannot be read).
-LIBC_DATA = frozenset("""stdin stdout stderr environ __environ optarg optind opterr optopt errno
-program_invocation_name program_invocation_short_name timezone daylight tzname signgam""".split())
-# CUDA runtime functions that hand out other code (driver entry points).
-REFUSED_CUDA = re.compile(r"^cuda(GetDriverEntryPoint\w*|GetExportTable|GetProcAddress)$")
-# Memory the host can read, declared by the student's file: a __managed__ variable (registered by the CUDA
-# compiler's code; on the CPU path cuda_runtime.h puts it in a section of its own).
-MANAGED_REGISTRATION = "__cudaRegisterManagedVar"
-MANAGED_SECTION = ".cml_cpu_managed"
-# A launcher works on device data and leaves it there: a copy to or from the
-# host, or memory the host can read, is how a sum or a transpose would be done
-# on the CPU instead (no reference uses them; lab 02 fills __constant__ with
-# cudaMemcpyToSymbol, which stays allowed).
-HOST_DATA = re.compile(r"^cuda(Memcpy|MemcpyAsync|Memcpy2D\w*|Memcpy3D\w*|MemcpyFromSymbol\w*|MemcpyPeer\w*|"
-                       r"MemcpyFromArray\w*|MemcpyToArray\w*|MemcpyBatch\w*|MallocManaged|MallocHost|HostAlloc|"
-                       r"HostRegister|HostGetDevicePointer|LaunchHostFunc|StreamAddCallback|MemPrefetchAsync)$")
-# What a compiler's own load-time function may refer to: <iostream>'s std::ios_base::Init object (GCC < 13
-# makes one per file that includes it), the CPU path's race-check start, the file's own static data.
-BENIGN_INIT_REFS = frozenset("""_ZNSt8ios_base4InitC1Ev _ZNSt8ios_base4InitD1Ev __cxa_atexit __dso_handle
-__tsan_init .bss .data""".split())
-# Only the CUDA compiler's registration function may run at load time and
-# register an exit handler.
-REGISTRATION = re.compile(r"__sti____cudaRegisterAll|__nv_cudaEntityRegisterCallback|__cudaUnregisterBinaryUtil")
-KIT_PREFIX = re.compile(r"^(cml_|criterion_|cr_|__wrap_|__real_)")
-# The CPU path's runtime (cml_cpu_*) is what translated student code calls (launches, barriers, warp
-# operations), except these, refused with why: the bank counts a lab's counters read, and the doors that lift
-# the runtime's guard on device memory for its own copies (host code calling them would read a kernel's
-# data on the host: the CPU path's __managed__).
-_DOOR = ("opens device memory to host code: the CPU path's runtime does that for its own copies only",
-         "read and write device memory in kernels")
-_OWN = ("the kit's own code", "write the step yourself")
-# (the runtime's bank model is lab 01's steps 1-3 written by the kit: a model file may not answer with it)
-CPU_RUNTIME_REFUSED = {"cml_cpu_bank_totals": _OWN, "cml_cpu_conflict_degree": _OWN, "cml_cpu_set_bank_model": _OWN,
-                       "cml_cpu_device_open": _DOOR, "cml_cpu_device_close": _DOOR}
-CTOR_SECTIONS = (".ctors", ".dtors", ".fini_array", ".preinit_array")
-LIBRARY_NAMESPACE = re.compile(r"^_ZN\d*(3cub|6thrust)|CUB_\d+_|THRUST_\d+_")
-# Libraries a lab's student code must not call (the technique is the lab's to write), by their symbols;
-# NVTX comes in with CUB and Thrust.
-LIBRARY_CALL = re.compile(r"^(cublas|cusparse|cufft|curand|cusolver|cutensor|nvtx|_ZN\d*(3cub|6thrust|4nvtx3))",
-                          re.I)
-NEW_DELETE = re.compile(r"^_Z(nw|na|dl|da)")
-# placement new and delete: inline in <new>, emitted (weak) by some compilers; the standard lets no one replace them
-PLACEMENT_NEW = frozenset("_ZnwmPv _ZnamPv _ZdlPvS_ _ZdaPvS_".split())
-# Headers of the libraries a lab's student code must not use (CUB, Thrust, cuBLAS ...), as compiled.
-LIBRARY_HEADER = re.compile(r"/(cub|thrust|cublas\w*|cusparse\w*|cufft\w*|cutlass|cute)(/|\.h)")
-# An instruction that enters the kernel without the C library (inline assembly).
-SYSCALL = re.compile(r"^(syscall|sysenter|int\s+\$0x80)\b")
+from .objread import (ObjectToolError, demangle, disassemble, find_binutils, find_cuobjdump, init_targets,
+                      kit_symbols, read_sass, read_sections, read_symbols, runtime_exports)
+from .objrules import (BENIGN_INIT_REFS, CPU_RUNTIME_REFUSED, CTOR_SECTIONS, DEVICE_COPIES, HOST_DATA, KIT_PREFIX,
+                       LIBC_DATA, LIBRARY_CALL, LIBRARY_HEADER, LIBRARY_NAMESPACE, LINKER_NAMES, MANAGED_REGISTRATION,
+                       MANAGED_SECTION, NEW_DELETE, PLACEMENT_NEW, REFUSED_CUDA, REGISTRATION, SYSCALL, _device_stub,
+                       _refused_call, device_to_device)
+
+# names this module defined before objrules.py and objread.py were split from it: importable from here still
+from .objread import Disassembly, interface_names  # noqa: F401
+from .objrules import KIND_DEVICE_TO_DEVICE, REFUSED_CALLS  # noqa: F401
 
 
 @dataclass
@@ -153,242 +68,6 @@ class ObjectReport:
 
     def summary(self) -> str:
         return "; ".join(self.refused[:4]) + (f" (and {len(self.refused) - 4} more)" if len(self.refused) > 4 else "")
-
-
-def _run(argv: list[str], timeout: float = 60) -> str:
-    try:
-        r = subprocess.run(argv, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise ObjectToolError(f"{argv[0]}: {e}") from e
-    if r.returncode != 0:
-        raise ObjectToolError(f"{Path(argv[0]).name} {argv[-1]}: exit {r.returncode}: "
-                              f"{r.stderr.decode('utf-8', 'replace')[-300:]}")
-    return r.stdout.decode("utf-8", "replace")
-
-
-class ObjectToolError(Exception):
-    pass
-
-
-def find_binutils() -> dict[str, str] | None:
-    tools = {t: shutil.which(t) for t in ("readelf", "objdump")}
-    return tools if all(tools.values()) else None
-
-
-def find_cuobjdump() -> str | None:
-    """cuobjdump from the PATH, the CUDA toolkit, or the pip packages
-    nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm (it needs nvdisasm)."""
-    cands = [shutil.which("cuobjdump")]
-    for base in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if base:
-            cands.append(str(Path(base) / "bin" / "cuobjdump"))
-    for sp in sys.path:
-        cands += [str(p) for p in Path(sp).glob("nvidia/cu*/bin/cuobjdump")] if sp and Path(sp).is_dir() else []
-    for c in cands:
-        if c and Path(c).is_file() and os.access(c, os.X_OK):
-            nvdis = Path(c).parent / "nvdisasm"
-            if shutil.which("nvdisasm") or nvdis.is_file():
-                return c
-    return None
-
-
-def demangle(names: list[str]) -> dict[str, str]:
-    filt = shutil.which("c++filt")
-    if not filt or not names:
-        return {n: n for n in names}
-    try:
-        r = subprocess.run([filt], input="\n".join(names).encode(), capture_output=True, timeout=30)
-        out = r.stdout.decode("utf-8", "replace").splitlines()
-    except (OSError, subprocess.TimeoutExpired):
-        return {n: n for n in names}
-    return dict(zip(names, out)) if len(out) == len(names) else {n: n for n in names}
-
-
-@dataclass
-class _Sym:
-    name: str
-    kind: str      # FUNC, OBJECT, NOTYPE, SECTION ...
-    bind: str      # LOCAL, GLOBAL, WEAK, UNIQUE
-    ndx: str       # section index or UND/ABS/COM
-    value: int
-
-
-def read_symbols(readelf: str, obj: Path) -> list[_Sym]:
-    syms = []
-    for ln in _run([readelf, "-s", "-W", str(obj)]).splitlines():
-        f = ln.split()
-        if len(f) < 8 or not f[0].rstrip(":").isdigit():
-            continue
-        try:
-            value = int(f[1], 16)
-        except ValueError:
-            continue
-        syms.append(_Sym(f[7], f[3], f[4], f[6], value))
-    return syms
-
-
-def read_sections(readelf: str, obj: Path) -> dict[str, str]:
-    """section name -> index"""
-    out = {}
-    for m in re.finditer(r"^\s*\[\s*(\d+)\]\s+(\S+)", _run([readelf, "-S", "-W", str(obj)]), re.M):
-        out[m.group(2)] = m.group(1)
-    return out
-
-
-def init_targets(readelf: str, obj: Path, sections: dict[str, str], syms: list[_Sym]) -> list[str]:
-    """The functions .init_array* entries point at (a section-relative
-    relocation is resolved to the function at that offset)."""
-    text = _run([readelf, "-r", "-W", str(obj)])
-    out = []
-    for block in re.split(r"\n(?=Relocation section)", text):
-        m = re.match(r"Relocation section '\.rela?(\.init_array[^']*)'", block)
-        if not m:
-            continue
-        for ln in block.splitlines()[2:]:
-            f = ln.split()
-            if len(f) < 5:
-                continue
-            target, addend = f[4], int(f[6], 16) if len(f) > 6 and f[5] == "+" else 0
-            if target in sections:
-                idx = sections[target]
-                named = [s.name for s in syms if s.ndx == idx and s.kind == "FUNC" and s.value == addend]
-                out.append(named[0] if named else f"{target}+{addend:#x}")
-            else:
-                out.append(target)
-    return out
-
-
-@dataclass
-class Disassembly:
-    refs: dict[str, set[str]]               # function -> the symbols its code refers to
-    code: dict[str, list[str]]              # function -> its instructions
-    calls: dict[str, list[tuple[str, list[str]]]]   # function -> (callee, the instructions before the call)
-
-
-def disassemble(objdump: str, obj: Path) -> Disassembly:
-    """Which function refers to which symbol (the relocations objdump shows
-    inside each function's code), each function's instructions, and each
-    call to a symbol with the instructions that set up its arguments."""
-    dis = Disassembly({}, {}, {})
-    here = "?"
-    for ln in _run([objdump, "-dr", "-w", "--no-show-raw-insn", str(obj)], timeout=120).splitlines():
-        m = re.match(r"^[0-9a-f]+ <(.+)>:$", ln)
-        if m:
-            here = m.group(1)
-            continue
-        targets = [r.group(1) for r in re.finditer(r"R_X86_64_\w+\s+([^\s+-]+)", ln)]
-        dis.refs.setdefault(here, set()).update(targets) if targets else None
-        ins = re.match(r"^\s+[0-9a-f]+:\s+(\S.*?)(\s+#.*)?$", ln.split("\t")[0] + " " + " ".join(ln.split("\t")[1:2]))
-        if ins and "nop" not in ins.group(1):
-            body = dis.code.setdefault(here, [])
-            if targets and ins.group(1).startswith(("call", "jmp")):
-                dis.calls.setdefault(here, []).append((targets[0], body[-12:]))
-            body.append(ins.group(1))
-    return dis
-
-
-# cudaMemcpy(dst, src, bytes, kind) and cudaMemcpyAsync(..., kind, stream): the kind is the 4th argument (%ecx)
-DEVICE_COPIES = frozenset({"cudaMemcpy", "cudaMemcpyAsync"})
-KIND_DEVICE_TO_DEVICE = 3
-
-
-def device_to_device(before: list[str]) -> bool:
-    """Whether the instructions before a cudaMemcpy call set its kind
-    (%ecx, the 4th argument on x86-64) to cudaMemcpyDeviceToDevice: the
-    last instruction that writes %ecx/%rcx must load the constant 3 (any
-    other way of setting it, cudaMemcpyDefault included, cannot be told
-    and counts as a copy to or from the host)."""
-    for ins in reversed(before):
-        op, _, args = ins.partition(" ")
-        dest = args.strip().rsplit(",", 1)[-1].strip()
-        if dest in ("%ecx", "%rcx", "%cx", "%cl"):
-            return op.startswith("mov") and args.strip().startswith(f"${KIND_DEVICE_TO_DEVICE:#x},")
-        if op.startswith("call"):
-            return False   # %ecx does not survive a call
-    return False
-
-
-def _device_stub(code: list[str]) -> bool:
-    """The host body the CUDA compiler gives a __device__ function: exit(1)
-    and nothing else."""
-    # host compilers that default to -fcf-protection (Ubuntu's gcc) open it with endbr64, and some
-    # align the stack with a push/pop pair: up to 8 instructions, one call, the last
-    body = [c for c in code if not c.startswith(("endbr64", "nop"))]
-    return (2 <= len(body) <= 8 and any("$0x1," in c for c in body) and body[-1].startswith("call")
-            and sum(c.startswith("call") for c in body) == 1
-            and not any(c.startswith(("jmp", "ret", "j")) for c in body))
-
-
-@functools.lru_cache(maxsize=None)
-def runtime_exports() -> tuple[frozenset[str], frozenset[str]]:
-    """(functions, variables) the C and C++ runtime libraries export: libc,
-    libm, libstdc++, libgcc and the dynamic loader as the host compiler finds
-    them (its -print-file-name), so the set is the machine's own, not a list
-    kept by hand. Empty where no compiler or readelf is found."""
-    funcs: set[str] = set()
-    data: set[str] = set()
-    cc = shutil.which("c++") or shutil.which("g++") or shutil.which("cc")
-    readelf, nm = shutil.which("readelf"), shutil.which("nm")
-    if not cc or not readelf:
-        return frozenset(), frozenset()
-
-    def where(arg: str) -> Path | None:
-        try:
-            out = subprocess.run([cc, arg], capture_output=True, text=True, timeout=30).stdout.strip()
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return Path(out) if out and Path(out).is_file() else None
-
-    for lib in ("libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "libmvec.so.1",
-                "ld-linux-x86-64.so.2", "ld-linux-aarch64.so.1"):
-        path = where(f"-print-file-name={lib}")
-        if path is None:
-            continue
-        try:
-            text = _run([readelf, "--dyn-syms", "-W", str(path)])
-        except ObjectToolError:
-            continue
-        for ln in text.splitlines():
-            f = ln.split()
-            if len(f) >= 8 and f[0].rstrip(":").isdigit() and f[6] != "UND":
-                (data if f[3] in ("OBJECT", "TLS") else funcs).add(f[7].split("@")[0])
-    libgcc = where("-print-libgcc-file-name")
-    if libgcc is not None and nm:
-        try:
-            for ln in _run([nm, "-g", "--defined-only", str(libgcc)]).splitlines():
-                f = ln.split()
-                if len(f) == 3:
-                    funcs.add(f[2])
-        except ObjectToolError:
-            pass
-    return frozenset(funcs), frozenset(data)
-
-
-def kit_symbols(build_dir: Path | None) -> frozenset[str]:
-    """The globals the kit's own code defines in a build folder (its static
-    archives: common/'s cml and the CPU path's runtime, each lab's host code
-    and library anchors; the kit-only harnesses' objects). A student object
-    may neither define these (it would replace the kit's) nor call them."""
-    nm = shutil.which("nm")
-    if build_dir is None or nm is None or not build_dir.is_dir():
-        return frozenset()
-    files = [p for p in build_dir.rglob("*.a") if "CMakeFiles" not in p.parts]
-    files += sorted((build_dir / "CMakeFiles").glob("*_harness*.dir/**/*.o"))
-    if not files:
-        return frozenset()
-    out = subprocess.run([nm, "-g", "--defined-only", *map(str, files)], capture_output=True, text=True,
-                         timeout=120).stdout
-    # strong definitions only: the weak ones are template instantiations any C++ object may share
-    return frozenset(f[2] for f in (ln.split() for ln in out.splitlines()) if len(f) == 3 and f[1] in "TDBRGSC")
-
-
-def _refused_call(name: str) -> tuple[str, str] | None:
-    """(what it is, what to do instead) when a referenced name is a
-    capability student code may not use, else None."""
-    for pat, what, fix in REFUSED_CALLS:
-        if pat.search(name):
-            return what, fix
-    return None
 
 
 @dataclass
@@ -571,21 +250,6 @@ def check_includes(depfile: Path, allowed_roots: list[Path]) -> list[str]:
             + [f"{name}: includes a library's header ({b}): write the technique yourself" for b in lib[:1]])
 
 
-def read_sass(cuobjdump: str, obj: Path) -> dict[str, str]:
-    """Device function name (mangled) -> its SASS text."""
-    try:
-        text = _run([cuobjdump, "-sass", str(obj)], timeout=120)
-    except ObjectToolError as e:
-        if "does not contain device code" in str(e):   # a host-only object (lab 01's bank_model.c): no SASS
-            return {}
-        raise
-    out: dict[str, str] = {}
-    parts = re.split(r"^\s*Function : (\S+)\s*$", text, flags=re.M)
-    for i in range(1, len(parts) - 1, 2):
-        out[parts[i]] = out.get(parts[i], "") + parts[i + 1]
-    return out
-
-
 def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str], allowed_roots: list[Path],
                   cpu_objects: set[Path] = frozenset(), host_data: bool = True,
                   host_copies_in: frozenset[str] = frozenset()) -> ObjectReport:
@@ -639,14 +303,3 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
         rep.refused.insert(0, f"device code holds {len(lib)} CUB/Thrust kernels (e.g. "
                               f"{demangle(lib[:1])[lib[0]][:80]}): write the technique yourself")
     return rep
-
-
-def interface_names(headers: list[Path]) -> set[str]:
-    """Every identifier a lab's public headers declare as a function (the
-    student's file defines them)."""
-    names = set()
-    for h in headers:
-        text = h.read_text(encoding="utf-8", errors="replace")
-        text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
-        names |= set(re.findall(r"\b([A-Za-z_]\w*)\s*\(", text))
-    return names - {"if", "while", "for", "return", "sizeof", "defined"}
