@@ -570,37 +570,39 @@ class PrecomputedUploadForgeries(unittest.TestCase):
     pass subtracted where bit k is set), drawn for each case
     (common/labs/02_constant_memory/harness.c): answers made from what the upload
     saw lose the steps. Here a fake harness answers exactly as such an upload
-    would (the kit's own reference walk over the uploaded tables, with no
-    signs: the upload never sees them), and, as the control that shows the
-    cases can tell, over the tables and signs the step is given. (Real
-    CPU-path builds of such cheats: the catalogued mistake
-    global_steps_read_the_constant_table, proven wrong by CTest
-    02_constant_memory.cpu.checker.mistake.*, and the fixtures
-    cheat_precomputing_upload, cheat_prefix_sums_upload and
-    cheat_prefix_sums_big_upload of honest/suite.toml.)"""
+    would: it hands the reference's own harness (the CPU path's, built with
+    the kit) the uploaded tables in place of the global ones, and no signs
+    (the upload never sees them), and passes on its answers; and, as the
+    control that shows the cases can tell, the tables and signs the step is
+    given."""
 
     FAKE = """
-        sys.path.insert(0, {grader!r})
-        from cmlgrade.checks import module
-        CHECKER, CmCase = module("02_constant_memory").CHECKER, module("02_constant_memory").CmCase
-        d = open(inp, 'rb').read(); n = struct.unpack_from('<I', d, 8)[0]; p = 12
-        out = open(outp, 'wb'); out.write(b'CMLO' + struct.pack('<II', 2, n))
-        for _ in range(n):
+        import subprocess
+        d = bytearray(open(inp, 'rb').read()); n = struct.unpack_from('<I', d, 8)[0]; p = 12; data_at = []
+        for _ in range(n):   # the case's tables: the uploaded ones, the global ones, then the walk's signs
             step, kind, a, b, count, fill, reps, seed = struct.unpack_from('<IIQQQIIQ', d, p); p += 48
-            data = d[p:p + 4 * count]; p += 4 * count
-            tables, signs = data[:-4], data[-4:]   # the four tables, then the walk's signs
+            data = bytes(d[p:p + 4 * count]); data_at.append((p, data))
+            tables, signs = data[:-4], data[-4:]
             half = len(tables) // 2
             seen = tables[:half] if {from_upload} else tables[half:]   # the tables the answers are made from
             signs = signs if {signs_known} else bytes(4)   # an upload's sums: every read added
-            # the reference's walk of the step over those tables (both halves the same) and signs
-            want = CHECKER._walk(CmCase(kind, a, b, seen * 2 + signs, ''), step).tobytes()
-            out.write(struct.pack('<iQ', 0, len(want)) + want + struct.pack('<Q', len(data)) + data
-                      + struct.pack('<Ii', 0, 0))
+            d[p:p + 4 * count] = seen * 2 + signs
+            p += 4 * count
+        open(inp + '.seen', 'wb').write(d)
+        subprocess.run([{reference!r}, inp + '.seen', outp + '.ref'], check=True)
+        r = open(outp + '.ref', 'rb').read(); q = 12
+        out = open(outp, 'wb'); out.write(r[:12])
+        for _, data in data_at:   # the reference's answers, the input as it came
+            nb = struct.unpack_from('<Q', r, q + 4)[0]
+            out.write(r[q:q + 12 + nb] + struct.pack('<Q', len(data)) + data + struct.pack('<Ii', 0, 0))
+            q += 12 + nb; q += 8 + struct.unpack_from('<Q', r, q)[0] + 8
         """
 
     def verdict(self, step: int, from_upload: bool, signs_known: bool = True):
-        from helpers import GRADER
-        harness = CheckerForgeries.fake(self, self.FAKE.format(grader=str(GRADER), from_upload=from_upload,
+        reference = helpers.KIT_BUILD / "constmem_harness_ref_cpu"
+        if not reference.is_file():
+            self.fail(f"{reference} is not built (the kit's build with the grader's tests builds it)")
+        harness = CheckerForgeries.fake(self, self.FAKE.format(reference=str(reference), from_upload=from_upload,
                                                                signs_known=signs_known))
         return checker.check_step(Executor(Sandbox(None, "")), harness, "02_constant_memory", step, 777,
                                   tmpdir(self), 120, {}, [], True, "hidden")

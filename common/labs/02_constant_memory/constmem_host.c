@@ -157,9 +157,9 @@ size_t cm_lookup_compare(const float *table, int big, int d, int passes, unsigne
         float got = out[t];
         if (got != 0.0f)
             chk->all_zero = 0;
-        if ((double)got == want && cml_float_bits(got) != CM_POISON_BITS)
+        if ((double)got == want && !cm_is_poison(cml_float_bits(got)))
             continue;
-        if (cml_float_bits(got) == CM_POISON_BITS)
+        if (cm_is_poison(cml_float_bits(got)))
             chk->unwritten++;
         else if (signs != 0 && (double)got == thread_sum(plain_sum, big, d, passes, t))
             chk->unsigned_sums++;
@@ -229,10 +229,10 @@ char *cm_lookup_describe(const cm_lookup_check *chk, char *buf, size_t len)
     size_t zero = 0, *used = &zero;
     buf[0] = '\0';
     if (chk->d == CM_COEFFS)
-        APPEND("%zu of %zu sums (step 1's coefficients, %d passes, signs 0x%08x) are wrong", chk->wrong,
+        APPEND("%zu of %zu sums wrong (step 1's coefficients, %d passes, signs 0x%08x)", chk->wrong,
                chk->checked, chk->passes, chk->signs);
     else
-        APPEND("%zu of %zu sums (d = %d, %s table, %d passes, signs 0x%08x) are wrong", chk->wrong, chk->checked,
+        APPEND("%zu of %zu sums wrong (d = %d, %s table, %d passes, signs 0x%08x)", chk->wrong, chk->checked,
                chk->d, chk->big ? "big" : "small", chk->passes, chk->signs);
     if (chk->unwritten > 0)
         APPEND(" (%zu never written)", chk->unwritten);
@@ -280,8 +280,31 @@ double cm_conv_tolerance(int taps, double mag)
     return 2.0 * taps * (FLT_EPSILON / 2) * mag + 1e-6;
 }
 
+/* Higham's gamma_n for unit roundoff u. */
+static double gamma_n(int n, double u)
+{
+    return n * u / (1.0 - n * u);
+}
+
+double cm_conv_image_tolerance(const float *in, size_t pixels, const float *w, int radius)
+{
+    int taps = cm_taps(radius);
+    double most_in = 0.0, sum_w = 0.0;
+    for (size_t i = 0; i < pixels; ++i)
+        most_in = fmax(most_in, fabs((double)in[i]));
+    for (int k = 0; k < taps; ++k)
+        sum_w += fabs((double)w[k]);
+    return (gamma_n(taps, FLT_EPSILON / 2) + gamma_n(taps, DBL_EPSILON / 2)) * most_in * sum_w;
+}
+
 size_t cm_conv_compare(const float *in, int width, int height, const float *w, int radius, const float *out,
                        cm_conv_check *chk)
+{
+    return cm_conv_compare_within(in, width, height, w, radius, out, HUGE_VAL, chk);
+}
+
+size_t cm_conv_compare_within(const float *in, int width, int height, const float *w, int radius, const float *out,
+                              double most, cm_conv_check *chk)
 {
     memset(chk, 0, sizeof *chk);
     chk->width = width;
@@ -297,9 +320,9 @@ size_t cm_conv_compare(const float *in, int width, int height, const float *w, i
             double mag = 0.0;
             double want = cm_conv_pixel(in, width, height, w, radius, y, x, &mag);
             float got = out[(size_t)y * width + x];
-            if (fabs((double)got - want) <= cm_conv_tolerance(taps, mag))
+            if (fabs((double)got - want) <= fmin(cm_conv_tolerance(taps, mag), most))
                 continue;  /* (NaN fails the test and lands below) */
-            if (cml_float_bits(got) == CM_POISON_BITS) {
+            if (cm_is_poison(cml_float_bits(got))) {
                 chk->unwritten++;
             } else {
                 int tx = x % CM_TILE_W, ty = y % CM_TILE_H;
@@ -379,13 +402,19 @@ char *cm_conv_describe(const cm_conv_check *chk, char *buf, size_t len)
 
 cudaError_t cm_lookup_alloc(cm_lookup_buffers *b, int threads)
 {
+    return cm_lookup_alloc_slices(b, threads, CM_NUM_D);
+}
+
+cudaError_t cm_lookup_alloc_slices(cm_lookup_buffers *b, int threads, int slices)
+{
     memset(b, 0, sizeof *b);
     b->threads = threads;
+    b->slices = slices;
     cudaError_t err = cml_dbuf_alloc(&b->table, CONSTMEM_TABLE_ENTRIES * sizeof(float), CM_IN_GUARD_BITS);
     if (err == cudaSuccess)
         err = cml_dbuf_alloc(&b->big, CONSTMEM_BIG_ENTRIES * sizeof(float), CM_IN_GUARD_BITS);
     if (err == cudaSuccess)
-        err = cml_dbuf_alloc(&b->out, (size_t)CM_NUM_D * (size_t)threads * sizeof(float), CM_OUT_GUARD_BITS);
+        err = cml_dbuf_alloc(&b->out, (size_t)slices * (size_t)threads * sizeof(float), CM_OUT_GUARD_BITS);
     if (err != cudaSuccess)
         cm_lookup_free(b);
     return err;
@@ -425,8 +454,7 @@ static cudaError_t check_guards(const cml_dbuf *const *bufs, const char *const *
     return err;
 }
 
-int cm_lookup_verify(cm_lookup_buffers *b, int step, int big, int passes, unsigned signs, const float *table,
-                     const float *big_table, float *host_out, cm_lookup_result *res)
+int cm_lookup_fetch(cm_lookup_buffers *b, float *host_out, cm_lookup_result *res)
 {
     memset(res, 0, sizeof *res);
     static const char *const names[3] = {"out", "the table's global copy", "the big table's global copy"};
@@ -437,10 +465,16 @@ int cm_lookup_verify(cm_lookup_buffers *b, int step, int big, int passes, unsign
     if (err == cudaSuccess)
         err = check_guards(bufs, names, 3, "threads past the last one must return before writing out[t]",
                            &res->guards_intact, res->guard_msg, sizeof res->guard_msg);
-    if (err != cudaSuccess) {
-        res->err = err;
+    res->err = err;
+    return err == cudaSuccess && res->guards_intact;
+}
+
+int cm_lookup_verify(cm_lookup_buffers *b, int step, int big, int passes, unsigned signs, const float *table,
+                     const float *big_table, float *host_out, cm_lookup_result *res)
+{
+    cm_lookup_fetch(b, host_out, res);
+    if (res->err != cudaSuccess)
         return 0;
-    }
     int ok = res->guards_intact;
     res->nd = cm_step_nd(step);
     for (int k = 0; k < res->nd; ++k)
@@ -487,8 +521,7 @@ cudaError_t cm_conv_poison(cm_conv_buffers *b)
     return cml_dbuf_fill32(&b->out, CM_POISON_BITS);
 }
 
-int cm_conv_verify(cm_conv_buffers *b, const float *img, const float *w, int radius, float *host_out,
-                   cm_conv_result *res)
+int cm_conv_fetch(cm_conv_buffers *b, float *host_out, cm_conv_result *res)
 {
     memset(res, 0, sizeof *res);
     static const char *const names[3] = {"out", "in, its input", "the filter's global copy"};
@@ -501,10 +534,16 @@ int cm_conv_verify(cm_conv_buffers *b, const float *img, const float *w, int rad
                            "a partial tile without bounds checks (the tiles on the right and bottom edges hang "
                            "over the image)",
                            &res->guards_intact, res->guard_msg, sizeof res->guard_msg);
-    if (err != cudaSuccess) {
-        res->err = err;
+    res->err = err;
+    return err == cudaSuccess && res->guards_intact;
+}
+
+int cm_conv_verify(cm_conv_buffers *b, const float *img, const float *w, int radius, float *host_out,
+                   cm_conv_result *res)
+{
+    cm_conv_fetch(b, host_out, res);
+    if (res->err != cudaSuccess)
         return 0;
-    }
     cm_conv_compare(img, b->width, b->height, w, radius, host_out, &res->check);
     return res->guards_intact && res->check.wrong == 0;
 }

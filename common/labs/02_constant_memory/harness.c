@@ -26,7 +26,8 @@
  *   the filter's global copy, then the image. A timed case perturbs the
  *   image between repeats.
  *
- * out is poisoned (0xff) before every launch. */
+ * out is poisoned (0xff) before every launch. The cases and their
+ * verdicts: the lab's spec, labs/02_constant_memory/spec.c. */
 #include "harness.h"
 #include "constmem.h"
 
