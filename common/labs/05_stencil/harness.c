@@ -10,12 +10,13 @@
  *
  * in lies between two pads of ST_PAD NaN words (ST_PAD_WORD, a NaN other
  * than the poison): a halo read before the array or past its end gives
- * NaN, never a plausible value, and the checker can tell it from a point
+ * NaN, never a plausible value, and the judge can tell it from a point
  * never written.
  * out and its guards are poisoned (0xff) before every launch; the grid and
  * the coefficients (the struct the student's code was given) are read
  * back after it. A filled (timed) case takes its coefficients from the
- * first ST_HEAD words of the filled data. */
+ * first ST_HEAD words of the filled data. The cases and their verdicts:
+ * the lab's spec, labs/05_stencil/spec.c. */
 #include "harness.h"
 #include "stencil.h"
 

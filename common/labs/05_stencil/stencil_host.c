@@ -79,9 +79,7 @@ static double in_at(const float *in, st_grid g, float outside, long long x, long
     return in[((size_t)z * (size_t)g.ny + (size_t)y) * (size_t)g.nx + (size_t)x];
 }
 
-/* The step's terms at (x, y, z): coefficient and value, in the order of
- * stencil.h. Returns their number. */
-static int terms(int step, const stencil_coeffs *c, const float *in, st_grid g, int x, int y, int z, double *w,
+int st_terms(int step, const stencil_coeffs *c, const float *in, st_grid g, int x, int y, int z, double *w,
                  double *v)
 {
     int n = 0;
@@ -114,7 +112,7 @@ double st_cpu_point(int step, const stencil_coeffs *c, const float *in, st_grid 
                     double *abs_sum)
 {
     double w[9], v[9], sum = 0.0, mag = 0.0;
-    int n = terms(step, c, in, g, x, y, z, w, v);
+    int n = st_terms(step, c, in, g, x, y, z, w, v);
     for (int k = 0; k < n; ++k) {
         sum += w[k] * v[k];
         mag += fabs(w[k] * v[k]);
@@ -142,17 +140,48 @@ static void position(const st_check *chk, int x, int y, int z, int *near_start, 
     *tile_edge = xm < r || xm >= 32 - r || (dims >= 2 && (ym < r || ym >= 8 - r));
 }
 
-size_t st_compare(int step, const stencil_coeffs *c, const float *in, const float *out, st_grid g, st_check *chk)
+void st_check_begin(st_check *chk, int step, st_grid g)
 {
     memset(chk, 0, sizeof *chk);
     chk->step = step;
     chk->grid = g;
+}
+
+void st_check_wrong(st_check *chk, st_wrong what, int x, int y, int z, double expected, float got)
+{
+    if (what == ST_WRONG_UNWRITTEN) {
+        chk->unwritten++;
+    } else if (what == ST_WRONG_OUTSIDE_READ) {
+        chk->outside_reads++;
+    } else if (what == ST_WRONG_ROTATION) {
+        chk->rotation++;
+    } else {
+        int s, e, t;
+        position(chk, x, y, z, &s, &e, &t);
+        chk->at_edge += s || e;
+        chk->at_end += e && !s;
+        chk->at_tile_edge += !s && !e && t;
+    }
+    if (chk->reported < ST_MAX_REPORTED) {
+        st_mismatch *m = &chk->first[chk->reported++];
+        m->x = x;
+        m->y = y;
+        m->z = z;
+        m->expected = expected;
+        m->got = got;
+    }
+    chk->wrong++;
+}
+
+size_t st_compare(int step, const stencil_coeffs *c, const float *in, const float *out, st_grid g, st_check *chk)
+{
+    st_check_begin(chk, step, g);
     size_t i = 0;
     for (int z = 0; z < g.nz; ++z)
         for (int y = 0; y < g.ny; ++y)
             for (int x = 0; x < g.nx; ++x, ++i) {
                 double w[9], v[9], want = 0.0, mag = 0.0;
-                int n = terms(step, c, in, g, x, y, z, w, v);
+                int n = st_terms(step, c, in, g, x, y, z, w, v);
                 for (int k = 0; k < n; ++k) {
                     want += w[k] * v[k];
                     mag += fabs(w[k] * v[k]);
@@ -160,29 +189,14 @@ size_t st_compare(int step, const stencil_coeffs *c, const float *in, const floa
                 float got = out[i];
                 if (close_enough(got, want, mag, n))
                     continue;
-                uint32_t bits = cml_float_bits(got);
-                if (bits == ST_POISON_BITS) {
-                    chk->unwritten++;
-                } else if (isfinite(got) && fabs(got - want) > 1000.0) {
-                    chk->outside_reads++;  /* |data| <= 1: only the 2^20 around in gets this far */
-                } else if (n == 7 && close_enough(got, want + w[5] * (v[0] - v[5]), mag + fabs(w[5] * v[0]), n)) {
-                    chk->rotation++;       /* the z - 1 term took the point's own value */
-                } else {
-                    int s, e, t;
-                    position(chk, x, y, z, &s, &e, &t);
-                    chk->at_edge += s || e;
-                    chk->at_end += e && !s;
-                    chk->at_tile_edge += !s && !e && t;
-                }
-                if (chk->reported < ST_MAX_REPORTED) {
-                    st_mismatch *m = &chk->first[chk->reported++];
-                    m->x = x;
-                    m->y = y;
-                    m->z = z;
-                    m->expected = want;
-                    m->got = got;
-                }
-                chk->wrong++;
+                st_wrong what = ST_WRONG_OTHER;
+                if (cml_float_bits(got) == ST_POISON_BITS)
+                    what = ST_WRONG_UNWRITTEN;
+                else if (isfinite(got) && fabs(got - want) > 1000.0)
+                    what = ST_WRONG_OUTSIDE_READ; /* |data| <= 1: only the 2^20 around in gets this far */
+                else if (n == 7 && close_enough(got, want + w[5] * (v[0] - v[5]), mag + fabs(w[5] * v[0]), n))
+                    what = ST_WRONG_ROTATION;     /* the z - 1 term took the point's own value */
+                st_check_wrong(chk, what, x, y, z, want, got);
             }
     chk->checked = i;
     return chk->wrong;
@@ -214,7 +228,7 @@ const char *st_cause_text(st_cause cause)
 {
     switch (cause) {
     case ST_CAUSE_OUTSIDE_READ:
-        return "points hold about 2^20 times a coefficient, the value kept just outside in: the kernel reads "
+        return "points hold NaN or about 2^20 times a coefficient, what lies just outside in: the kernel reads "
                "before the array (the first tile's halo, in[-R] .. in[-1] in 1D, the row or plane above the "
                "grid in 2D and 3D) or past its end. Cells outside the grid hold c.outside: check both ends "
                "before loading";
@@ -251,7 +265,7 @@ char *st_describe(const st_check *chk, char *buf, size_t len)
     buf[0] = '\0';
     APPEND("%zu of %zu points of out are wrong", chk->wrong, chk->checked);
     const size_t counts[] = {chk->outside_reads, chk->unwritten, chk->rotation, chk->at_edge, chk->at_tile_edge};
-    static const char *what[] = {"hold 2^20 x a coefficient", "never written", "with z - 1 = the point",
+    static const char *what[] = {"read outside in", "never written", "with z - 1 = the point",
                                  "at the grid's edge", "at tile borders"};
     int first = 1;
     for (int k = 0; k < 5; ++k) {
@@ -272,7 +286,7 @@ char *st_describe(const st_check *chk, char *buf, size_t len)
             APPEND("out(x %d, y %d)", m->x, m->y);
         else
             APPEND("out(x %d, y %d, z %d)", m->x, m->y, m->z);
-        APPEND(" expected %.7g, got %.7g", m->expected, (double)m->got);
+        APPEND(" expected %.9g, got %.9g", m->expected, (double)m->got);
     }
     APPEND(". Likely cause: %s", st_cause_text(st_likely_cause(chk)));
     return buf;

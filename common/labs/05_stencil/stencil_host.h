@@ -25,6 +25,16 @@ extern "C" {
 /* Guard value around out. */
 #define ST_OUT_GUARD_BITS 0xA5A5A5A5u
 
+/* The kit-only harness's layout (common/labs/05_stencil/harness.c, which
+ * keeps its own copy): a case's data is the coefficients (ST_HEAD words)
+ * and then the grid; a computed case's output is out with ST_GUARD words
+ * before and after it, all poisoned with ST_HARNESS_POISON (0xff bytes)
+ * before the launch. The lab's spec judges outputs in this layout (the
+ * tests turn their runs' outputs into it). */
+#define ST_HEAD (sizeof(stencil_coeffs) / sizeof(float))
+#define ST_GUARD 64
+#define ST_HARNESS_POISON 0xFFFFFFFFu
+
 /* A grid: nx * ny * nz points, x fastest. */
 typedef struct st_grid {
     int nx, ny, nz;
@@ -50,6 +60,11 @@ void st_make_data(float *a, size_t n, uint64_t seed, uint64_t stream);
  * unwritten reads as 0 on many GPUs, and must not pass). */
 void st_make_coeffs(stencil_coeffs *c, uint64_t seed);
 
+/* The step's terms at (x, y, z) of in (the boundary value off the grid):
+ * coefficient w[k] and value v[k] in the order of stencil.h (room for 9).
+ * Returns their number (7, 9 or 7). */
+int st_terms(int step, const stencil_coeffs *c, const float *in, st_grid g, int x, int y, int z, double *w,
+             double *v);
 /* The stencil of `step` at one point, in double, and the sum of the terms'
  * magnitudes (the scale of float rounding), from the host copy of in. */
 double st_cpu_point(int step, const stencil_coeffs *c, const float *in, st_grid g, int x, int y, int z,
@@ -57,7 +72,7 @@ double st_cpu_point(int step, const stencil_coeffs *c, const float *in, st_grid 
 
 /* Why a point of out is wrong (most specific first). */
 typedef enum {
-    ST_CAUSE_OUTSIDE_READ,  /* holds 2^20 times a coefficient: a read just before or past in */
+    ST_CAUSE_OUTSIDE_READ,  /* NaN, or 2^20 times a coefficient: a read just before or past in */
     ST_CAUSE_UNWRITTEN,     /* still the poison */
     ST_CAUSE_ROTATION,      /* 3D: the z - 1 neighbour is the point itself (register rotation) */
     ST_CAUSE_GRID_EDGE,     /* all wrong points lie within the radius of the grid's edge */
@@ -92,6 +107,21 @@ typedef struct st_check {
  * double result, the bound of a float sum of that many terms in any
  * order. Returns the number of wrong points. */
 size_t st_compare(int step, const stencil_coeffs *c, const float *in, const float *out, st_grid g, st_check *chk);
+
+/* What a wrong point's value tells. */
+typedef enum {
+    ST_WRONG_UNWRITTEN,     /* still the poison */
+    ST_WRONG_OUTSIDE_READ,  /* NaN, or beyond any sum of the data: a read just before or past in */
+    ST_WRONG_ROTATION,      /* 3D: the z - 1 term took the point's own value */
+    ST_WRONG_OTHER          /* nothing: its position may */
+} st_wrong;
+
+/* The two halves of a comparison (st_compare's, and the lab's spec's exact
+ * one, labs/05_stencil/spec.c): an empty check of the step's grid, then
+ * each wrong point counted (by its value where that tells, else by where
+ * it lies) and the first few kept. The caller sets chk->checked. */
+void st_check_begin(st_check *chk, int step, st_grid g);
+void st_check_wrong(st_check *chk, st_wrong what, int x, int y, int z, double expected, float got);
 /* The likely cause of the wrong points (ST_CAUSE_OTHER when none is). */
 st_cause st_likely_cause(const st_check *chk);
 /* "3 of 1000 points of out are wrong (...): out(0, 0, 0) expected ..., got
@@ -136,6 +166,11 @@ int st_run_checked(st_buffers *b, int step, st_grid g, const stencil_coeffs *c, 
 cudaError_t st_poison(st_buffers *b);
 int st_verify(st_buffers *b, int step, st_grid g, const stencil_coeffs *c, const float *host_in, float *host_out,
               st_result *res);
+/* st_verify's first half (the tests use it alone, and judge host_out with
+ * the lab's spec): waits for the launch, fetches out into host_out and
+ * checks out's guards (res->err, guards_intact, guard_msg; res->check left
+ * empty). Returns 1 when no CUDA error came and the guards are intact. */
+int st_fetch_checked(st_buffers *b, st_grid g, float *host_out, st_result *res);
 
 #ifdef __cplusplus
 }
