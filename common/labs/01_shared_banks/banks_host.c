@@ -135,20 +135,18 @@ void banks_abt_free(banks_abt_buffers *d)
     cml_dbuf_free(&d->c);
 }
 
-/* Why element (i, j) of matrix m might be wrong, from what it holds. */
-static const char *likely_cause(int step, const float *a, const float *b, const float *c, size_t m, int i,
-                                int j, const double *ref, size_t at)
+const char *banks_abt_likely_cause(int step, const float *am, const float *bm, int i, int j, float got, double want)
 {
     const int t = BANKS_TILE;
     uint32_t bits;
-    memcpy(&bits, &c[at], sizeof bits);
-    if (bits == BANKS_POISON)
+    memcpy(&bits, &got, sizeof bits);
+    if (bits == BANKS_POISON || bits == BANKS_HARNESS_POISON)
         return "never written: a thread did not store its C[y][x]";
     /* A * B (B's tile read by row) instead of A * B^T? */
     double ab = 0.0;
     for (int k = 0; k < t; ++k)
-        ab += (double)a[m * t * t + (size_t)i * t + k] * (double)b[m * t * t + (size_t)k * t + j];
-    if (fabs((double)c[at] - ab) <= banks_abt_tolerance(fabs(ab)) * 4 && fabs(ab - ref[at]) > 1e-3)
+        ab += (double)am[i * t + k] * (double)bm[k * t + j];
+    if (fabs((double)got - ab) <= banks_abt_tolerance(fabs(ab)) * 4 && fabs(ab - want) > 1e-3)
         return "this is (A*B)[i][j]: B's tile is read as bs[k][x], a row; A*B^T reads bs[x][k]";
     if (step == 7)
         return "if steps 5 and 6 pass, check that the store and the read use the same swizzle: "
@@ -173,7 +171,7 @@ size_t banks_abt_check(int step, const float *a, const float *b, const float *c,
             int i = (int)(at / t % t), j = (int)(at % t);
             int n = snprintf(report + used, len - used, "%smatrix %zu, C[%d][%d]: expected %.9g, got %.9g (%s)",
                              wrong ? "\n" : "", m, i, j, ref[at], got,
-                             likely_cause(step, a, b, c, m, i, j, ref, at));
+                             banks_abt_likely_cause(step, a + m * t * t, b + m * t * t, i, j, c[at], ref[at]));
             used += n > 0 ? (size_t)n : 0;
         }
         ++wrong;

@@ -136,8 +136,16 @@ int banks_abt_verify(banks_abt_buffers *d, int step, const float *a, const float
 size_t banks_abt_check(int step, const float *a, const float *b, const float *c, const double *ref,
                        const double *abs_ref, int batch, int max_reports, char *report, size_t len);
 
+/* Why C[i][j] of one matrix (am, bm: that matrix's A and B) holds got
+ * instead of want: never written (either poison below), A*B instead of
+ * A*B^T, or the step's likely slip. banks_abt_check's and the lab's spec's
+ * (labs/01_shared_banks/spec.c) diagnosis. */
+const char *banks_abt_likely_cause(int step, const float *am, const float *bm, int i, int j, float got, double want);
+
 /* The poison c holds before a run. */
 #define BANKS_POISON 0x7fc0dead
+/* The kit-only harness's poison (0xff bytes, harness.c): C never written there. */
+#define BANKS_HARNESS_POISON 0xffffffffu
 
 #ifdef __cplusplus
 }

@@ -18,7 +18,8 @@
  *           out = one word, the error it returned.
  * Every output (and the guards) is poisoned (0xff) before every launch;
  * the input (addresses, lane words, A and B) is read back after it. A host
- * case's outputs are written by the launch into a host buffer. */
+ * case's outputs are written by the launch into a host buffer. The cases
+ * and their verdicts: the lab's spec, labs/01_shared_banks/spec.c. */
 #include "harness.h"
 #include "banks.h"
 
