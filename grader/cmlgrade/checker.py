@@ -1,17 +1,18 @@
 """The kit-only checker (docs/grading.md §8): a step's verdict comes from
-this module, never from a process that holds student code.
+this module and the lab's verifier, never from a process that holds
+student code.
 
-For a lab with a harness (common/labs/<lab>/harness.c) the grader writes the
-inputs of a step's cases (made here from the seed: the seed never reaches
-the student's process), runs the student's harness on them (sandboxed, its
-only output a file in a folder the grader made) and compares the raw
-outputs with the right answers computed here, in Python, from the inputs.
-The harness's exit status and what it prints decide nothing."""
+For a lab with a spec (labs/<lab>/spec.c) and a harness
+(common/labs/<lab>/harness.c) the grader writes the inputs of a step's
+cases (made by the lab's verifier from the seed: the seed never reaches the
+student's process), runs the student's harness on them (sandboxed, its only
+output a file in a folder the grader made) and has the verifier judge the
+raw outputs with the spec's judge. The harness's exit status and what it
+prints decide nothing."""
 from __future__ import annotations
 
 import functools
 import os
-import random
 import re
 import shutil
 import struct
@@ -24,7 +25,6 @@ from . import checks
 from .checkbase import FILL_INTS, Case, ordinary
 from .gpushare import alone_on
 from .sandbox import Executor
-from .specs import SpecChecker
 
 MAX_MESSAGES = 3
 
@@ -81,9 +81,7 @@ def make_cases(lab_name: str, seed: int, cpu: bool) -> list[Case]:
     key = (lab_name, seed, cpu)
     with _LOCK:
         if key not in _CACHE:
-            chk = CHECKERS[lab_name]
-            _CACHE[key] = (chk.make(seed, cpu) if isinstance(chk, SpecChecker) else
-                           chk.cases(random.Random(f"cml-checker|{lab_name}|{seed}"), cpu))
+            _CACHE[key] = CHECKERS[lab_name].make(seed, cpu)
         return _CACHE[key]
 
 
@@ -178,7 +176,7 @@ def check_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
     cases = chk.step_cases(make_cases(lab_name, seed, cpu), step)
     got, why, judged = _run_harness(exe, harness, chk, out_dir / f"check-{tag}-step{step}", [step] * len(cases),
                                     cases, timeout, env, readable)
-    return _verdict(chk, step, cases, got, why, judged)
+    return _verdict(step, cases, why, judged)
 
 
 def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tuple[str, int, int]], out_dir: Path,
@@ -220,7 +218,7 @@ def check_together(exe: Executor, harness: Path, lab_name: str, wanted: list[tup
                      + (f"no output ({why or 'the file ends before it'})" if g is None else cuda_error(g.err))]
             left += [f"{k[0]} step {k[2]}: after that case" for k, _, _ in spans[n + 1:]]
             break
-        v = _verdict(chk, key[2], cases[a:b], part, why, judged[a:b] if judged is not None else None)
+        v = _verdict(key[2], cases[a:b], why, judged[a:b])
         if v.ok:   # a wrong answer is checked again alone (above)
             settled[key] = v
         else:
@@ -256,11 +254,10 @@ def together_parts(lab_name: str, wanted: list[tuple[str, int, int]], cpu: bool,
 
 
 def _run_harness(exe: Executor, harness: Path, chk, work: Path, steps: list[int], cases: list[Case], timeout: float,
-                 env: dict[str, str], readable: list[Path]) -> tuple[list[Output | None], str, list[str] | None]:
+                 env: dict[str, str], readable: list[Path]) -> tuple[list[Output | None], str, list[str]]:
     """The harness run on the cases (case k by steps[k]) in a folder of its
     own: each case's Output (None where there is none), why a missing one
-    is missing, and a spec's verifier's verdict lines (None for a Python
-    checker, whose judge() is asked case by case)."""
+    is missing, and the verifier's verdict line on each case."""
     work.mkdir(parents=True, exist_ok=True)
     inp, outp = work / "input.bin", work / "output.bin"
     write_input(inp, steps, cases)
@@ -270,7 +267,7 @@ def _run_harness(exe: Executor, harness: Path, chk, work: Path, steps: list[int]
     # the grader runs a harness only where it knows there is a device (a GPU, or the CPU path): a
     # harness that says "no device" (exit 77) has no excuse, it fails like any other missing output
     got = read_output(outp, cases, [chk.out_bytes(c) for c in cases])
-    judged = chk.judge_file(outp, steps, cases) if isinstance(chk, SpecChecker) else None
+    judged = chk.judge_file(outp, steps, cases)
     for p in (inp, outp):
         p.unlink(missing_ok=True)
     return got, (f"timed out after {timeout:.0f} s" if r.timed_out else
@@ -291,19 +288,12 @@ def _spec_why(line: str, missing: str) -> str | None:
     return missing
 
 
-def _verdict(chk, step: int, cases: list[Case], got: list[Output | None], missing: str,
-             judged: list[str] | None = None) -> StepVerdict:
-    """A step's verdict on its cases' outputs (missing: why an absent output
-    is absent), or on a spec's verifier's lines (judged)."""
+def _verdict(step: int, cases: list[Case], missing: str, judged: list[str]) -> StepVerdict:
+    """A step's verdict from the verifier's lines on its cases (missing: why
+    an absent output is absent)."""
     v = StepVerdict(True, total=len(cases))
-    for k, (c, g) in enumerate(zip(cases, got)):
-        if judged is not None:
-            why = _spec_why(judged[k], missing)
-        elif g is None:
-            why = missing
-        else:
-            why = (cuda_error(g.err) if g.err != 0 else chk.judge(c, step, g.out) or
-                   ("the kernel changed its input" if g.after != c.data else None))
+    for c, line in zip(cases, judged):
+        why = _spec_why(line, missing)
         if why:
             v.failed += 1
             if len(v.messages) < MAX_MESSAGES:

@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkbase import Case, LabChecker, floats_close
+from .checkbase import Case, floats_close, ordinary
 
 VERIFY_TIMEOUT = 600   # seconds for one verifier run (the largest judge: a billion multiply-adds)
 
@@ -35,8 +35,10 @@ class SpecCase(Case):
     spec_cpu: bool = False    # ... with the CPU path's sizes
 
 
-class SpecChecker(LabChecker):
-    """LabChecker's interface, answered by the lab's verifier."""
+class SpecChecker:
+    """A lab's kit-only checker: what checker.py asks of a lab (its cases,
+    the steps that run them, their output sizes and verdicts, the timed
+    cases), answered by the lab's verifier."""
 
     def __init__(self, lab: str, stem: str) -> None:
         self.lab, self.stem = lab, stem
@@ -95,11 +97,15 @@ class SpecChecker(LabChecker):
         return out
 
     def step_cases(self, cases: list[Case], step: int) -> list[Case]:
+        """The cases a step is checked on."""
         return [c for c in cases if not c.counters_only and (not c.steps or step in c.steps)]
 
     def counter_cases(self, cases: list[Case], step: int) -> list[Case]:
+        """The cases a step's hardware counters are read on
+        (checker.counters_step): the spec's own for counters where it has
+        them, else the step's two largest ordinary cases."""
         own = [c for c in cases if c.counters_only and (not c.steps or step in c.steps)]
-        return own or super().counter_cases(self.step_cases(cases, step), step)
+        return own or sorted(ordinary(self.step_cases(cases, step)), key=lambda c: c.count)[-2:]
 
     def out_bytes(self, c: Case) -> int:
         return c.out_n
@@ -126,9 +132,6 @@ class SpecChecker(LabChecker):
             raise SpecError(f"{self.lab}: the verifier judged {len(lines)} cases of {len(mine)}")
         return lines
 
-    def judge(self, c: Case, step: int, out: bytes) -> str | None:
-        raise SpecError("a spec's cases are judged by the verifier, a file at a time (judge_file)")
-
     def _timing(self, step: int) -> dict | None:
         return self.describe(0, False)["timing"].get(str(step))
 
@@ -140,18 +143,28 @@ class SpecChecker(LabChecker):
                         words=t["count"])
 
     def close(self, c: Case, step: int, ref: int, got: int) -> bool:
+        """A sampled output word (u32 bits) of a timed repeat against the
+        reference's: exact unless the spec gives a tolerance."""
         t = self._timing(step) or {}
         rel, abs_ = t.get("close_rel", 0.0), t.get("close_abs", 0.0)
         return ref == got or (bool(rel or abs_) and floats_close(ref, got, rel, abs_))
 
     def traffic(self, c: Case, step: int) -> int:
+        """The fewest bytes of device memory a timed case's launch must move
+        (the spec's): over the copy bandwidth, the least time any kernel can
+        take (reftime: a faster time is impossible)."""
         t = self._timing(step)
-        return t["traffic"] if t else super().traffic(c, step)
+        return t["traffic"] if t else 8 * c.count
 
     def flops(self, c: Case, step: int) -> int | None:
+        """The floating-point operations a timed case's launch must do, for a
+        lab whose harness times a library on the same case (lab 03's cuBLAS
+        SGEMM); None for the others."""
         t = self._timing(step)
         return (t["flops"] or None) if t else None
 
     @property
-    def host_copies_in(self) -> tuple[str, ...]:   # type: ignore[override]
+    def host_copies_in(self) -> tuple[str, ...]:
+        """The interface functions that take host data to upload and so may
+        call cudaMemcpy and friends (objcheck refuses host copies elsewhere)."""
         return tuple(x for x in self.describe(0, False)["host_copies_in"].split(",") if x)

@@ -112,24 +112,6 @@ class OneSanitizerProcessTests(unittest.TestCase):
         self.assertEqual((rep.state, cfg), ("incomplete", "--step 1,2 --type int --n 33"))
 
 
-class GuardZoneTests(unittest.TestCase):
-    def test_a_write_into_either_guard_zone_is_found_and_placed(self):
-        from array import array
-        from cmlgrade.checkbase import outside_write
-        P = 0xFFFFFFFF
-
-        def words(n, at=None):
-            w = array("I", [P] * 4 + [7] * n + [P] * 4)
-            if at is not None:
-                w[at] = 0
-            return w
-        self.assertIsNone(outside_write(words(5), 4, 5, P, "out"))
-        self.assertEqual(outside_write(words(5, 3), 4, 5, P, "out"), "1 floats before out")
-        self.assertEqual(outside_write(words(5, 0), 4, 5, P, "out"), "4 floats before out")
-        self.assertEqual(outside_write(words(5, 9), 4, 5, P, "C"), "1 floats past C's end")
-        self.assertEqual(outside_write(words(5, 12), 4, 5, P, "C"), "4 floats past C's end")
-
-
 class CounterTests(unittest.TestCase):
     def test_lines_with_separators_and_missing_values(self):
         c = parse_counters(fixture("counters_banks.txt"))
