@@ -70,9 +70,14 @@ int cml_spec_cases(const cml_spec *spec, uint64_t seed, int cpu, int where, cml_
     memset(list, 0, sizeof *list);
     for (size_t g = 0; g < spec->ngroups; ++g) {
         size_t from = list->n;
+        int all = spec->groups[g].where;
+        if (all && !(all & where))
+            continue; /* a group none of whose cases is wanted: never made */
         list->group = (int)g;
         if (!spec->groups[g].make(list, seed, cpu))
             return 0;
+        for (size_t i = from; all && i < list->n; ++i)
+            list->v[i].where = all;
         keep_only(list, from, where);
     }
     return 1;
@@ -88,6 +93,8 @@ int cml_spec_group_cases(const cml_spec *spec, const char *group, uint64_t seed,
         list->group = (int)g;
         if (!spec->groups[g].make(list, seed, cpu))
             return 0;
+        for (size_t i = 0; spec->groups[g].where && i < list->n; ++i)
+            list->v[i].where = spec->groups[g].where;
         size_t k = 0;
         for (size_t i = 0; i < list->n; ++i) {
             if ((list->v[i].where & CML_IN_TESTS) && cml_case_runs(&list->v[i], step))

@@ -392,16 +392,16 @@ static int abt_grader_batches(cml_cases *l, uint64_t seed, int cpu)
 }
 
 static const cml_group groups[] = {
-    {"probe_every_pattern_once", probe_every_pattern_once},
-    {"probe_every_pattern_over_rounds", probe_every_pattern_over_rounds},
-    {"real_matrices", real_matrices},
-    {"small_integer_matrices", small_integer_matrices},
-    {"matrices_past_grid_y", matrices_past_grid_y},
-    {"bank_of_addresses", bank_of_addresses},
-    {"degree_4_byte", degree_4_byte},
-    {"degree_wide_and_refused", degree_wide_and_refused},
-    {"probe_random_words", probe_random_words},
-    {"abt_grader_batches", abt_grader_batches},
+    {"probe_every_pattern_once", probe_every_pattern_once, 0},
+    {"probe_every_pattern_over_rounds", probe_every_pattern_over_rounds, 0},
+    {"real_matrices", real_matrices, 0},
+    {"small_integer_matrices", small_integer_matrices, CML_IN_TESTS},
+    {"matrices_past_grid_y", matrices_past_grid_y, CML_IN_TESTS},
+    {"bank_of_addresses", bank_of_addresses, CML_IN_GRADER},
+    {"degree_4_byte", degree_4_byte, CML_IN_GRADER},
+    {"degree_wide_and_refused", degree_wide_and_refused, CML_IN_GRADER},
+    {"probe_random_words", probe_random_words, CML_IN_GRADER},
+    {"abt_grader_batches", abt_grader_batches, CML_IN_GRADER},
 };
 
 static uint64_t out_bytes(const cml_case *c)

@@ -245,8 +245,9 @@ static int distinct(cml_cases *l, uint64_t seed, int cpu)
 }
 
 static const cml_group groups[] = {
-    {"thin", thin}, {"ragged", ragged}, {"skinny", skinny}, {"large", large},
-    {"exact", exact}, {"reals", reals}, {"distinct", distinct},
+    {"thin", thin, CML_IN_TESTS},   {"ragged", ragged, CML_IN_TESTS}, {"skinny", skinny, CML_IN_TESTS},
+    {"large", large, CML_IN_TESTS}, {"exact", exact, CML_IN_GRADER},  {"reals", reals, CML_IN_GRADER},
+    {"distinct", distinct, CML_IN_GRADER},
 };
 
 static uint64_t out_bytes(const cml_case *c)

@@ -109,12 +109,12 @@ static int large_ints(cml_cases *l, uint64_t seed, int cpu)
 }
 
 static const cml_group groups[] = {
-    {"ints_at_awkward_sizes", ints_at_awkward_sizes},
-    {"small_int_floats_at_awkward_sizes", small_int_floats_at_awkward_sizes},
-    {"reals_within_bound", reals_within_bound},
-    {"ints_past_2_pow_24", ints_past_2_pow_24},
-    {"positive_reals", positive_reals},
-    {"large_ints", large_ints},
+    {"ints_at_awkward_sizes", ints_at_awkward_sizes, 0},
+    {"small_int_floats_at_awkward_sizes", small_int_floats_at_awkward_sizes, 0},
+    {"reals_within_bound", reals_within_bound, 0},
+    {"ints_past_2_pow_24", ints_past_2_pow_24, 0},
+    {"positive_reals", positive_reals, 0},
+    {"large_ints", large_ints, CML_IN_TESTS},
 };
 
 static uint64_t out_bytes(const cml_case *c)

@@ -155,8 +155,8 @@ static int bank_conflict_counters(cml_cases *l, uint64_t seed, int cpu)
 }
 
 static const cml_group groups[] = {
-    {"thin_matrices", thin_matrices},   {"edge_shapes", edge_shapes}, {"tall_matrices", tall_matrices},
-    {"big_matrix", big_matrix},         {"bank_conflict_counters", bank_conflict_counters},
+    {"thin_matrices", thin_matrices, 0},   {"edge_shapes", edge_shapes, 0}, {"tall_matrices", tall_matrices, 0},
+    {"big_matrix", big_matrix, CML_IN_TESTS},         {"bank_conflict_counters", bank_conflict_counters, CML_FOR_COUNTERS},
 };
 
 static uint64_t out_bytes(const cml_case *c)

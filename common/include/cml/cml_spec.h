@@ -74,6 +74,11 @@ typedef struct cml_group {
     const char *name;          /* the Criterion test that runs it (suite stepN) */
     /* appends the group's cases for seed (cpu: the CPU path's sizes) */
     int (*make)(cml_cases *list, uint64_t seed, int cpu);
+    /* 0: each case says where it runs (cml_case.where); else where every
+     * case of the group runs, and a program that does not run them never
+     * makes them (the verifier skips a CML_IN_TESTS group: its gigabyte
+     * cases would cost every verifier run seconds) */
+    int where;
 } cml_group;
 
 /* A timed step's case (harness.h): its data made by the harness from a

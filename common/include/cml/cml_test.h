@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include "cml_device.h"
 #include "cml_rng.h"
+#include "cml_spec.h"
 
 /* Skip the current test, visibly, when this machine has no GPU; fail it,
  * naming the CUDA error, when a GPU is there but cannot run it (out of
@@ -43,6 +44,34 @@ static inline uint64_t cml_test_seed(void)
     cr_assert(cml_seed(&seed, err, sizeof err), "%s", err);
     cr_log_info("seed %llu (set CML_SEED to change the data)", (unsigned long long)seed);
     return seed;
+}
+
+/* The spec's cases of the GPU or of the CPU path: this build's. */
+#ifdef CML_CPU_BACKEND
+#define CML_TEST_ON_CPU 1
+#else
+#define CML_TEST_ON_CPU 0
+#endif
+
+/* One test of a lab's spec (cml_spec.h): every case of the spec's group
+ * `group` that step runs goes through check (the lab's checked run and
+ * cml_lab_spec.judge; it reports what is wrong and returns 0 then), up to
+ * most_wrong wrong cases, so that the report stays readable. Skips without
+ * a GPU. Returns how many cases the group has for the step. */
+static inline size_t cml_test_spec_group(int step, const char *group,
+                                         int (*check)(int step, const cml_case *c, uint64_t seed), int most_wrong)
+{
+    CML_REQUIRE_GPU();
+    uint64_t seed = cml_test_seed();
+    cml_cases list;
+    cr_assert(cml_spec_group_cases(&cml_lab_spec, group, seed, CML_TEST_ON_CPU, step, &list),
+              "spec group %s: no such group, or out of host memory", group);
+    int wrong = 0;
+    for (size_t k = 0; k < list.n && wrong < most_wrong; ++k)
+        wrong += !check(step, &list.v[k], seed);
+    size_t n = list.n;
+    cml_cases_free(&list);
+    return n;
 }
 
 #define CML_CAT_(a, b) a##b

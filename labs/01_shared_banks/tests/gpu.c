@@ -19,11 +19,6 @@
 #include <cml/cml_test.h>
 #include "banks_host.h"
 
-#ifdef CML_CPU_BACKEND
-#define ON_CPU 1
-#else
-#define ON_CPU 0
-#endif
 #define MAX_REPORTS 4
 #define MSG 2048
 
@@ -123,22 +118,17 @@ static int check_abt(int step, const cml_case *c, uint64_t seed)
 }
 
 /* Every case of the group; stop after a few failures so the report stays readable. */
+static int check_case(int step, const cml_case *c, uint64_t seed)
+{
+    cr_assert(c->kind >= K_PROBE && c->kind <= K_ABT_REFUSED, "spec case %s: kind %u is not a GPU case", c->label,
+              c->kind);
+    return c->kind <= K_PROBE_REFUSED ? check_probe(step, c, seed) : check_abt(step, c, seed);
+}
+
 static void run_group(int step, const char *group)
 {
-    CML_REQUIRE_GPU();
-    uint64_t seed = cml_test_seed();
-    cml_cases list;
-    cr_assert(cml_spec_group_cases(&cml_lab_spec, group, seed, ON_CPU, step, &list),
-              "spec group %s: no such group, or out of host memory", group);
-    cr_assert(list.n > 0, "spec group %s has no case for step %d", group, step);
-    int failures = 0;
-    for (size_t k = 0; k < list.n && failures < MAX_REPORTS; ++k) {
-        const cml_case *c = &list.v[k];
-        cr_assert(c->kind >= K_PROBE && c->kind <= K_ABT_REFUSED, "spec group %s: kind %u is not a GPU case", group,
-                  c->kind);
-        failures += !(c->kind <= K_PROBE_REFUSED ? check_probe(step, c, seed) : check_abt(step, c, seed));
-    }
-    cml_cases_free(&list);
+    cr_assert(cml_test_spec_group(step, group, check_case, MAX_REPORTS) > 0, "spec group %s has no case for step %d",
+              group, step);
 }
 
 /* ------------------------------------------------------------ step 4 */

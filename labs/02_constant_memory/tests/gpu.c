@@ -24,11 +24,6 @@
 #include <cml/cml_test.h>
 #include "constmem_host.h"
 
-#ifdef CML_CPU_BACKEND
-#define ON_CPU 1
-#else
-#define ON_CPU 0
-#endif
 #define MAX_FAILED_CASES 4
 /* A walk case's data (common/labs/02_constant_memory/harness.c): the
  * uploaded tables, the global copies, the signs. */
@@ -127,21 +122,23 @@ static int check_conv(int step, const cml_case *c, uint64_t seed)
     return res.guards_intact && right;
 }
 
-/* Every case of the group the step runs; stop after a few failures so the
- * report stays readable. */
-static void run_group(int step, const char *group)
+/* Every case of the groups the step runs (the second may be NULL); stop
+ * after a few failures so the report stays readable. */
+static int check_case(int step, const cml_case *c, uint64_t seed)
 {
-    CML_REQUIRE_GPU();
-    uint64_t seed = cml_test_seed();
-    cml_cases list;
-    cr_assert(cml_spec_group_cases(&cml_lab_spec, group, seed, ON_CPU, step, &list),
-              "spec group %s: no such group, or out of host memory", group);
-    cr_assert(list.n > 0, "spec group %s has no case for step %d", group, step);
-    int failures = 0;
-    for (size_t k = 0; k < list.n && failures < MAX_FAILED_CASES; ++k)
-        failures += !(cm_step_kind(step) == CM_CONV ? check_conv : check_walk)(step, &list.v[k], seed);
-    cml_cases_free(&list);
+    return (cm_step_kind(step) == CM_CONV ? check_conv : check_walk)(step, c, seed);
 }
+
+/* The cases of the groups the step runs (the second may be NULL). */
+static void run_groups(int step, const char *group, const char *also)
+{
+    size_t ran = cml_test_spec_group(step, group, check_case, MAX_FAILED_CASES);
+    if (also)
+        ran += cml_test_spec_group(step, also, check_case, MAX_FAILED_CASES);
+    cr_assert(ran > 0, "spec group %s has no case for step %d", group, step);
+}
+
+static void run_group(int step, const char *group) { run_groups(step, group, NULL); }
 
 /* The suites, from the step table. Suite "stepN"; tests read as sentences. */
 #define STEP_TESTS(num, ident, file, what)                                                             \
@@ -149,5 +146,5 @@ static void run_group(int step, const char *group)
     { run_group(num, "thin"); }                                                                      \
     Test(CML_CAT(step, num), is_right_when_sizes_are_not_multiples_of_the_block_or_tile, .timeout = 120) \
     { run_group(num, "edges"); }                                                                     \
-    Test(CML_CAT(step, num), is_right_for_a_large_problem, .timeout = 300) { run_group(num, "large"); }
+    Test(CML_CAT(step, num), is_right_for_a_large_problem, .timeout = 300) { run_groups(num, "large", "large_images"); }
 CONSTMEM_STEPS(STEP_TESTS)

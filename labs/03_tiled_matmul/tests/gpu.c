@@ -20,11 +20,6 @@
 #include <cml/cml_test.h>
 #include "matmul_host.h"
 
-#ifdef CML_CPU_BACKEND
-#define ON_CPU 1
-#else
-#define ON_CPU 0
-#endif
 #define MAX_FAILED_SHAPES 3
 
 /* Runs step on one case of the lab's spec (labs/03_tiled_matmul/spec.c:
@@ -69,15 +64,7 @@ static int check_case(int step, const cml_case *c, uint64_t seed)
 /* Every case of a group of the spec; stop after a few failures so the report stays readable. */
 static void check_group(int step, const char *group)
 {
-    CML_REQUIRE_GPU();
-    uint64_t seed = cml_test_seed();
-    cml_cases list;
-    cr_assert(cml_spec_group_cases(&cml_lab_spec, group, seed, ON_CPU, step, &list),
-              "spec group %s: no such group, or out of host memory", group);
-    int failures = 0;
-    for (size_t k = 0; k < list.n && failures < MAX_FAILED_SHAPES; ++k)
-        failures += !check_case(step, &list.v[k], seed);
-    cml_cases_free(&list);
+    cml_test_spec_group(step, group, check_case, MAX_FAILED_SHAPES);
 }
 
 /* The suites, from the step table. Suite "stepN"; tests read as sentences. */

@@ -21,11 +21,6 @@
  * the cases and the judge the grader's kit-only check uses too) through
  * the checked run of the runner: out and scratch poisoned, guard zones
  * around every buffer. */
-#ifdef CML_CPU_BACKEND
-#define ON_CPU 1
-#else
-#define ON_CPU 0
-#endif
 #define MAX_REPORTS 4
 
 /* One case: a CUDA error ends the test; a damaged guard or a wrong sum is
@@ -55,15 +50,7 @@ static int check_case(int step, const cml_case *c, uint64_t seed)
 /* Every case of the group; stop after a few failures so the report stays readable. */
 static void run_group(int step, const char *group)
 {
-    CML_REQUIRE_GPU();
-    uint64_t seed = cml_test_seed();
-    cml_cases list;
-    cr_assert(cml_spec_group_cases(&cml_lab_spec, group, seed, ON_CPU, step, &list),
-              "spec group %s: no such group, or out of host memory", group);
-    int failures = 0;
-    for (size_t k = 0; k < list.n && failures < MAX_REPORTS; ++k)
-        failures += !check_case(step, &list.v[k], seed);
-    cml_cases_free(&list);
+    cml_test_spec_group(step, group, check_case, MAX_REPORTS);
 }
 
 #ifdef CML_CPU_BACKEND

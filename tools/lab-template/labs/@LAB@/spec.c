@@ -55,7 +55,7 @@ static int large(cml_cases *l, uint64_t seed, int cpu)
                : add_sizes(l, on_gpu, COUNT(on_gpu), cpu, seed, 200);
 }
 
-static const cml_group groups[] = {{"small_and_ragged", small_and_ragged}, {"large", large}};
+static const cml_group groups[] = {{"small_and_ragged", small_and_ragged, 0}, {"large", large, CML_IN_TESTS}};
 
 static uint64_t out_bytes(const cml_case *c)
 {

@@ -15,11 +15,6 @@
 #include <cml/cml_test.h>
 #include "@STEM@_host.h"
 
-#ifdef CML_CPU_BACKEND
-#define ON_CPU 1
-#else
-#define ON_CPU 0
-#endif
 
 /* One case of the lab's spec (labs/@LAB@/spec.c: the cases and the judge
  * the grader's kit-only check uses too) through the runner's checked run
@@ -51,15 +46,7 @@ static int check_case(int step, const cml_case *c, uint64_t seed)
 
 static void check_group(int step, const char *group)
 {
-    CML_REQUIRE_GPU();
-    uint64_t seed = cml_test_seed();
-    cml_cases list;
-    cr_assert(cml_spec_group_cases(&cml_lab_spec, group, seed, ON_CPU, step, &list),
-              "spec group %s: no such group, or out of host memory", group);
-    for (size_t k = 0; k < list.n; ++k)
-        if (!check_case(step, &list.v[k], seed))
-            break; /* one failing size is enough to read */
-    cml_cases_free(&list);
+    cml_test_spec_group(step, group, check_case, 1); /* one failing size is enough to read */
 }
 
 #define STEP_TESTS(num, ident, file, what)                                                        \
