@@ -15,24 +15,26 @@ first, Criterion only on the steps they do not find right): `--modes
 prebuilt,checker-first` is its proof, verdict for verdict.
 
     python3 grader/tools/bench --class 8 --jobs 1
+
+The CPU clock is benchclock.py's, what is printed of a graded class
+(phases, verdicts, the projection) benchreport.py's, and the comparison of
+two modes' outputs benchcompare.py's; this module makes the synthetic
+class and grades it in each mode.
 """
 from __future__ import annotations
 
 import argparse
-import filecmp
 import json
-import re
-import os
-import resource
 import shutil
-import statistics
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
-from .build import clock, set_clock
+from .benchclock import _children_cpu, use_cpu_clock
+from .benchcompare import compare, compare_verdicts
+from .benchreport import print_table, print_verdicts, projection, summarize, verdicts
+from .build import clock
 from .intake import Submission
 from .labs import LabError, load_labs
 from .pipeline import Pipeline
@@ -40,50 +42,12 @@ from .stagebase import GraderError, Options
 from .report import write_all
 from .run import list_gpus
 
-PHASES = ("build", "tests", "sanitizers", "counters", "timing")
+# names this module defined before benchclock.py, benchreport.py and benchcompare.py were split from it: importable
+# from here still
+from .benchclock import cpu_clock  # noqa: F401
+from .benchreport import CLASS, PHASES  # noqa: F401
+
 MODES = ("fresh", "prebuilt", "checker-first")
-
-
-_CPU = threading.local()
-
-
-class _MeteredPopen(subprocess.Popen):
-    """Popen that adds each child's CPU seconds (user + system, its own
-    waited-for children included: make, nvcc, cc1 ...) to the waiting
-    thread's total. The grader runs a submission's build, and a lab's run,
-    in one thread each, so the difference of that total around a stage is
-    the stage's CPU seconds, whatever else the machine is doing."""
-
-    def _try_wait(self, wait_flags):   # wait()
-        try:
-            pid, sts, ru = os.wait4(self.pid, wait_flags)
-        except ChildProcessError:
-            return self.pid, 0
-        if pid == self.pid:
-            _CPU.s = getattr(_CPU, "s", 0.0) + ru.ru_utime + ru.ru_stime
-        return pid, sts
-
-    def poll(self):   # poll() reaps without _try_wait
-        if self.returncode is None:
-            pid, sts = self._try_wait(os.WNOHANG)
-            if pid == self.pid:
-                self._handle_exitstatus(sts)
-        return self.returncode
-
-
-def _children_cpu() -> float:
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
-
-
-def cpu_clock() -> float:
-    return getattr(_CPU, "s", 0.0)
-
-
-def use_cpu_clock() -> None:
-    """Stage seconds become the CPU seconds of the stage's processes."""
-    subprocess.Popen = _MeteredPopen
-    set_clock(cpu_clock)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -143,141 +107,6 @@ def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path, alon
         name, files = variants[k % len(variants)]
         subs.append(Submission(student=f"s{k:03d}_{name}", source="synthetic", files=files))
     return subs
-
-
-def summarize(results, wall: float, setup: dict[str, float]) -> dict:
-    per: dict[str, list[float]] = {p: [] for p in PHASES}
-    gpu_stage: list[float] = []
-    n = 0
-    for r in results:
-        for lab, t in sorted(r.timings.items()):
-            n += 1
-            for p in PHASES:
-                per[p].append(float(t.get(p, 0.0)))
-            gpu_stage.append(float(t.get("gpu", 0.0)))
-    row = {p: {"mean": round(statistics.fmean(v), 2) if v else 0.0,
-               "median": round(statistics.median(v), 2) if v else 0.0,
-               "max": round(max(v), 2) if v else 0.0} for p, v in per.items()}
-    return {"submission_labs": n, "phases": row, "class_total_s": round(wall, 1),
-            "per_batch_s": {k: round(v, 1) for k, v in setup.items()},
-            "per_submission_lab_s": round(wall / n, 2) if n else 0.0,
-            "gpu_stage_s": round(statistics.fmean(gpu_stage), 2) if gpu_stage else 0.0}
-
-
-def verdicts(results) -> dict:
-    """Each synthetic submission-lab against what it is (make_class): a lab
-    left as the reference earns every point it is graded on; the lab a
-    catalogued mistake was made in earns fewer. The misses, by name."""
-    docked, missed, ref_labs, mistakes = [], [], 0, 0
-    for r in results:
-        made = r.student.split("_", 1)[1]   # "reference" or "<lab's two digits>_<mistake>"
-        for ls in r.labs:
-            if not ls.submitted:   # --mistakes-alone: the labs a mistake's submission leaves out
-                continue
-            if made != "reference" and ls.lab.startswith(made[:2] + "_"):
-                mistakes += 1
-                if ls.points >= ls.max_points:
-                    missed.append(f"{r.student} {ls.lab}: {ls.points:g}/{ls.max_points:g}")
-            else:
-                ref_labs += 1
-                if ls.points < ls.max_points:
-                    docked.append(f"{r.student} {ls.lab}: {ls.points:g}/{ls.max_points:g}")
-    return {"reference_labs": ref_labs, "reference_docked": docked, "mistake_labs": mistakes,
-            "mistakes_not_caught": missed}
-
-
-def print_verdicts(mode: str, v: dict, out=sys.stdout) -> None:
-    print(f"{mode}: verdicts: {v['reference_labs'] - len(v['reference_docked'])} of {v['reference_labs']} labs left "
-          f"as the reference at full marks; {v['mistake_labs'] - len(v['mistakes_not_caught'])} of "
-          f"{v['mistake_labs']} labs with a catalogued mistake lose points", file=out)
-    for line in v["reference_docked"]:
-        print(f"    reference docked: {line}", file=out)
-    for line in v["mistakes_not_caught"]:
-        print(f"    mistake not caught: {line}", file=out)
-
-
-CLASS = (300, 6)   # the projection's class: students x labs
-
-
-def projection(s: dict, per_gpu: int, gpus_here: int) -> str:
-    """The time a class of CLASS would take on 1, 4 and 8 GPUs at the GPU
-    wall seconds this run spent per submission-lab, measured, not assumed:
-    the class's wall time x the GPUs it ran on / its submission-labs (with
-    --per-gpu N the submissions sharing a GPU overlap, by as much as they
-    really did), GPU-bound, and the builds' CPU time alongside."""
-    n = CLASS[0] * CLASS[1]
-    per = s["class_total_s"] * max(1, gpus_here) / max(1, s["submission_labs"])
-    build = s["phases"]["build"]["mean"]
-    hours = "  ".join(f"{g} GPU{'s' if g > 1 else ''}: {n * per / g / 3600:.1f} h" for g in (1, 4, 8))
-    return (f"{per:.1f} GPU wall seconds per submission-lab (the class's {s['class_total_s']:.0f} s x "
-            f"{gpus_here} GPU(s) / {s['submission_labs']} submission-labs, --per-gpu {per_gpu}; one submission-lab's "
-            f"GPU stage alone: {s['gpu_stage_s']:.1f} s); {CLASS[0]} students x {CLASS[1]} labs ({n} "
-            f"submission-labs), GPU-bound: {hours}; builds {n * build / 3600:.1f} CPU-hours alongside")
-
-
-def print_table(rows: dict[str, dict], out=sys.stdout) -> None:
-    print(f"{'mode':<10} {'sub-labs':>8} " + " ".join(f"{p + ' (mean/max)':>22}" for p in PHASES)
-          + f" {'class total':>12} {'per sub-lab':>12}", file=out)
-    for mode, s in rows.items():
-        cells = " ".join(f"{s['phases'][p]['mean']:>10.2f} /{s['phases'][p]['max']:>10.2f}" for p in PHASES)
-        print(f"{mode:<10} {s['submission_labs']:>8} {cells} {s['class_total_s']:>10.1f} s "
-              f"{s['per_submission_lab_s']:>10.2f} s", file=out)
-    for mode, s in rows.items():
-        if "class_cpu_s" in s:
-            print(f"{mode}: the class took {s['class_cpu_s']:.1f} CPU seconds in all", file=out)
-    for mode, s in rows.items():
-        once = ", ".join(f"{k} {v:.1f} s" for k, v in s["per_batch_s"].items())
-        print(f"{mode}: once per batch: {once}", file=out)
-
-
-def compare(a: Path, b: Path) -> tuple[int, list[str]]:
-    """Every file under a and b, byte for byte: (files compared, differences)."""
-    fa = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
-    fb = sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file())
-    diffs = [f"only in one run: {p}" for p in sorted(set(fa) ^ set(fb))]
-    diffs += [str(p) for p in sorted(set(fa) & set(fb)) if not filecmp.cmp(a / p, b / p, shallow=False)]
-    return len(fa), diffs
-
-
-def compare_verdicts(a: Path, b: Path) -> tuple[int, list[str], list[str]]:
-    """Every graded item of every student's result.json under a and b but
-    the timed ones, whose times differ from run to run on a GPU: its points,
-    status and feedback, and which tests its details name (a detail's text
-    after its first ": " is left out, and a test that failed is one that
-    crashed: a kernel that reads or writes memory it should not shows other
-    values, or ends otherwise, in another run). (items compared,
-    differences, and the items whose feedback differs in its numbers only:
-    counts a run measures, which a race or an out-of-bounds access changes
-    from run to run on a GPU: "ERROR SUMMARY: 324 errors" and "196 errors",
-    "4 of 20 cases wrong" and "5 of 20"; every point and status the same)."""
-    def named(detail: str) -> str:
-        head = detail.split(": ", 1)[0]
-        return re.sub(r" (failed|crashed|errored)$", " did not pass", head)
-
-    def items(root: Path) -> dict[tuple, dict]:
-        got = {}
-        for f in sorted(root.glob("students/*/result.json")):
-            res = json.loads(f.read_text(encoding="utf-8"))
-            for lab in res.get("labs", []):
-                got[(res["student"], lab["lab"], "build errors")] = lab.get("build_errors")
-                got[(res["student"], lab["lab"], "not counted")] = lab.get("not_counted")
-                for it in lab.get("items", []):
-                    if it.get("category") != "performance":
-                        got[(res["student"], lab["lab"], it["name"])] = (
-                            it.get("points"), it.get("max_points"), it.get("status"), it.get("feedback"),
-                            [named(d) for d in it.get("details", [])])
-        return got
-    def counts_blurred(item):
-        if not isinstance(item, tuple):
-            return item
-        pts, mx, status, feedback, details = item
-        return pts, mx, status, [re.sub(r"\d+(?:\.\d+)?", "#", f) for f in feedback or []], details
-
-    ia, ib = items(a), items(b)
-    keys = [k for k in sorted(set(ia) | set(ib)) if ia.get(k) != ib.get(k)]
-    counts = [k for k in keys if counts_blurred(ia.get(k)) == counts_blurred(ib.get(k))]
-    return (len(set(ia) | set(ib)), [" / ".join(k) for k in keys if k not in counts],
-            [" / ".join(k) for k in counts])
 
 
 def main(argv: list[str] | None = None) -> int:

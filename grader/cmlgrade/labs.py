@@ -5,202 +5,28 @@ which the build writes from each labs/<lab>/lab.json, or, before a build,
 the same fields derived here from the manifests (kit_description). Grading
 policy comes from labs/<lab>/rubric.toml; the classic mistakes and their
 feedback lines from solutions/<lab>/mistakes.toml. Nothing here knows a
-particular lab."""
+particular lab.
+
+This module makes each lab of the description, with its rubric and its
+catalogue of mistakes; what a lab is (Lab, Step, Mistake, Targets) is
+labtypes.py's, and reading the kit's description kitdesc.py's."""
 from __future__ import annotations
 
-import json
 import re
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from .kitdesc import kit_description
+from .labtypes import Lab, LabError, Mistake, Step, Targets
 from .rubric import CounterCheck, Rubric, RubricError, build_rubric, default_rubric_data, load_rubric, merge
 
-FORMAT = 1
+# names this module defined before labtypes.py and kitdesc.py were split from it: importable from here still
+from .kitdesc import FORMAT, derive, kit_edition, manifests  # noqa: F401
+from .labtypes import suite_regex  # noqa: F401
+
 # The fields of a lab in <build>/kit/labs.json that the grader reads.
 REQUIRED = ("name", "title", "stem", "files", "model", "steps", "sanitize", "counters", "kernels",
             "dir", "solution_dir", "kernel_file", "suite", "targets")
-
-
-@dataclass(frozen=True)
-class Step:
-    num: int
-    ident: str
-    what: str
-    where: str = ""  # the student file of the step
-
-
-@dataclass(frozen=True)
-class Mistake:
-    name: str
-    file: str
-    step: int
-    summary: str
-    caught_by: str
-    expect_failing: str = ""
-    expect_message: str = ""
-    feedback: str = ""   # the line a student reads when the results show this mistake
-    kernel: str = ""     # regex: a sanitizer finding must name a matching kernel or device function
-    finding: str = ""    # regex: ... and its first line must match
-    tests: str = ""      # regex: a test (suite::name) whose failure is this mistake's signature (score.py)
-    message: str = ""    # regex: ... and a message of that test's own that shows it
-
-
-@dataclass(frozen=True)
-class Targets:
-    runner: str
-    tests: str
-    model_tests: str
-    ref_suffix: str
-
-
-@dataclass
-class Lab:
-    name: str
-    stem: str
-    title: str
-    files: tuple[str, ...]
-    model_file: str
-    steps: tuple[Step, ...]
-    rubric: Rubric
-    sanitize: tuple[str, ...]                # runner arguments, one sanitizer run each
-    counter_checks: tuple[CounterCheck, ...]
-    kernels: str                             # regex: the lab's kernel and device function names
-    suite: str                               # Criterion suite name of a step: "step{num}"
-    targets: Targets
-    dir: str                                 # labs/<lab>
-    solution_dir: str                        # solutions/<lab>, or "" in a kit without solutions
-    mistakes: tuple[Mistake, ...] = field(default_factory=tuple)
-    harness: str = ""   # the kit-only checker's harness target (checker.py), set by the pipeline
-    extra_targets: tuple[str, ...] = ()   # built for the object checks only (the CUDA kernels on the CPU path)
-    cpu: bool = False   # graded on the CPU path (no GPU here): the *_cpu test programs and runner
-
-    @property
-    def kernel_file(self) -> str:
-        return self.files[0]
-
-    @property
-    def runner(self) -> str:
-        return self.targets.runner + ("_cpu" if self.cpu else "")
-
-    def step(self, num: int) -> Step | None:
-        for s in self.steps:
-            if s.num == num:
-                return s
-        return None
-
-    def step_of_suite(self, suite: str) -> int | None:
-        m = re.fullmatch(suite_regex(self.suite), suite)
-        return int(m.group(1)) if m else None
-
-    def sanitizer_args(self) -> list[str]:
-        """The runner arguments of each sanitizer run: the manifest's, the
-        first rubric.sanitizers.max_configs of them when that is set."""
-        n = self.rubric.sanitizers.max_configs
-        return list(self.sanitize[:n] if n else self.sanitize)
-
-    def test_binaries(self) -> tuple[str, ...]:
-        tests = self.targets.tests + ("_cpu" if self.cpu and self.targets.tests else "")
-        return tuple(t for t in (self.targets.model_tests, tests) if t)
-
-    def student_targets(self) -> list[str]:
-        """Build targets, in build order: each is built on its own so that one
-        file's compile error costs only what depends on it."""
-        return (list(self.test_binaries()) + [self.runner] + ([self.harness] if self.harness else [])
-                + list(self.extra_targets))
-
-    def ref_name(self, target: str) -> str:
-        """The reference's build of a student target (the CPU path's suffix last)."""
-        if self.cpu and target.endswith("_cpu"):
-            return target.removesuffix("_cpu") + self.targets.ref_suffix + "_cpu"
-        return target + self.targets.ref_suffix
-
-    def ref_targets(self) -> list[str]:
-        """The reference's test programs and runner (last)."""
-        return [self.ref_name(t) for t in list(self.test_binaries()) + [self.runner]]
-
-    def max_points(self, hidden: bool) -> float:
-        """Everything the rubric can give (before exclusions). A step's test
-        points are the same with or without the hidden run: with a secret
-        seed, hidden_share of them move to the hidden data."""
-        r = self.rubric
-        return (sum(r.tests.step_points(s.num) for s in self.steps) + sum(r.sanitizers.points.values())
-                + sum(c.points for c in self.counter_checks) + sum(c.points for c in r.static)
-                + r.performance.points_per_step * len(r.performance.steps))
-
-
-class LabError(Exception):
-    pass
-
-
-def suite_regex(pattern: str) -> str:
-    """'step{num}' -> 'step(\\d+)'."""
-    if pattern.count("{num}") != 1:
-        raise LabError(f"suite pattern '{pattern}' must hold {{num}} once")
-    a, b = pattern.split("{num}")
-    return re.escape(a) + r"(\d+)" + re.escape(b)
-
-
-# ------------------------------------------------------------ the kit's description
-
-def derive(manifest: dict, has_solutions: bool) -> dict:
-    """A manifest with the fields the build adds for <build>/kit/labs.json
-    (cmake/KitManifest.cmake, kit_manifest_description)."""
-    d = {k: v for k, v in manifest.items() if k != "about"}
-    name, stem = d.get("name", ""), d.get("stem", "")
-    d["dir"] = f"labs/{name}"
-    d["solution_dir"] = f"solutions/{name}" if has_solutions else ""
-    d["kernel_file"] = (d.get("files") or [""])[0]
-    d["suite"] = "step{num}"
-    d["targets"] = {"runner": f"{stem}_run", "tests": f"test_{stem}",
-                    "model_tests": f"test_{stem}_model" if d.get("model") else "", "ref_suffix": "_ref"}
-    return d
-
-
-_EDITION = re.compile(r'^set\(KIT_EDITION "(developer|student|grading)" CACHE', re.M)
-
-
-def kit_edition(kit: Path) -> str:
-    """What the kit's CMakeLists.txt says it is (KIT_EDITION's default):
-    "developer" (the repository: the reference solutions are there) or
-    "student" (a release, tools/release); a kit that says neither is taken
-    for a developer kit, which its configure checks."""
-    try:
-        m = _EDITION.search((kit / "CMakeLists.txt").read_text(encoding="utf-8", errors="replace"))
-    except OSError:
-        m = None
-    return m.group(1) if m else "developer"
-
-
-def manifests(kit: Path) -> list[dict]:
-    """labs/*/lab.json of the kit, in name order, with the build's fields
-    (solution_dir: the developer kit's solutions/<lab>, kit_edition)."""
-    solutions = kit_edition(kit) == "developer"
-    out = []
-    for path in sorted((kit / "labs").glob("*/lab.json")):
-        try:
-            m = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise LabError(f"{path}: not a readable manifest: {e}") from e
-        if not isinstance(m, dict) or m.get("name") != path.parent.name:
-            raise LabError(f"{path}: its \"name\" must be the folder's name, {path.parent.name}")
-        out.append(derive(m, solutions))
-    return out
-
-
-def kit_description(kit: Path, build_dir: Path | None = None) -> list[dict]:
-    """The labs of the kit: <build_dir>/kit/labs.json when the build wrote
-    it, else the same fields made from labs/*/lab.json."""
-    written = build_dir / "kit" / "labs.json" if build_dir else None
-    if written is not None and written.is_file():
-        try:
-            data = json.loads(written.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise LabError(f"{written}: not readable: {e}") from e
-        if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("labs"), list):
-            raise LabError(f"{written}: expected {{\"format\": {FORMAT}, \"labs\": [...]}}")
-        return data["labs"]
-    return manifests(kit)
 
 
 # ------------------------------------------------------------ one lab

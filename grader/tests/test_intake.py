@@ -9,7 +9,7 @@ from pathlib import Path
 
 from helpers import LAB_FILES, tmpdir
 
-from cmlgrade import intake
+from cmlgrade import intake, intakeread
 from cmlgrade.intake import read_batch, read_roster, read_submission, looks_like_one_submission
 
 GOOD = b"__global__ void k() {}\n"
@@ -200,8 +200,8 @@ class ArchiveTests(unittest.TestCase):
         keep the test fast): they are listed by name (never read), the lab
         file after them graded."""
         from unittest import mock
-        self.enterContext(mock.patch.object(intake, "MAX_MEMBERS", 200))
-        n = intake.MAX_MEMBERS + 100
+        self.enterContext(mock.patch.object(intakeread, "MAX_MEMBERS", 200))
+        n = intakeread.MAX_MEMBERS + 100
         members = [(f"kit/third_party/cutlass/include/h{i}.h", b"#pragma once\n") for i in range(n)]
         members.append(("kit/labs/06_transpose/transpose.cu", GOOD))
         for make, name in ((make_tar, "kit.tar.gz"), (make_zip, "kit.zip")):
@@ -212,14 +212,14 @@ class ArchiveTests(unittest.TestCase):
 
     def test_an_archive_of_too_many_entries_stops_and_says_so(self):
         from unittest import mock
-        self.enterContext(mock.patch.object(intake, "MAX_ENTRIES", 300))   # 200,000 in use: slow to make here
-        members = [(f"d/f{i}", b"") for i in range(intake.MAX_ENTRIES + 1)] + [("reduction.cu", GOOD)]
+        self.enterContext(mock.patch.object(intakeread, "MAX_ENTRIES", 300))   # 200,000 in use: slow to make here
+        members = [(f"d/f{i}", b"") for i in range(intakeread.MAX_ENTRIES + 1)] + [("reduction.cu", GOOD)]
         path = self.d / "many.zip"
         with zipfile.ZipFile(path, "w") as zf:
             for name, data in members:
                 zf.writestr(name, data)
         sub = read_submission(path, LAB_FILES)
-        self.assertTrue(any(f"more than {intake.MAX_ENTRIES} entries" in p for p in sub.problems), sub.problems[:3])
+        self.assertTrue(any(f"more than {intakeread.MAX_ENTRIES} entries" in p for p in sub.problems), sub.problems[:3])
 
     def test_partial_lab_says_which_file_is_missing(self):
         z = make_zip(self.d / "d.zip", [("bank_model.c", b"int bank_of(unsigned a) { return 0; }\n")])

@@ -1,0 +1,130 @@
+"""What a lab is to the grader (labs.py makes each one): its steps, the
+catalogue's mistakes, its build targets and the Lab itself, with what
+follows from them (the targets to build and their reference's names, the
+runner's arguments for the sanitizers, a Criterion suite's step, the
+points the rubric can give). Nothing here reads a file."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from .rubrictypes import CounterCheck, Rubric
+
+
+@dataclass(frozen=True)
+class Step:
+    num: int
+    ident: str
+    what: str
+    where: str = ""  # the student file of the step
+
+
+@dataclass(frozen=True)
+class Mistake:
+    name: str
+    file: str
+    step: int
+    summary: str
+    caught_by: str
+    expect_failing: str = ""
+    expect_message: str = ""
+    feedback: str = ""   # the line a student reads when the results show this mistake
+    kernel: str = ""     # regex: a sanitizer finding must name a matching kernel or device function
+    finding: str = ""    # regex: ... and its first line must match
+    tests: str = ""      # regex: a test (suite::name) whose failure is this mistake's signature (score.py)
+    message: str = ""    # regex: ... and a message of that test's own that shows it
+
+
+@dataclass(frozen=True)
+class Targets:
+    runner: str
+    tests: str
+    model_tests: str
+    ref_suffix: str
+
+
+@dataclass
+class Lab:
+    name: str
+    stem: str
+    title: str
+    files: tuple[str, ...]
+    model_file: str
+    steps: tuple[Step, ...]
+    rubric: Rubric
+    sanitize: tuple[str, ...]                # runner arguments, one sanitizer run each
+    counter_checks: tuple[CounterCheck, ...]
+    kernels: str                             # regex: the lab's kernel and device function names
+    suite: str                               # Criterion suite name of a step: "step{num}"
+    targets: Targets
+    dir: str                                 # labs/<lab>
+    solution_dir: str                        # solutions/<lab>, or "" in a kit without solutions
+    mistakes: tuple[Mistake, ...] = field(default_factory=tuple)
+    harness: str = ""   # the kit-only checker's harness target (checker.py), set by the pipeline
+    extra_targets: tuple[str, ...] = ()   # built for the object checks only (the CUDA kernels on the CPU path)
+    cpu: bool = False   # graded on the CPU path (no GPU here): the *_cpu test programs and runner
+
+    @property
+    def kernel_file(self) -> str:
+        return self.files[0]
+
+    @property
+    def runner(self) -> str:
+        return self.targets.runner + ("_cpu" if self.cpu else "")
+
+    def step(self, num: int) -> Step | None:
+        for s in self.steps:
+            if s.num == num:
+                return s
+        return None
+
+    def step_of_suite(self, suite: str) -> int | None:
+        m = re.fullmatch(suite_regex(self.suite), suite)
+        return int(m.group(1)) if m else None
+
+    def sanitizer_args(self) -> list[str]:
+        """The runner arguments of each sanitizer run: the manifest's, the
+        first rubric.sanitizers.max_configs of them when that is set."""
+        n = self.rubric.sanitizers.max_configs
+        return list(self.sanitize[:n] if n else self.sanitize)
+
+    def test_binaries(self) -> tuple[str, ...]:
+        tests = self.targets.tests + ("_cpu" if self.cpu and self.targets.tests else "")
+        return tuple(t for t in (self.targets.model_tests, tests) if t)
+
+    def student_targets(self) -> list[str]:
+        """Build targets, in build order: each is built on its own so that one
+        file's compile error costs only what depends on it."""
+        return (list(self.test_binaries()) + [self.runner] + ([self.harness] if self.harness else [])
+                + list(self.extra_targets))
+
+    def ref_name(self, target: str) -> str:
+        """The reference's build of a student target (the CPU path's suffix last)."""
+        if self.cpu and target.endswith("_cpu"):
+            return target.removesuffix("_cpu") + self.targets.ref_suffix + "_cpu"
+        return target + self.targets.ref_suffix
+
+    def ref_targets(self) -> list[str]:
+        """The reference's test programs and runner (last)."""
+        return [self.ref_name(t) for t in list(self.test_binaries()) + [self.runner]]
+
+    def max_points(self, hidden: bool) -> float:
+        """Everything the rubric can give (before exclusions). A step's test
+        points are the same with or without the hidden run: with a secret
+        seed, hidden_share of them move to the hidden data."""
+        r = self.rubric
+        return (sum(r.tests.step_points(s.num) for s in self.steps) + sum(r.sanitizers.points.values())
+                + sum(c.points for c in self.counter_checks) + sum(c.points for c in r.static)
+                + r.performance.points_per_step * len(r.performance.steps))
+
+
+class LabError(Exception):
+    pass
+
+
+def suite_regex(pattern: str) -> str:
+    """'step{num}' -> 'step(\\d+)'."""
+    if pattern.count("{num}") != 1:
+        raise LabError(f"suite pattern '{pattern}' must hold {{num}} once")
+    a, b = pattern.split("{num}")
+    return re.escape(a) + r"(\d+)" + re.escape(b)
