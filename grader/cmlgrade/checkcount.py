@@ -1,0 +1,115 @@
+"""A step's hardware counters, measured by the grader's own Nsight Compute
+run on the kit-only harness (counters_step; counters_report for a lab's
+counter checks, many steps in one marked run where they share a metric),
+and the sum of a metric in ncu's CSV (parse_ncu_csv). What the student's
+code prints counts for nothing."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .checkmarks import marked_ncu_run
+from .gpushare import alone_on
+from .harnessio import write_input
+from .sandbox import Executor
+
+
+# ------------------------------------------------------------ counters (ncu run by the grader on the harness)
+
+def parse_ncu_csv(text: str, metric: str) -> tuple[float, int]:
+    """The sum of `metric` over the kernels ncu's CSV lists, and how many
+    launches it lists."""
+    import csv
+    import io
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    # ncu writes its own "==PROF==" lines into the log too: the table starts at its header row
+    start = next((i for i, r in enumerate(rows) if "Metric Name" in r and "Metric Value" in r), None)
+    if start is None:
+        return 0.0, 0
+    rows = rows[start:]
+    head = rows[0]
+    try:
+        name_at, value_at = head.index("Metric Name"), head.index("Metric Value")
+    except ValueError:
+        return 0.0, 0
+    total, n = 0.0, 0
+    for r in rows[1:]:
+        if len(r) > max(name_at, value_at) and r[name_at] == metric:
+            try:
+                total += float(r[value_at].replace(",", ""))
+            except ValueError:
+                continue
+            n += 1
+    return total, n
+
+
+def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int, metric: str,
+                  out_dir: Path, timeout: float, env: dict[str, str], readable: list[Path],
+                  tag: str) -> tuple[float | None, str]:
+    """A step's counter, measured by Nsight Compute run by the grader on the
+    harness (the checker's counter cases of the step): ncu writes its CSV into
+    a file of the grader's folder, which no student code can write (the
+    object checks refuse file access), so what the student's code prints
+    counts for nothing. (value, "") or (None, why not)."""
+    from .checker import CHECKERS, make_cases   # read when called: checker.py imports this module
+    from .run import find_tool
+    ncu = find_tool("ncu")
+    if ncu is None:
+        return None, "ncu not found"
+    chk = CHECKERS[lab_name]
+    cases = chk.counter_cases(chk.step_cases(make_cases(lab_name, seed, False), step), step)
+    work = out_dir / f"counters-{tag}-step{step}"
+    work.mkdir(parents=True, exist_ok=True)
+    inp, outp, log = work / "input.bin", work / "output.bin", work / "ncu.csv"
+    write_input(inp, step, cases)
+    for p in (outp, log):
+        p.unlink(missing_ok=True)
+    # every kernel the step launches: the harness runs nothing else (the manifest's kernel regex is the
+    # runner's, which launches copies and references too)
+    with alone_on(env):   # Nsight Compute has the GPU to itself (gpushare.py)
+        r = exe.run([ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
+                     str(harness), str(inp), str(outp)],
+                    cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
+    except OSError:
+        text = ""
+    total, n = parse_ncu_csv(text, metric)
+    if r.timed_out:
+        return None, f"timed out after {timeout:.0f} s"
+    if n == 0:
+        why = next((ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "ERR_" in ln or "==ERROR==" in ln), "")
+        return None, why or "ncu profiled no kernel of the step"
+    return total, ""
+
+
+def counters_report(exe: Executor, harness: Path, lab, steps: list[int], seed: int, out_dir: Path, timeout: float,
+                    env: dict[str, str], readable: list[Path], tag: str):
+    """A CounterReport (parsers.py) of the lab's counter checks for `steps`,
+    every value from the grader's own ncu run on the harness."""
+    from .checker import CHECKERS, make_cases   # read when called: checker.py imports this module
+    from .parsers import CounterReport
+    rep = CounterReport(True, "")
+    metrics = {c.metric for c in lab.counter_checks if c.step in steps}
+    if len(metrics) == 1:   # the steps' counters from one marked run (a step that failed in it: alone, below)
+        ck = CHECKERS[lab.name]
+        every = make_cases(lab.name, seed, False)
+        per = {s: ck.counter_cases(ck.step_cases(every, s), s) for s in dict.fromkeys(
+            c.step for c in lab.counter_checks if c.step in steps)}
+        metric = next(iter(metrics))
+        for s, text in marked_ncu_run(exe, harness, lab.name, per, [metric], out_dir / f"counters-{tag}-steps",
+                                      timeout * len(per), env, readable).items():
+            total, n = parse_ncu_csv(text, metric)
+            if n:
+                rep.conflicts[s] = total
+    for chk in lab.counter_checks:
+        if chk.step not in steps or chk.step in rep.conflicts:
+            continue
+        v, why = counters_step(exe, harness, lab.name, chk.step, seed, chk.metric, out_dir, timeout,
+                               env, readable, tag)
+        if v is None:
+            rep.missing[chk.step] = why
+        else:
+            rep.conflicts[chk.step] = v
+    if not rep.conflicts and rep.missing and len(set(rep.missing.values())) == 1:
+        return CounterReport(False, next(iter(rep.missing.values())))
+    return rep

@@ -1,0 +1,109 @@
+"""One Nsight Compute run of the harness over several steps' cases
+(marked_ncu_run), each step's cases after the kit's mark (mark_case,
+hn_mark.cu's kernel), and ncu's CSV of that run split back into each step's
+own at the marks (split_ncu_by_marks). The counters (checkcount.py) and the
+technique traces (checktrace.py) measure many steps in one run with it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .checkbase import FILL_INTS, Case
+from .gpushare import alone_on
+from .harnessio import read_output, write_input
+from .sandbox import Executor
+
+
+MARK_STEP = 0xFFFFFFFF     # harness.h's HN_MARK_STEP
+MARK_KERNEL = "cml_hn_mark"   # hn_mark.cu's kernel: where a step's launches begin
+
+
+def mark_case(step: int) -> Case:
+    """The mark before a step's cases in a traced run of several steps."""
+    return Case(step, 0, 0, b"", f"mark of step {step}", fill=FILL_INTS)
+
+
+def split_ncu_by_marks(text: str, steps: list[int]) -> dict[int, str] | None:
+    """ncu's CSV of a marked run of several steps split at the kit's marks:
+    each step's own CSV (the header and the rows of its launches); None
+    unless the marks are exactly one per step, before any other launch."""
+    import csv
+    import io
+    rows = [r for r in csv.reader(io.StringIO(text)) if r]
+    start = next((i for i, r in enumerate(rows) if "Metric Name" in r and "Kernel Name" in r), None)
+    if start is None:
+        return None
+    head = rows[start]
+    at = {c: head.index(c) for c in ("ID", "Kernel Name") if c in head}
+    if len(at) < 2:
+        return None
+    mine: dict[int, list[list[str]]] = {}
+    marks, seen = 0, set()
+    for r in rows[start + 1:]:
+        if len(r) <= max(at.values()):
+            continue
+        launch = (r[at["ID"]], r[at["Kernel Name"]])   # ncu's IDs count launches in order
+        if launch[1] == MARK_KERNEL:
+            if launch not in seen:
+                if marks >= len(steps):
+                    return None
+                mine[steps[marks]] = []
+                marks += 1
+            seen.add(launch)
+            continue
+        if not marks:
+            return None   # a launch before the first mark: not the harness's order
+        mine[steps[marks - 1]].append(r)
+    return {s: csv_text([head] + got) for s, got in mine.items()} if marks == len(steps) else None
+
+
+def csv_text(rows: list[list[str]]) -> str:
+    import csv
+    import io
+    buf = io.StringIO()
+    csv.writer(buf).writerows(rows)
+    return buf.getvalue()
+
+
+def marked_ncu_run(exe: Executor, harness: Path, lab_name: str, per: dict[int, list[Case]], metrics: list[str],
+                   work: Path, timeout: float, env: dict[str, str], readable: list[Path]) -> dict[int, str]:
+    """One Nsight Compute run of the harness over several steps' cases, each
+    step's after the kit's mark (MARK_STEP, hn_mark.cu): each step's own CSV
+    (split_ncu_by_marks), for the steps whose mark and cases all ended
+    without a CUDA error. A step left out (a sticky error, a hang, marks
+    that are not the grader's) is for the caller to measure alone."""
+    from .checker import CHECKERS   # read when called: checker.py imports this module
+    from .run import find_tool
+    ncu = find_tool("ncu")
+    if ncu is None or len(per) < 2:
+        return {}
+    chk = CHECKERS[lab_name]
+    steps = list(per)
+    cases: list[Case] = []
+    order: list[int] = []
+    for s in steps:
+        cases += [mark_case(s)] + per[s]
+        order += [MARK_STEP] + [s] * len(per[s])
+    work.mkdir(parents=True, exist_ok=True)
+    inp, outp, log = work / "input.bin", work / "output.bin", work / "ncu.csv"
+    write_input(inp, order, cases)
+    for p in (outp, log):
+        p.unlink(missing_ok=True)
+    cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
+           "--metrics", ",".join(metrics), str(harness), str(inp), str(outp)]
+    with alone_on(env):   # Nsight Compute has the GPU to itself (gpushare.py)
+        r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace")[:1 << 24] if log.is_file() else ""
+    except OSError:
+        text = ""
+    outs = read_output(outp, cases, [0 if o == MARK_STEP else chk.out_bytes(c) for o, c in zip(order, cases)])
+    split = None if r.timed_out else split_ncu_by_marks(text, steps)
+    if split is None:
+        return {}
+    got, k = {}, 0
+    for s in steps:
+        ended = outs[k:k + 1 + len(per[s])]   # its mark and its cases
+        k += 1 + len(per[s])
+        if all(o is not None and o.err == 0 for o in ended):
+            got[s] = split[s]
+    return got
