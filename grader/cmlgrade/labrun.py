@@ -1,26 +1,25 @@
 """The lab stage of a batch (pipeline.Pipeline's part): each built lab run
 on its GPU worker (or the CPU path): the tests and the kit-only checks,
 the sanitizers or the CPU path's checks, the counters and the timing
-against the reference."""
+against the reference.
+
+This module runs a lab's tests and kit-only checks, and each lab's stages
+in order on its GPU worker (LabStage._run_lab); the sanitizers, the CPU
+path's checks, the counters and the timing are labmeasure.py's
+(MeasureStage, the other mixin Pipeline inherits)."""
 from __future__ import annotations
 
-import hashlib
 import queue
-from contextlib import ExitStack
 from dataclasses import dataclass
-from functools import partial
 from pathlib import Path
 
-from . import gpuhold, gpushare
 from . import run as R
 from .build import clock
-from .checker import CHECKERS, counters_report
 from .labs import Lab
 from .parsers import TestOutcome
 from .progress import Progress
-from .reftime import perf_lab
-from .results import LabRun, PerfResult
-from .stagebase import HARNESS_REPEATS, NO_REFERENCE, PUBLIC_SEED, _Job, safe_name
+from .results import LabRun
+from .stagebase import PUBLIC_SEED, _Job, safe_name
 from .trust import KIT_CHECK_BINARY, run_kit_checks, scrub_outcomes, student_seed
 
 
@@ -72,28 +71,6 @@ class _At:
 
 class LabStage:
     """Pipeline's lab runs (a mixin: the state is Pipeline's)."""
-
-    @staticmethod
-    def _timed_steps(lab: Lab) -> list[int]:
-        """The [performance] steps the kit-only harness times (checker.py)."""
-        chk = CHECKERS.get(lab.name)
-        return [s for s in lab.rubric.performance.steps
-                if chk is not None and chk.timing_case(s, 1, 0) is not None]
-
-    @staticmethod
-    def _counted_by_harness(lab: Lab) -> bool:
-        """Counters from the grader's ncu run on the kit-only harness (not
-        from the student-linked runner's --counters lines)."""
-        return bool(lab.harness) and not lab.cpu and lab.name in CHECKERS and all(c.metric for c in lab.counter_checks)
-
-    def _timed_case(self, lab: Lab, step: int):
-        """The harness-timed case of a step, None where the runner times it."""
-        if not lab.harness or lab.cpu or not lab.solution_dir or step not in self._timed_steps(lab):
-            return None
-        # a seed of its own for each step: steps timed in one harness run never get the same data
-        seed = int.from_bytes(hashlib.sha256(f"{self.timing_seed}|{step}".encode()).digest()[:8], "little") >> 1
-        return CHECKERS[lab.name].timing_case(step, HARNESS_REPEATS, seed)
-
 
     def _run_lab(self, job: _Job, gpu: str | None, progress: Progress) -> None:
         """A built lab's runs on `gpu` (None: the CPU path or no device), in
@@ -229,134 +206,6 @@ class LabStage:
             else:
                 rest.outcomes[key] = o
         return rest, taken
-
-    def _cpu_checks(self, at: _At) -> None:
-        """The CPU path's bounds and race checks (memcheck's and racecheck's
-        stand-ins) over the steps that pass their tests."""
-        lab, run = at.job.lab, at.job.run
-        steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
-        for tool in [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS]:
-            if not steps:
-                run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
-                continue
-            if at.deadline.expired():
-                run.timed_out.append(f"CPU path check for {tool}")
-                continue
-            at.say(f"CPU path check for {tool}")
-            rep, cfg = R.run_cpu_check(self.student_exe, tool, at.bdir / lab.runner, lab.sanitizer_args(),
-                                       at.deadline, lab.rubric.sanitizers.timeout_s, at.out, at.env, at.readable,
-                                       ",".join(map(str, steps)))
-            run.sanitizers[tool], run.sanitizer_configs[tool] = rep, cfg
-
-    def _sanitizers(self, at: _At, steps: list[int]) -> None:
-        """compute-sanitizer's tools over the passing steps, and the tools
-        the mistake catalogue names for failing steps (a diagnosis, no points)."""
-        lab, run, deadline = at.job.lab, at.job.run, at.deadline
-        runner = at.bdir / lab.runner
-
-        def sanitize(tool: str):
-            if deadline.expired():
-                return None
-            return R.run_sanitizer(self.student_exe, tool, runner, lab.sanitizer_args(), deadline,
-                                   lab.rubric.sanitizers.timeout_s, at.out, at.env, at.readable,
-                                   ",".join(map(str, steps)))
-        tools = list(lab.rubric.sanitizers.points)
-        # the tools side by side, each over the passing steps (a tool's configs one after another)
-        reports = R.side_by_side([partial(sanitize, t) for t in tools], R.GPU_SIDE_BY_SIDE) if steps else []
-        for tool, got in zip(tools, reports or [None] * len(tools)):
-            if not steps:
-                run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
-            elif got is None:
-                run.timed_out.append(f"compute-sanitizer {tool}")
-            else:
-                run.sanitizers[tool], run.sanitizer_configs[tool] = got
-        # diagnosis, no points: where the mistake catalog names a tool for
-        # a step whose tests fail (a race that garbles the answer), run it
-        # on that step so the feedback can say why
-        failing = R.failing_steps(run.tests.get("public", {}), lab.step_of_suite)
-        for tool in lab.rubric.sanitizers.points:
-            diag = sorted({m.step for m in lab.mistakes if m.caught_by == tool and m.step in failing})
-            if not diag or deadline.expired():
-                continue
-            rep, _ = R.run_sanitizer(self.student_exe, tool, runner, list(lab.sanitize[:1]),
-                                     deadline, lab.rubric.sanitizers.timeout_s, at.out, at.env, at.readable,
-                                     ",".join(map(str, diag)))
-            run.diagnoses[tool] = (diag, rep)
-
-    def _counters(self, at: _At, steps: list[int]) -> None:
-        """Nsight Compute's counters of the passing steps the lab counts."""
-        lab, run, deadline = at.job.lab, at.job.run, at.deadline
-        counter_steps = [c.step for c in lab.counter_checks if c.step in steps]
-        if not counter_steps:
-            return
-        if deadline.expired():
-            run.timed_out.append("counters")
-            return
-        at.say("counters")
-        if self._counted_by_harness(lab):   # the grader's own ncu run on the kit-only harness
-            run.counters = counters_report(self.student_exe, at.bdir / lab.harness, lab, counter_steps,
-                                           PUBLIC_SEED, at.out, deadline.limit(lab.rubric.counters.timeout_s),
-                                           at.env, at.readable, "student")
-        else:
-            run.counters = R.run_counters(self.student_exe, at.bdir / lab.runner, counter_steps,
-                                          deadline.limit(lab.rubric.counters.timeout_s), at.out, at.env,
-                                          at.readable)
-
-    def _timing(self, at: _At, steps: list[int]) -> None:
-        """The passing timed steps against the reference, the GPU held alone."""
-        lab, gpu, deadline = at.job.lab, at.gpu, at.deadline
-        pr = lab.rubric.performance
-        with ExitStack() as hold:
-            if pr.steps:
-                at.say("timing against the reference")
-            if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():
-                # nothing else runs on this GPU while it is timed: not the grader's other (gpushare.py)
-                # workers, and not the kit's test binaries (gpuhold.py: those running there end first, new ones wait
-                # or go to another GPU)
-                hold.enter_context(gpushare.share_of(gpu).alone())
-                unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None, deadline))
-                if unheld:
-                    at.say(f"timing beside other work: {unheld}")
-            self._time_steps(at.job, gpu, steps, deadline, at.out, at.env, at.readable)
-
-    def _sanitizers_not_run(self, lab: Lab, run: LabRun, why: str) -> None:
-        """The sanitizer checks this machine would have run on the lab (every
-        tool on a GPU, the CPU path's own on the CPU path), failed, not "not
-        measured": a refused or missing lab has everyone's maximum."""
-        measurable = (list(lab.rubric.sanitizers.points) if self.gpu_ok else
-                      [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS] if lab.cpu else [])
-        for tool in measurable:
-            run.sanitizers[tool] = R.SanitizerReport("not_run", why, 0, None)
-
-    def _time_steps(self, job: _Job, gpu: str | None, steps: list[int], deadline, out: Path, env: dict[str, str],
-                    readable: list[Path]) -> None:
-        """The performance lines: each passing timed step against the reference."""
-        lab, run, bdir = job.lab, job.run, job.build_dir
-        runner = bdir / lab.runner
-        pr = lab.rubric.performance
-        by_harness = {}
-        for s in pr.steps:
-            if s not in steps:
-                continue  # a wrong or hanging step is not timed
-            if not lab.solution_dir:   # nothing to time it against
-                run.perf[s] = PerfResult(s, None, None, True, note=NO_REFERENCE)
-                continue
-            case = self._timed_case(lab, s)
-            if case is not None:   # timed by the kit-only harnesses, all such steps at once (below)
-                by_harness[s] = case
-                continue
-            if deadline.expired():
-                run.timed_out.append(f"performance step {s}")
-                continue
-            perf = R.run_perf if self.ref_times is None else partial(self.ref_times.perf, key=(gpu, lab.name))
-            run.perf[s] = perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
-                               s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
-        if by_harness and deadline.expired():
-            run.timed_out += [f"performance step {s}" for s in sorted(by_harness)]
-        elif by_harness:   # student and reference interleaved, every step in one harness run a side and round
-            run.perf.update(perf_lab(self.student_exe, self.trusted, bdir / lab.harness,
-                                     self.ref_build / f"{lab.stem}_harness_ref", lab.name, by_harness, deadline,
-                                     pr.timeout_s, out, env, readable))
 
     def _gpu_worker(self, gpu: str | None, q: queue.Queue, progress: Progress, errors: list) -> None:
         while True:

@@ -6,7 +6,7 @@ the reference does not build) raises GraderError.
 
 The stages, a module each: intake (intake.py), builds and object checks
 (building.py), the reference's runs (refruns.py), each lab's runs: tests,
-kit-only checks, sanitizers, counters, timing (labrun.py), scoring
+kit-only checks (labrun.py), sanitizers, counters, timing (labmeasure.py), scoring
 (score.py), reports (report.py); what they share is stagebase.py, the
 progress lines progress.py. This module prepares the batch, hands each
 stage its work and gathers the results."""
@@ -26,6 +26,7 @@ from .building import BuildStage
 from .cache import ResultCache, gpu_names
 from .intake import Submission
 from .kitslots import SlotPool
+from .labmeasure import MeasureStage
 from .labrun import LabStage
 from .labs import Lab
 from .progress import Progress
@@ -39,7 +40,7 @@ from .stagebase import CPU_PATH, NO_REFERENCE, PUBLIC_SEED, STUDENT_EDITION, Gra
 from .trust import harness_target
 
 
-class Pipeline(BuildStage, RefStage, LabStage):
+class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
     def __init__(self, opts: Options, labs: list[Lab], runner=run_process):
         self.opts, self.labs, self.runner = opts, labs, runner
         self.trusted = Executor(Sandbox(None, ""), runner)

@@ -30,7 +30,7 @@ from pathlib import Path
 import helpers  # noqa: F401  (import path)
 from helpers import labs, tmpdir
 
-from cmlgrade import checker, objcheck, trust
+from cmlgrade import checker, kitchecks, objcheck, trust
 from cmlgrade.results import LabRun, StudentResult
 from cmlgrade.sandbox import Executor, Sandbox, become_subreaper, run_process
 from cmlgrade.score import score_lab
@@ -1022,7 +1022,7 @@ class OneHarnessProcess(unittest.TestCase):
         run, ref = LabRun(lab.name), LabRun(lab.name)
         cases = checker.make_cases   # the CPU path's sizes either way: the stand-in transposes in Python
         self.out = tmpdir(self)
-        with unittest.mock.patch.object(trust, "_technique"), \
+        with unittest.mock.patch.object(kitchecks, "_technique"), \
                 unittest.mock.patch.object(checker, "make_cases", lambda name, seed, _: cases(name, seed, True)):
             trust.run_kit_checks(Executor(Sandbox(None, "")), lab, run, ref, harness,
                                  [("public", None), ("hidden", 777)], 4242, self.out, step_limit,

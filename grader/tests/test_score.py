@@ -280,7 +280,7 @@ class KitCheckTests(unittest.TestCase):
         """score_lab after run_kit_checks with these checker verdicts (step ->
         (failed, total), missing steps right): the harness is not run."""
         from unittest import mock
-        from cmlgrade import trust
+        from cmlgrade import kitchecks, trust
         from cmlgrade.checker import StepVerdict
         from cmlgrade.run import Deadline
 
@@ -298,7 +298,7 @@ class KitCheckTests(unittest.TestCase):
         if hidden is not None:
             ref.tests["hidden"] = {"b": BinaryRun("b", True, outcomes(self.spec_of()))}
             seeds.append(("hidden", 12345))
-        with mock.patch("cmlgrade.checker.check_step", check_step), mock.patch.object(trust, "_technique"):
+        with mock.patch("cmlgrade.checker.check_step", check_step), mock.patch.object(kitchecks, "_technique"):
             trust.run_kit_checks(None, self.lab, run, ref, Path("/nonexistent"), seeds, 1, Path("/nonexistent"), 60,
                                  Deadline(600), {}, [], True)
         return run, score_lab(self.lab, run, ref)
@@ -362,7 +362,7 @@ class KitCheckTests(unittest.TestCase):
         """_technique takes a step's verdict (ok False) while every case is
         right (failed 0): no share of right cases earns anything then."""
         from unittest import mock
-        from cmlgrade import trust
+        from cmlgrade import kitchecks, trust
         from cmlgrade.checker import StepVerdict
         from cmlgrade.run import Deadline
 
@@ -376,7 +376,7 @@ class KitCheckTests(unittest.TestCase):
                                  "loads and 0 stores")
         ref = lab_run(self.lab, self.spec_of())
         run = lab_run(self.lab, self.spec_of())
-        with mock.patch("cmlgrade.checker.check_step", check_step), mock.patch.object(trust, "_technique", technique):
+        with mock.patch("cmlgrade.checker.check_step", check_step), mock.patch.object(kitchecks, "_technique", technique):
             trust.run_kit_checks(None, self.lab, run, ref, Path("/nonexistent"), [("public", None)], 1,
                                  Path("/nonexistent"), 60, Deadline(600), {}, [], True)
         it = item(score_lab(self.lab, run, ref), "step 3 sequential")
