@@ -69,7 +69,10 @@ def make_cases(lab_name: str, seed: int, cpu: bool) -> list[Case]:
 
 
 def bind_build(build_dir: Path) -> None:
-    """The labs' verifiers (specs.py) are those of this build of the kit."""
+    """The labs' verifiers (specs.py) are those of this build of the kit;
+    the cases another build's made are forgotten."""
+    with _LOCK:
+        _CACHE.clear()
     checks.bind(build_dir, CHECKERS)
 
 

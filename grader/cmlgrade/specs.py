@@ -47,8 +47,13 @@ class SpecChecker:
         self._lock = threading.Lock()
 
     def bind(self, build_dir: Path) -> None:
-        """Use the verifier of this build of the kit."""
-        self.verifier = Path(build_dir) / f"{self.stem}_verify"
+        """Use the verifier of this build of the kit (what another one
+        described is forgotten)."""
+        verifier = Path(build_dir) / f"{self.stem}_verify"
+        with self._lock:
+            if verifier != self.verifier:
+                self._described.clear()
+            self.verifier = verifier
 
     def _run(self, args: list[str], what: str) -> str:
         if self.verifier is None or not self.verifier.is_file():

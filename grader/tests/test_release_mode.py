@@ -9,7 +9,7 @@ import unittest
 from pathlib import Path
 from unittest import mock
 
-from helpers import KIT, labs, tmpdir
+from helpers import KIT, fake_build, labs, tmpdir
 
 from cmlgrade import building, labrun
 from cmlgrade.intake import Submission
@@ -49,6 +49,9 @@ class FakeKit:
         if name == "cmake" and "--target" in argv:
             build = Path(argv[argv.index("--build") + 1])
             for t in self.targets(argv):
+                if t.endswith("_verify"):   # the lab's verifier: the kit's real one (helpers.fake_build)
+                    fake_build(["cmake", "--build", str(build), "--target", t])
+                    continue
                 if t.endswith("_ref"):
                     return ProcResult(argv, 2, "", f"gmake: *** No rule to make target '{t}'.  Stop.\n", False, 0.1)
                 if t in self.unbuilt:
