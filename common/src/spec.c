@@ -108,6 +108,22 @@ int cml_spec_group_cases(const cml_spec *spec, const char *group, uint64_t seed,
     return 0; /* no such group: a spelling mistake in the tests */
 }
 
+int cml_spec_outside_write(const uint32_t *before, const uint32_t *after, uint64_t guard, const char *name, char *msg,
+                           size_t cap)
+{
+    for (uint64_t k = 0; k < guard; ++k) /* the zone before ends at the output's first word */
+        if (before[k] != 0xffffffffu) {
+            snprintf(msg, cap, "a write outside %s, %llu floats before %s", name, (unsigned long long)(guard - k), name);
+            return 1;
+        }
+    for (uint64_t k = 0; k < guard; ++k)
+        if (after[k] != 0xffffffffu) {
+            snprintf(msg, cap, "a write outside %s, %llu floats past %s's end", name, (unsigned long long)(k + 1), name);
+            return 1;
+        }
+    return 0;
+}
+
 /* ------------------------------------------------------------------ the verifier */
 
 static void json_string(FILE *f, const char *s)
@@ -150,7 +166,7 @@ static int describe(const cml_spec *spec, const cml_cases *list)
     }
     printf("],\n \"timing\": {");
     for (int s = 1, first = 1; s <= SPEC_MAX_STEP; ++s) {
-        cml_timing t;
+        cml_spec_timing t;
         memset(&t, 0, sizeof t);
         if (!spec->timing || !spec->timing(s, &t))
             continue;

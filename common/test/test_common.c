@@ -18,6 +18,7 @@
 #include "cml/cml_ncu.h"
 #include "cml/cml_report.h"
 #include "cml/cml_rng.h"
+#include "cml/cml_spec.h"
 #include "cml/cml_steps.h"
 #include "cml/cml_timing.h"
 
@@ -783,4 +784,35 @@ Test(buffer, hashes_in_pieces_as_in_one_go)
     cr_expect_eq(whole, pieces);
     data[999] ^= 1;
     cr_expect_neq(cml_hash_bytes(data, sizeof data, 0), whole, "one changed bit must change the hash");
+}
+
+/* cml_spec_outside_write: a write into either guard zone of a spec's output
+ * is found and placed (4 guard words each side of 5 output words). */
+Test(spec, a_write_into_either_guard_zone_is_found_and_placed)
+{
+    uint32_t w[4 + 5 + 4];
+    char msg[120];
+    for (int at = -1; at < 13; ++at) {
+        for (int k = 0; k < 13; ++k)
+            w[k] = k >= 4 && k < 9 ? 7u : 0xffffffffu;
+        if (at >= 0)
+            w[at] = 0;
+        int hit = cml_spec_outside_write(w, w + 9, 4, "out", msg, sizeof msg);
+        cr_expect_eq(hit, at >= 0 && (at < 4 || at >= 9), "a write at word %d", at);
+    }
+    w[3] = 0;
+    cr_assert(cml_spec_outside_write(w, w + 9, 4, "out", msg, sizeof msg));
+    cr_expect_str_eq(msg, "a write outside out, 1 floats before out");
+    w[0] = 0;
+    cr_assert(cml_spec_outside_write(w, w + 9, 4, "out", msg, sizeof msg));
+    cr_expect_str_eq(msg, "a write outside out, 4 floats before out");
+    for (int k = 0; k < 4; ++k)
+        w[k] = 0xffffffffu;
+    w[9] = 0;
+    cr_assert(cml_spec_outside_write(w, w + 9, 4, "C", msg, sizeof msg));
+    cr_expect_str_eq(msg, "a write outside C, 1 floats past C's end");
+    w[9] = 0xffffffffu;
+    w[12] = 0;
+    cr_assert(cml_spec_outside_write(w, w + 9, 4, "C", msg, sizeof msg));
+    cr_expect_str_eq(msg, "a write outside C, 4 floats past C's end");
 }

@@ -575,16 +575,10 @@ static int judge_abt(const cml_case *c, int step, const uint32_t *words, char *m
 {
     const int t = BANKS_TILE;
     size_t batch = (size_t)c->a, n = batch * MATRIX, used = 0;
-    for (size_t k = 0; k < 2 * GUARD; ++k) {
-        size_t at = k < GUARD ? k : n + k; /* before C, then past its end */
-        if (words[at] != BANKS_HARNESS_POISON) {
-            if (k < GUARD)
-                APPEND("a write outside C, %zu floats before C", (size_t)GUARD - k);
-            else
-                APPEND("a write outside C, %zu floats past C's end", k - GUARD + 1);
-            APPEND(": an index past the matrix, or a block for a matrix that does not exist");
-            return 0;
-        }
+    if (cml_spec_outside_write(words, words + GUARD + n, GUARD, "C", msg, cap)) {
+        used = strlen(msg);
+        APPEND(": an index past the matrix, or a block for a matrix that does not exist");
+        return 0;
     }
     const float *a = (const float *)c->data, *b = a + n;
     float got_c;
@@ -674,7 +668,7 @@ static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, 
  * 256 MiB each, far past L2. Inputs in [-1, 1): sum|a b| < 32, and each of
  * the two harnesses is within 32 u sum|a b| of the exact product, so they
  * differ by at most 2 * 32 * 32 u. */
-static int timing(int step, cml_timing *t)
+static int timing(int step, cml_spec_timing *t)
 {
     if (step != 6 && step != 7)
         return 0;

@@ -396,7 +396,7 @@ static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, 
  * either harness is within gamma_n * sum|w||in| of the exact one (n taps);
  * with |w|, |in| < 1 that sum is below n, so a sampled word is within
  * 2 * gamma_n * n of the reference's. */
-static int timing(int step, cml_timing *t)
+static int timing(int step, cml_spec_timing *t)
 {
     if (step < 6 || step > 8)
         return 0;

@@ -322,24 +322,12 @@ static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, 
     free(C);
     if (!right)
         return 0;
-    for (uint64_t x = 0; x < gw; ++x) /* the zone before C ends at its first element */
-        if (w[mn + x] != 0xffffffffu) {
-            snprintf(msg, cap, "the kernel wrote outside C: %llu floats before C's first element",
-                     (unsigned long long)(gw - x));
-            return 0;
-        }
-    for (uint64_t x = 0; x < gw; ++x)
-        if (w[mn + gw + x] != 0xffffffffu) {
-            snprintf(msg, cap, "the kernel wrote outside C: at C[%llu], past its last element C[%llu]",
-                     (unsigned long long)(mn + x), (unsigned long long)(mn - 1));
-            return 0;
-        }
-    return 1;
+    return !cml_spec_outside_write(w + mn, w + mn + gw, gw, "C", msg, cap); /* C, then the zones before and after */
 }
 
 /* The [performance] steps (3, 6, 8, 9): the results pages' 4096^3 (A, B
  * and C 64 MiB each: past the L2), floats in [-1, 1) made by the harness. */
-static int timing(int step, cml_timing *t)
+static int timing(int step, cml_spec_timing *t)
 {
     if (step != 3 && step != 6 && step != 8 && step != 9)
         return 0;

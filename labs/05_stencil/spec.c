@@ -244,23 +244,6 @@ static uint64_t out_bytes(const cml_case *c)
     return c->kind == REFUSE ? 4 : 4 * (c->count - HEAD + 2 * GUARD);
 }
 
-/* The first poisoned word of out's guard zones that a launch changed:
- * where, for a student. 0 when both are intact. */
-static int outside_write(const uint32_t *words, uint64_t n, char *msg, size_t cap)
-{
-    for (uint64_t k = 0; k < GUARD; ++k)
-        if (words[k] != POISON) {
-            snprintf(msg, cap, "a write outside out, %llu floats before out", (unsigned long long)(GUARD - k));
-            return 1;
-        }
-    for (uint64_t k = 0; k < GUARD; ++k)
-        if (words[GUARD + n + k] != POISON) {
-            snprintf(msg, cap, "a write outside out, %llu floats past out's end", (unsigned long long)(k + 1));
-            return 1;
-        }
-    return 0;
-}
-
 static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, char *msg, size_t cap)
 {
     uint64_t want_bytes = out_bytes(c);
@@ -282,7 +265,7 @@ static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, 
     }
     uint64_t n = c->count - HEAD;
     char where[96];
-    if (outside_write(words, n, where, sizeof where)) {
+    if (cml_spec_outside_write(words, words + GUARD + n, GUARD, "out", where, sizeof where)) {
         snprintf(msg, cap, "%s: a point past the edge of the grid written without a bounds check (the last tiles "
                  "hang over the grid)", where);
         return 0;
@@ -327,7 +310,7 @@ static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, 
 /* The lab's results sizes: 512 MiB in and out each, far past L2. The
  * harness fills the data (floats in [-1, 1)) and takes the coefficients
  * from its first HEAD words. */
-static int timing(int step, cml_timing *t)
+static int timing(int step, cml_spec_timing *t)
 {
     int nx, ny = 1, nz = 1, terms;
     if (step == 1) {

@@ -184,7 +184,7 @@ static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, 
 
 /* 8192 x 8193 floats, 256 MiB each way, a side that is not a multiple of
  * the tile; exact, so the timed samples must equal the reference's. */
-static int timing(int step, cml_timing *t)
+static int timing(int step, cml_spec_timing *t)
 {
     if (step < 1 || step > TRANSPOSE_NUM_STEPS)
         return 0;

@@ -83,7 +83,7 @@ typedef struct cml_group {
 
 /* A timed step's case (harness.h): its data made by the harness from a
  * public seed (fill), never a hidden test's. */
-typedef struct cml_timing {
+typedef struct cml_spec_timing {
     uint32_t kind;
     uint64_t a, b, count;
     uint32_t fill;             /* harness.h: 1 ints, 2 floats */
@@ -92,7 +92,7 @@ typedef struct cml_timing {
     uint64_t flops;            /* the operations it must do (0: not a library-bound lab) */
     double close_rel, close_abs; /* a sampled word within close_rel * |ref| + close_abs of the reference's
                                     (both 0: exactly equal bits) */
-} cml_timing;
+} cml_spec_timing;
 
 typedef struct cml_spec {
     const char *lab;           /* e.g. "04_reduction" */
@@ -102,10 +102,18 @@ typedef struct cml_spec {
     /* 1 when out (nbytes) is right for step; else 0 and what is wrong in msg */
     int (*judge)(const cml_case *c, int step, const void *out, uint64_t nbytes, char *msg, size_t cap);
     /* a timed step's case: 1 and *t, or 0 where the step is not timed */
-    int (*timing)(int step, cml_timing *t);
+    int (*timing)(int step, cml_spec_timing *t);
     /* interface functions that take host data to upload (and so may call cudaMemcpy): "a,b" or "" */
     const char *host_copies_in;
 } cml_spec;
+
+/* A judge's guard-zone check: `guard` words before an output (`before`)
+ * and after it (`after`), each still harness.h's poison 0xffffffff unless
+ * a kernel wrote there. 0 when both are untouched; else 1 and, in msg,
+ * "a write outside NAME, 3 floats before NAME" or "..., 1 floats past
+ * NAME's end" (the first written word, in memory order). */
+int cml_spec_outside_write(const uint32_t *before, const uint32_t *after, uint64_t guard, const char *name, char *msg,
+                           size_t cap);
 
 /* The lab's spec: labs/<lab>/spec.c, in every program of the lab that links it. */
 extern const cml_spec cml_lab_spec;

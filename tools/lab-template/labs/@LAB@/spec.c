@@ -72,13 +72,10 @@ static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, 
                  (unsigned long long)out_bytes(c));
         return 0;
     }
-    for (size_t k = 0; k < 2 * GUARD; ++k) {
-        size_t at = k < GUARD ? k : GUARD + n + (k - GUARD);
-        if (w[at] != 0xffffffffu) {
-            snprintf(msg, cap, "a write outside out, %zu floats %s: a thread past the end of the array without an "
-                     "i < n check", k < GUARD ? GUARD - k : k - GUARD + 1, k < GUARD ? "before out" : "past out's end");
-            return 0;
-        }
+    if (cml_spec_outside_write(w, w + GUARD + n, GUARD, "out", msg, cap)) {
+        size_t used = strlen(msg);
+        snprintf(msg + used, used < cap ? cap - used : 0, ": a thread past the end of the array without an i < n check");
+        return 0;
     }
     float *got = (float *)malloc(n * sizeof *got), a;
     if (!got) {
