@@ -34,6 +34,28 @@ foreach(ratio "% max" "100% =" "x cuBLAS" "x CUB" "x step before")
   endif()
 endforeach()
 message("${name} --step all ${ARGS}: exit ${rc}, ${ntimed} of ${nrows} step rows timed (emulated)")
+
+# A lab with --sweep (its help lists it): the sweep's JSON on the CPU path,
+# 1 MiB and 2 MiB, emulated, the step's times alone (no copy beside them).
+execute_process(COMMAND "${RUNNER}" --help OUTPUT_VARIABLE help ERROR_QUIET)
+if(help MATCHES "--sweep ")
+  execute_process(COMMAND "${RUNNER}" --sweep --sweep-max 2M --repeat 1 --json
+    RESULT_VARIABLE src OUTPUT_VARIABLE sjson ERROR_VARIABLE serr TIMEOUT 800)
+  string(JSON npoints ERROR_VARIABLE jerr LENGTH "${sjson}" sweep points)
+  if(NOT src EQUAL 0 OR jerr)
+    list(APPEND problems "--sweep --sweep-max 2M --json: exit ${src}, not a sweep's JSON (${jerr}): ${sjson}${serr}")
+  else()
+    string(JSON emulated GET "${sjson}" emulated)
+    string(JSON b0 GET "${sjson}" sweep points 0 bytes)
+    string(JSON b1 ERROR_VARIABLE none GET "${sjson}" sweep points 1 bytes)
+    string(JSON copy ERROR_VARIABLE no_copy GET "${sjson}" sweep points 0 memcpy)
+    if(NOT npoints EQUAL 2 OR NOT emulated STREQUAL "ON" OR b0 GREATER 1048576 OR NOT b1 GREATER b0 OR NOT no_copy)
+      list(APPEND problems "--sweep --sweep-max 2M: expected two emulated points (about 1 and 2 MiB) and no copy "
+        "beside them; got ${npoints} points, emulated ${emulated}, bytes ${b0} and ${b1}, memcpy '${copy}'")
+    endif()
+    message("${name} --sweep --sweep-max 2M: ${npoints} sizes (${b0} and ${b1} bytes), emulated")
+  endif()
+endif()
 if(problems)
   list(JOIN problems "; " problems)
   message(FATAL_ERROR "${problems}\n--- stdout:\n${out}\n--- stderr:\n${err}")

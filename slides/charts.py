@@ -183,6 +183,14 @@ class Svg:
         self.out.append(f'<line x1="{x1:.1f}" y1="{y1:.1f}" x2="{x2:.1f}" y2="{y2:.1f}" '
                         f'stroke="{stroke}" stroke-width="{width}"{d}/>')
 
+    def polyline(self, points, stroke, width=2, dash=None):
+        d = f' stroke-dasharray="{dash}"' if dash else ""
+        pts = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
+        self.out.append(f'<polyline points="{pts}" fill="none" stroke="{stroke}" stroke-width="{width}"{d}/>')
+
+    def circle(self, x, y, r, fill):
+        self.out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="{r:g}" fill="{fill}"/>')
+
     def done(self):
         return "\n".join(self.out + ["</svg>", ""])
 
@@ -447,6 +455,15 @@ def addresses_chart(series, title, slide=False):
     return svg.done()
 
 
+def _rate_grid(svg, left, plot_w, yof, ymax, tick):
+    """The horizontal grid lines of a rate axis, every tick from 0 to ymax, labelled."""
+    v = 0.0
+    while v <= ymax + 1e-9:
+        svg.line(left, yof(v), left + plot_w, yof(v), stroke="#dddddd", dash="3,3")
+        svg.text(left - 6, yof(v) + 4, f"{v:,.0f}", size=11, anchor="end", fill="#555555")
+        v += tick
+
+
 def gflops_chart(series, title, slide=False):
     """Lab 03: each step's GFLOP/s as a bar, the library (cuBLAS) measured in the same run as a line."""
     fs = 1.6 if slide else 1.0
@@ -491,11 +508,7 @@ def gflops_chart(series, title, slide=False):
     def yof(v):
         return top + plot_h - v / ymax * plot_h
 
-    v = 0.0
-    while v <= ymax + 1e-9:
-        svg.line(left, yof(v), left + plot_w, yof(v), stroke="#dddddd", dash="3,3")
-        svg.text(left - 6, yof(v) + 4, f"{v:,.0f}", size=11, anchor="end", fill="#555555")
-        v += tick
+    _rate_grid(svg, left, plot_w, yof, ymax, tick)
     for i, (label, data) in enumerate(series):
         colour = SERIES[i % len(SERIES)]
         for j, step in enumerate(steps):
@@ -528,11 +541,90 @@ def gflops_chart(series, title, slide=False):
     return svg.done()
 
 
+def _bytes_words(b):
+    return f"{b / 2 ** 30:g} GiB" if b >= 2 ** 30 else f"{b / 2 ** 20:g} MiB"
+
+
+def sweep_chart(series, title, slide=False):
+    """`--sweep`: the step's rate against the bytes a run moves (log scale),
+    the copy kernel and cudaMemcpy on as many bytes beside it, L2's size marked."""
+    fs = 1.5 if slide else 1.0
+    width, plot_h = (1000, 330) if slide else (720, 300)
+    n = len(series)
+    left, right = int(70 * fs), int(150 * fs)
+    top = (14 if slide else 64) + (18 * fs * n if n > 1 else 0) + 12
+    height = int(top + plot_h + 44 * fs + (0 if slide else 12 + 15 * n))
+    svg = Svg(width, height, title, fs)
+    if not slide:
+        svg.text(12, 24, title, size=16, weight="bold")
+        svg.text(12, 44, f"{unit_of(series[0][1])} against the bytes one run moves (log scale); the copies "
+                 "move as many, timed at each size", size=12, fill="#555555")
+    pts = [p for _, d in series for p in d["sweep"]["points"]]
+    lo = min(p["bytes"] for p in pts)
+    hi = max(p["bytes"] for p in pts)
+    top_rate = max(max(p["rate"], p.get("copy_kernel", 0), p.get("memcpy", 0)) for p in pts)
+    tick = _nice_step(top_rate * 1.1)
+    ymax = tick * math.ceil(top_rate * 1.08 / tick)
+    plot_w = width - left - right
+    span = max(math.log2(hi) - math.log2(lo), 1)
+
+    def xof(b):
+        return left + (math.log2(b) - math.log2(lo)) / span * plot_w
+
+    def yof(v):
+        return top + plot_h - v / ymax * plot_h
+    _rate_grid(svg, left, plot_w, yof, ymax, tick)
+    b = lo
+    while b <= hi * 1.0001:
+        svg.line(xof(b), yof(0), xof(b), yof(0) + 4, stroke="#555555")
+        svg.text(xof(b), yof(0) + 17 * fs, _bytes_words(b), size=10, anchor="middle", fill="#555555")
+        b *= 4
+    svg.line(left, yof(0), left + plot_w, yof(0), stroke="#555555")
+    l2s = []
+    for label, data in series:  # each GPU's L2, once a size
+        l2 = data.get("l2_bytes") or 0
+        if lo <= l2 <= hi and l2 not in [b for b, _ in l2s]:
+            l2s.append((l2, label))
+    for i, (l2, label) in enumerate(l2s):
+        svg.line(xof(l2), top, xof(l2), yof(0), stroke="#555555", dash="5,4")
+        svg.text(xof(l2) + 4, top + 12 + 14 * i, f"L2 {_bytes_words(l2)}" + (f" ({label})" if len(l2s) > 1 else ""),
+                 size=11, fill="#555555")
+    y = 18 if slide else 54
+    labels = []
+    for i, (label, data) in enumerate(series):
+        colour = SERIES[i % len(SERIES)]
+        sp = data["sweep"]["points"]
+        lines = [(f"step {data['sweep']['step']} {data['sweep']['name']}", "rate", colour, None),
+                 ("cudaMemcpy", "memcpy", "#555555" if n == 1 else colour, "7,4"),
+                 ("copy kernel", "copy_kernel", COLOURS["ceiling"] if n == 1 else colour, "2,3")]
+        for name, key, c, dash in lines:
+            xy = [(xof(p["bytes"]), yof(p[key])) for p in sp if p.get(key) is not None]
+            if not xy:
+                continue
+            svg.polyline(xy, c, width=2.5 if key == "rate" else 1.5, dash=dash)
+            if key == "rate":
+                for x, yy in xy:
+                    svg.circle(x, yy, 3, c)
+            labels.append((xy[-1][1], clip(name, 24), c, key == "rate"))
+        if n > 1:
+            svg.rect(12, y + 18 * fs * i, 12, 10, colour)
+            svg.text(30, y + 9 + 18 * fs * i, label, size=11)
+    placed = []  # the line ends' names, top to bottom, never on top of each other
+    for yy, text, c, bold in sorted(labels):
+        yy = max(yy, placed[-1] + 13 * fs) if placed else yy
+        placed.append(yy)
+        svg.text(left + plot_w + 8, yy + 4, text, size=11, fill=c, weight="bold" if bold else "normal")
+    if not slide:
+        _captions(svg, series, height)
+    return svg.done()
+
+
 # what each chart shows: the link's alt text on the page, the slide's title
 CHART_ALT = {"rate": "each step's rate against the ceiling",
              "probe": "conflict degree against cost",
              "addresses": "d distinct addresses per warp against cost",
-             "gflops": "GFLOP/s of each step against cuBLAS"}
+             "gflops": "GFLOP/s of each step against cuBLAS",
+             "sweep": "the step's rate as its data grow, L2 marked"}
 
 
 def charts_for(series, stem_title, slide=False):
@@ -541,6 +633,9 @@ def charts_for(series, stem_title, slide=False):
     slide=True: the same charts drawn for a slide (larger type, no title).
     """
     data = series[0][1]
+    if "sweep" in data:
+        return {"sweep": sweep_chart(series, f"{data['lab']}{stem_title}: step {data['sweep']['step']} "
+                                     "as its data grow", slide)}
     out = {"rate": rate_chart(series, f"{data['lab']}{stem_title}: each step against the ceiling", slide)}
     if data["lab"].startswith("01_") and "patterns" in data.get("extra", {}):
         out["probe"] = probe_chart(series, f"{data['lab']}: conflict degree against cost", slide)
@@ -642,6 +737,9 @@ def main(argv=None):
             if r["lab"] != data["lab"]:
                 print(f"charts: {ref} is lab {r['lab']}, {mine} is {data['lab']}: not drawn beside it")
                 continue
+            if ("sweep" in r) != ("sweep" in data):
+                print(f"charts: one of {ref} and {mine} is a --sweep run and the other is not: not drawn beside it")
+                continue
             series.append((f"published ({short_gpu(r.get('gpu'))})", r))
         base = os.path.splitext(os.path.basename(mine))[0]
         for suffix, svg in charts_for(series, "").items():
@@ -653,11 +751,14 @@ def main(argv=None):
 
 
 def _published_for(data):
-    """The first published JSON of the same lab (docs/results/, GPU folders in name order)."""
+    """The first published JSON of the same lab and kind (a --sweep run or not;
+    docs/results/, GPU folders in name order)."""
     for md in pages():
         js = md[:-3] + ".json"
         if os.path.exists(js) and os.path.basename(md).startswith(data["lab"]):
-            return [js]
+            with open(js, encoding="utf-8") as f:
+                if ("sweep" in json.load(f)) == ("sweep" in data):
+                    return [js]
     return []
 
 

@@ -226,9 +226,13 @@ def t_charts():
         with open(md, encoding="utf-8") as f:
             text = f.read()
         base = os.path.basename(md)[:-3]
+        data = charts.load_page(md)
+        if "sweep" in data:
+            if f"]({base}.sweep.svg)" not in text:
+                fail(f"{md}: a --sweep page without a link to its sweep chart")
+            continue
         if f"]({base}.rate.svg)" not in text:
             fail(f"{md}: no link to its rate chart")
-        data = charts.load_page(md)
         want = {"02_": "addresses", "03_": "gflops"}.get(data["lab"][:3])
         if want and f"]({base}.{want}.svg)" not in text:
             fail(f"{md}: no link to its {want} chart (lab {data['lab']})")
@@ -238,7 +242,8 @@ def t_charts():
     with tempfile.TemporaryDirectory() as tmp:
         gpu = os.path.join(tmp, "gpu")
         os.makedirs(gpu)
-        src = next((p for p in pages if os.path.exists(p[:-3] + ".json")), None)
+        src = next((p for p in pages if os.path.exists(p[:-3] + ".json") and "sweep" not in charts.load_page(p)),
+                   None)
         if src is None:
             fail("no results page with a JSON to test against")
         base = os.path.basename(src)[:-3]
@@ -266,8 +271,42 @@ def t_charts():
             mine = f.read()
         if "yours" not in mine or "published" not in mine:
             fail("a learner's chart does not show both runs")
+    t_sweep_chart()
     print(f"ok: {len(pages)} results pages, their charts made from the JSON and linked; "
-          "a changed JSON changes its chart; a learner's run is drawn beside the published one")
+          "a changed JSON changes its chart; a learner's run is drawn beside the published one; "
+          "a --sweep run's chart follows its points and marks L2")
+
+
+def sweep_run(rates, l2=60 << 20):
+    """A --sweep run's JSON as the runner library writes it (common/src/lab_sweep.c)."""
+    points = [{"bytes": (1 << 20) << k, "size": f"n = {(1 << 18) << k} int", "median_ms": 0.01,
+               "rate": r, "copy_kernel": 3700.0, "memcpy": 3900.0} for k, r in enumerate(rates)]
+    return {"lab": "04_reduction", "title": "t", "date": "2026-11-29", "gpu": "NVIDIA Test GPU",
+            "compute_capability": "9.0", "sm_count": 132, "l2_bytes": l2, "emulated": False, "seed": 1,
+            "unit": "GB/s", "sweep": {"step": 8, "name": "shuffle_vec4", "runs": 50, "points": points},
+            "source": "sweep.json"}
+
+
+def t_sweep_chart():
+    rates = [1000.0 + 250 * k for k in range(13)]
+    svg = charts.charts_for([("T", sweep_run(rates))], "")
+    if list(svg) != ["sweep"]:
+        fail(f"a --sweep run gives the charts {list(svg)}, expected the sweep chart alone")
+    text = svg["sweep"]
+    if "L2 60 MiB" not in text or "1 MiB" not in text or "4 GiB" not in text:
+        fail("the sweep chart does not mark L2 (60 MiB) or lacks the 1 MiB .. 4 GiB axis")
+    moved = list(rates)
+    moved[5] = 4321.0
+    if charts.charts_for([("T", sweep_run(moved))], "")["sweep"] == text:
+        fail("the sweep chart does not follow its points (one rate changed, same SVG)")
+    with tempfile.TemporaryDirectory() as tmp:
+        mine = os.path.join(tmp, "mine.json")
+        with open(mine, "w", encoding="utf-8") as f:
+            json.dump(sweep_run(rates), f)
+        r = subprocess.run([sys.executable, os.path.join(HERE, "charts.py"), mine, "-o", tmp],
+                           capture_output=True, text=True)
+        if r.returncode != 0 or not os.path.exists(os.path.join(tmp, "mine.sweep.svg")):
+            fail(f"charts.py on a learner's --sweep JSON failed:\n{r.stdout}{r.stderr}")
 
 
 def t_decks_for_labs():

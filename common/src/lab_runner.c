@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cml/cml_args.h"
 #include "cml/cml_check.h"
 #include "cml/cml_rng.h"
 #include "cml/cml_timing.h"
@@ -140,6 +141,19 @@ static void help(const cml_lab *lab)
         option_line("--counters", lab->counters_help);
         option_line("--no-counters", lab->no_counters_help);
     }
+    if (lab->sweep_size) {
+#ifdef CML_CPU_BACKEND
+        option_line("--sweep", "time one step (--step N, default the last) at sizes\n"
+                               "doubling from 1 MiB to --sweep-max (default 4M on the\n"
+                               "CPU path), emulated: on a GPU the sweep shows where\n"
+                               "the L2 cache stops helping");
+#else
+        option_line("--sweep", "time one step (--step N, default the last) at sizes\n"
+                               "doubling from 1 MiB to --sweep-max (default 4G), beside\n"
+                               "the copy kernel and cudaMemcpy, L2's size marked");
+#endif
+        option_line("--sweep-max BYTES", "the largest size of --sweep (e.g. 256M, 2G)");
+    }
     for (int k = 0; k < lab->nmodes; ++k)
         option_line(lab->modes[k].flag, lab->modes[k].help);
     option_line("--list", "list the steps");
@@ -178,6 +192,12 @@ static void parse(cml_lab_run *r, int argc, char **argv)
             r->counters = 1;
         } else if (lab->counters && strcmp(a, "--no-counters") == 0) {
             r->no_counters = 1;
+        } else if (lab->sweep_size && strcmp(a, "--sweep") == 0) {
+            r->sweep = 1;
+        } else if (lab->sweep_size && strcmp(a, "--sweep-max") == 0) {
+            if (!cml_parse_count(v, (size_t)1 << 20, (size_t)1 << 36, &r->sweep_max))
+                cml_runner_bad_arg(&r->args, a, v, "bytes from 1M to 64G, like 256M or 2G");
+            ++i;
         } else {
             int took = lab->option ? lab->option(r, a, v) : 0;
             if (took == 0)
@@ -190,25 +210,21 @@ static void parse(cml_lab_run *r, int argc, char **argv)
         usage(stderr);
         exit(CML_EXIT_USAGE);
     }
+    if (r->sweep_max && !r->sweep) {
+        cml_lab_say(r, "--sweep-max goes with --sweep");
+        usage(stderr);
+        exit(CML_EXIT_USAGE);
+    }
+    if (r->sweep && (r->counters || r->args.check_only || r->host_only)) {
+        cml_lab_say(r, "--sweep times one step at many sizes: not with --counters, --check-only or a host mode");
+        usage(stderr);
+        exit(CML_EXIT_USAGE);
+    }
     if (lab->validate)
         lab->validate(r);
 }
 
 /* ------------------------------------------------------------ counters */
-
-static void json_string(FILE *out, const char *s)
-{
-    fputc('"', out);
-    for (; s && *s; ++s) {
-        if (*s == '"' || *s == '\\')
-            fprintf(out, "\\%c", *s);
-        else if ((unsigned char)*s < 0x20)
-            fprintf(out, "\\u%04x", (unsigned char)*s);
-        else
-            fputc(*s, out);
-    }
-    fputc('"', out);
-}
 
 void cml_lab_counters_add(cml_lab_counters *c, const cml_lab_run *r, int step, const char *kernels, double value)
 {
@@ -224,17 +240,17 @@ void cml_lab_counters_add(cml_lab_counters *c, const cml_lab_run *r, int step, c
 void cml_lab_counters_print_json(const char *lab, const cml_lab_counters *c, FILE *out)
 {
     fprintf(out, "{\"lab\": ");
-    json_string(out, lab);
+    cml_json_string(out, lab);
     fprintf(out, ", \"metric\": ");
-    json_string(out, c->metric);
+    cml_json_string(out, c->metric);
     fprintf(out, ", \"available\": %s, \"reason\": ", c->available ? "true" : "false");
-    json_string(out, c->available ? "" : c->reason);
+    cml_json_string(out, c->available ? "" : c->reason);
     fprintf(out, ", \"steps\": [");
     for (int k = 0; k < c->n; ++k) {
         fprintf(out, "%s{\"step\": %d, \"ident\": ", k ? ", " : "", c->steps[k].step);
-        json_string(out, c->steps[k].ident);
+        cml_json_string(out, c->steps[k].ident);
         fprintf(out, ", \"kernels\": ");
-        json_string(out, c->steps[k].kernels);
+        cml_json_string(out, c->steps[k].kernels);
         if (c->steps[k].value >= 0.0)
             fprintf(out, ", \"value\": %.0f}", c->steps[k].value);
         else
@@ -395,10 +411,7 @@ static cudaError_t time_checked(cml_lab_run *r, int step, cml_row *row, cml_timi
     return err;
 }
 
-/* Times a step that passed its check: the median of --repeat runs after a
- * warm-up. Returns 0 (row set to ERROR, or WRONG when a checked repeat
- * fails) otherwise. */
-static int time_step(cml_lab_run *r, int step, cml_row *row)
+int cml_lab_time(cml_lab_run *r, int step, cml_row *row)
 {
     timed t = {r, step};
     cml_timing tm;
@@ -520,6 +533,8 @@ static int run_once(const cml_lab *lab, void *data, int argc, char **argv)
                        "CPU path every time is emulated, so nothing is written");
         return CML_EXIT_USAGE;
     }
+    if (r->sweep)
+        return cml_lab_sweep(r);
     if (r->counters) {
         int crc = counters_only(r);
         if (EMULATED && !r->args.json)
@@ -544,7 +559,7 @@ static int run_once(const cml_lab *lab, void *data, int argc, char **argv)
         cml_row *row = cml_report_add(&r->rep, CML_ROW_STEP, s, cml_lab_ident(r, s));
         int ok = cml_lab_check(r, s, row);
         if (ok && !r->args.check_only)
-            ok = time_step(r, s, row);
+            ok = cml_lab_time(r, s, row);
         if (!ok) {
             ++wrong;  /* a wrong step is never timed as if it worked */
             if (row->status == CML_ROW_ERROR) {

@@ -124,11 +124,10 @@ void cml_report_print_table(const cml_report *r, FILE *out)
     fputc('\n', out);
 }
 
-/* A JSON string literal of s. */
-static void json_str(FILE *out, const char *s)
+void cml_json_string(FILE *out, const char *s)
 {
     fputc('"', out);
-    for (; *s; ++s) {
+    for (; s && *s; ++s) {
         unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\')
             fprintf(out, "\\%c", c);
@@ -144,27 +143,27 @@ void cml_report_print_json(const cml_report *r, FILE *out)
 {
     static const char *kinds[] = {"step", "anchor", "ceiling"};
     fprintf(out, "{\"lab\": ");
-    json_str(out, r->lab);
+    cml_json_string(out, r->lab);
     fprintf(out, ", \"title\": ");
-    json_str(out, r->title);
+    cml_json_string(out, r->title);
     fprintf(out, ", \"date\": ");
-    json_str(out, r->date);
+    cml_json_string(out, r->date);
     fprintf(out, ", \"gpu\": ");
-    json_str(out, r->device.name);
+    cml_json_string(out, r->device.name);
     fprintf(out, ", \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"params\": ",
             r->device.cc_major, r->device.cc_minor, r->device.sm_count);
-    json_str(out, r->params);
+    cml_json_string(out, r->params);
     fprintf(out, ", \"emulated\": %s", r->emulated ? "true" : "false");
     fprintf(out, ", \"seed\": %llu, \"unit\": ", (unsigned long long)r->seed);
-    json_str(out, r->unit);
+    cml_json_string(out, r->unit);
     fprintf(out, ", \"ceiling\": {\"name\": ");
-    json_str(out, r->ceiling_name);
+    cml_json_string(out, r->ceiling_name);
     fprintf(out, ", \"rate\": %.3f}, \"rows\": [", r->ceiling_rate);
     for (int i = 0; i < r->nrows; ++i) {
         const cml_row *row = &r->rows[i];
         fprintf(out, "%s\n  {\"kind\": \"%s\", \"step\": %d, \"name\": ", i ? "," : "", kinds[row->kind],
                 row->step);
-        json_str(out, row->name);
+        cml_json_string(out, row->name);
         fprintf(out, ", \"status\": \"%s\", \"correct\": %s", status_word(row->status),
                 row->status == CML_ROW_OK ? "true" : "false");
         if (row->timed && r->emulated)  /* the CPU's time: no share of any ceiling */
@@ -173,7 +172,7 @@ void cml_report_print_json(const cml_report *r, FILE *out)
             fprintf(out, ", \"median_ms\": %.6f, \"rate\": %.3f, \"fraction_of_ceiling\": %.4f", row->ms,
                     row->rate, share(r, row));
         fprintf(out, ", \"note\": ");
-        json_str(out, row->note);
+        cml_json_string(out, row->note);
         fputc('}', out);
     }
     fprintf(out, "\n]");

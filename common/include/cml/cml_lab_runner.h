@@ -2,7 +2,7 @@
  *
  * The library owns what every runner does the same way: the command line
  * (--step, --repeat, --json, --markdown, --check-only, --check-every-run,
- * --counters, --no-counters, --list, --probe, --help), the help text, the device probe
+ * --counters, --no-counters, --sweep, --list, --probe, --help), the help text, the device probe
  * and the no-GPU message, the seed, the check-then-time loop over the
  * steps, the copy-ceiling rows, the table, JSON and Markdown, the counters'
  * JSON, and the exit codes (CML_EXIT_*: 0 ok, 1 wrong result or CUDA
@@ -98,6 +98,8 @@ typedef struct cml_lab_run {
     int no_counters;             /* --no-counters */
     int host_only;               /* set by a lab option (lab 01's --model): no GPU part */
     int check_every_run;         /* --check-every-run: re-poison and verify every timed repeat */
+    int sweep;                   /* --sweep (labs with sweep_size) */
+    size_t sweep_max;            /* --sweep-max BYTES: the largest size swept (0: the default) */
     struct {                     /* device inputs a kernel must leave alone (cml_lab_watch_input) */
         const cml_dbuf *buf;
         const char *name;
@@ -191,6 +193,15 @@ struct cml_lab {
     int (*counters)(cml_lab_run *r, cml_lab_counters *c);
     const char *counters_metric; /* the ncu metric --counters reports (c->metric starts as this) */
 
+    /* --sweep (optional): set the lab's sizes so that one run of step
+     * moves about `bytes` bytes (its work(): read + written, or read for a
+     * reduction), in the shape of the lab's headline size; prepare then
+     * makes the data. Returns 1, or 0 when no size of the step moves that
+     * many (a step whose work does not grow with a size: never). The library sweeps one step (--step N, default the last) from
+     * 1 MiB to 4 GiB (--sweep-max) beside the copy kernel and cudaMemcpy on
+     * the same bytes, and marks the GPU's L2 size (cml_lab_sweep). */
+    int (*sweep_size)(cml_lab_run *r, int step, double bytes);
+
     /* Tests only: a stand-in for cml_device_probe. NULL in every runner. */
     int (*probe)(cml_device_info *info, char *reason, size_t len);
 };
@@ -214,6 +225,19 @@ void cml_lab_say(const cml_lab_run *r, const char *fmt, ...)
 /* One checked run of step (poison, launch, verify, watched inputs), as the
  * library does before timing; for a lab's own modes (--counters). */
 int cml_lab_check(cml_lab_run *r, int step, cml_row *row);
+
+/* Times a step that passed its check: the median of --repeat runs after a
+ * warm-up, into row (ms, rate). Returns 0 with row set to ERROR, or to
+ * WRONG when a repeat checked with --check-every-run fails. */
+int cml_lab_time(cml_lab_run *r, int step, cml_row *row);
+
+/* --sweep (common/src/lab_sweep.c): the chosen step from 1 MiB to
+ * --sweep-max bytes, doubling, each size prepared, checked, timed and
+ * released, beside the copy kernel and cudaMemcpy on the same bytes
+ * (measured at each size, in this run); the table, JSON ("sweep") or
+ * Markdown page. On the CPU path the step alone, every time emulated, to
+ * 4 MiB by default. Returns the exit status. */
+int cml_lab_sweep(cml_lab_run *r);
 
 /* Watch a device input: every checked run then fails ("changed its input
  * NAME") when the buffer's payload no longer hashes as host does (host:

@@ -53,6 +53,9 @@ cml_row *cml_report_add(cml_report *r, cml_row_kind kind, int step, const char *
 /* The terminal table: a line per row with status, time, rate, the % of the
  * ceiling and a bar. */
 void cml_report_print_table(const cml_report *r, FILE *out);
+/* s as a JSON string literal, quotes and escapes included (NULL: ""). */
+void cml_json_string(FILE *out, const char *s);
+
 /* The same data as one JSON object. */
 void cml_report_print_json(const cml_report *r, FILE *out);
 /* The results as Markdown (a "note" column when any row has a note, then

@@ -115,6 +115,15 @@ static size_t ceiling_bytes(const cml_lab_run *r)
     return sizeof(float) * (size_t)d->width * (size_t)d->height;
 }
 
+/* --sweep: the convolutions' square image, read once and written once
+ * (a lookup step's work is its walk's, which no image size changes). */
+static int sweep_size(cml_lab_run *r, int step, double bytes)
+{
+    lab_data *d = r->data;
+    d->width = d->height = (int)sqrt(bytes / (2.0 * sizeof(float)));
+    return cm_step_kind(step) == CM_CONV && d->width >= 1;
+}
+
 static int prepare(cml_lab_run *r)
 {
     lab_data *d = r->data;
@@ -532,7 +541,7 @@ static const cml_lab lab = {
     .title = "constant memory: broadcast, serialised reads, a filter in three places",
     .usage = "[--step N|all|LIST] [--threads N] [--passes P] [--width W] [--height H]\n"
              "       [--radius R] [--repeat N] [--json] [--markdown FILE] [--check-only]\n"
-             "       | --list | --probe | --help",
+             "       [--sweep [--sweep-max BYTES]] | --list | --probe | --help",
     .about = "Checks each step against the CPU (the walk's sums exactly, the convolution\n"
              "against a double-precision reference), then times it (median of N runs after\n"
              "a warm-up). Step 1's code is also timed reading the table through __ldg\n"
@@ -554,6 +563,7 @@ static const cml_lab lab = {
     .anchors = anchors,
     .finish = finish,
     .after_table = after_table,
+    .sweep_size = sweep_size,
 };
 
 int main(int argc, char **argv)

@@ -196,6 +196,16 @@ static size_t ceiling_bytes(const cml_lab_run *r)
     return (size_t)work(r, 0);
 }
 
+/* --sweep: n elements read, bytes / element size. */
+static int sweep_size(cml_lab_run *r, int step, double bytes)
+{
+    (void)step;
+    lab_data *d = r->data;
+    d->n = (size_t)(bytes / (double)elem_size(d));
+    d->n_given = 1;
+    return d->n >= 1;
+}
+
 static void after_table(cml_lab_run *r)
 {
     double first = 0.0, last = 0.0;
@@ -222,7 +232,8 @@ static const cml_lab lab = {
     CML_LAB_IDENTITY(REDUCTION, "04_reduction", "reduction"),
     .title = "parallel reduction, the sum of n elements",
     .usage = "[--step N|all|LIST] [--n COUNT] [--type int|float] [--repeat N]\n"
-             "       [--json] [--markdown FILE] [--check-only] | --list | --probe | --help",
+             "       [--json] [--markdown FILE] [--check-only] [--sweep [--sweep-max BYTES]]\n"
+             "       | --list | --probe | --help",
     .about = "Checks each step's sum against a CPU reference, then times it (median of N\n"
              "runs after a warm-up) next to the device-copy bandwidth and CUB's\n"
              "DeviceReduce::Sum on the same data, all measured in this run.",
@@ -232,6 +243,7 @@ static const cml_lab lab = {
     .option = option,
     CML_LAB_GPU_PART,
     .anchors = anchors,
+    .sweep_size = sweep_size,
 #ifdef CML_CPU_BACKEND
     .table_note = "GB/s counts bytes read for the reductions and bytes read + written for the copies. The CUB\n"
                   "row is the CPU path's serial stand-in for CUB (it checks the anchor's wiring): its time says\n"

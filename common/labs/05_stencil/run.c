@@ -5,6 +5,7 @@
  * `stencil_run --help` tells how to use it; the command line, table and exit
  * codes are the kit's runner library (cml_lab_runner.h). */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,21 @@ static void release(cml_lab_run *r)
     }
     free(d->out);
     d->out = NULL;
+}
+
+/* --sweep: each grid about bytes / 2 of floats (read once, written once):
+ * a line, a square, a cube. */
+static int sweep_size(cml_lab_run *r, int step, double bytes)
+{
+    (void)step;
+    lab_data *d = r->data;
+    double points = bytes / (2.0 * sizeof(float));
+    int side2 = (int)sqrt(points), side3 = (int)cbrt(points);
+    d->dims[0].grid = (st_grid){(int)points, 1, 1};
+    d->dims[1].grid = (st_grid){side2, side2, 1};
+    d->dims[2].grid = (st_grid){side3, side3, side3};
+    return side3 >= 1 && st_grid_fits(1, d->dims[0].grid) && st_grid_fits(2, d->dims[1].grid) &&
+           st_grid_fits(3, d->dims[2].grid);
 }
 
 static int prepare(cml_lab_run *r)
@@ -338,7 +354,8 @@ static const cml_lab lab = {
     CML_LAB_IDENTITY(STENCIL, "05_stencil", "stencil"),
     .title = "stencils with halos, 1D, 2D and 3D",
     .usage = "[--step N|all|LIST] [--n N] [--size2 NXxNY] [--size3 NXxNYxNZ]\n"
-             "       [--repeat N] [--json] [--markdown FILE] [--check-only] | --list | --probe | --help",
+             "       [--repeat N] [--json] [--markdown FILE] [--check-only]\n"
+             "       [--sweep [--sweep-max BYTES]] | --list | --probe | --help",
     .about = "Checks every point of each step's output against the stencil computed in\n"
              "double on the CPU, then times the step (median of N runs after a warm-up)\n"
              "next to a copy kernel and cudaMemcpy device to device, both measured in\n"
@@ -353,6 +370,7 @@ static const cml_lab lab = {
     CML_LAB_GPU_PART,
     .finish = finish,
     .after_table = after_table,
+    .sweep_size = sweep_size,
 };
 
 int main(int argc, char **argv)

@@ -7,6 +7,7 @@
  * library (cml_lab_runner.h). */
 #define _POSIX_C_SOURCE 200809L
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,12 +114,23 @@ static size_t ceiling_bytes(const cml_lab_run *r)
     return (size_t)(work(r, 0) / 2);
 }
 
+/* --sweep: a square matrix, read once and written once. */
+static int sweep_size(cml_lab_run *r, int step, double bytes)
+{
+    (void)step;
+    lab_data *d = r->data;
+    d->rows = d->cols = (int)sqrt(bytes / (2.0 * sizeof(float)));
+    return d->rows >= 1;
+}
+
 static int prepare(cml_lab_run *r)
 {
     lab_data *d = r->data;
     data_alloc(r, d->rows, d->cols);
-    snprintf(r->rep.params, sizeof r->rep.params, "%d x %d floats (%.2f GiB read + written), median of %d runs",
-             d->rows, d->cols, work(r, 0) / (1 << 30), r->args.check_only ? 0 : r->args.repeat);
+    int gib = work(r, 0) >= (double)(1 << 30);  /* MiB below one: --sweep's small sizes */
+    snprintf(r->rep.params, sizeof r->rep.params, "%d x %d floats (%.2f %s read + written), median of %d runs",
+             d->rows, d->cols, work(r, 0) / (gib ? 1 << 30 : 1 << 20), gib ? "GiB" : "MiB",
+             r->args.check_only ? 0 : r->args.repeat);
     return CML_EXIT_OK;
 }
 
@@ -340,7 +352,7 @@ static const cml_lab lab = {
     CML_LAB_IDENTITY(TRANSPOSE, "06_transpose", "transpose"),
     .title = "matrix transpose, out = in^T",
     .usage = "[--step N|all|LIST] [--rows R] [--cols C] [--repeat N] [--json]\n"
-             "       [--markdown FILE] [--check-only] [--no-counters]\n"
+             "       [--markdown FILE] [--check-only] [--no-counters] [--sweep [--sweep-max BYTES]]\n"
              "       | --counters [--json] [--step ...] [--rows R] [--cols C] | --list | --probe | --help",
     .about = "Checks each step's output bit for bit against the CPU, then times it (median\n"
              "of N runs after a warm-up) next to the lab's copy (step 1) and cudaMemcpy\n"
@@ -360,6 +372,7 @@ static const cml_lab lab = {
     CML_LAB_GPU_PART,
     .finish = finish,
     .after_table = after_table,
+    .sweep_size = sweep_size,
     .counters = counters,
     .counters_metric = CML_NCU_SHARED_LD_CONFLICTS,
 };
