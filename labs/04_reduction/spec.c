@@ -108,6 +108,30 @@ static int large_ints(cml_cases *l, uint64_t seed, int cpu)
     return add_sizes(l, INTS, &n, 1, cpu, seed, 400);
 }
 
+/* Past 2^31 elements on a GPU: 2^31 + 2^20 + 7 ints, 8 GiB. An index held
+ * in 32 bits goes negative there (an out-of-bounds read, a CUDA error) or,
+ * unsigned, wraps to the start and reads the first elements again. The
+ * data below 2^31 are -1, 0 or 1 and every element from 2^31 on is +1, so
+ * the tail dropped or read from the start moves the sum by about 2^20. The
+ * tests only, and not on the CPU path (8 GiB, and 2^31 threads emulated):
+ * no case there. */
+static int past_2_pow_31(cml_cases *l, uint64_t seed, int cpu)
+{
+    if (cpu)
+        return 1;
+    size_t head = (size_t)1 << 31, n = head + ((size_t)1 << 20) + 7;
+    cml_case *c = cml_case_add(l, 0, n, 0, n, "n = 2^31 + 2^20 + 7 int (8 GiB: indices past 32 bits)");
+    if (!c)
+        return 0;
+    c->tag = INTS;
+    c->where = CML_IN_TESTS;
+    int *v = (int *)c->data;
+    cml_fill_int(v, head, -1, 1, seed, 700);
+    for (size_t i = head; i < n; ++i)
+        v[i] = 1;
+    return 1;
+}
+
 static const cml_group groups[] = {
     {"ints_at_awkward_sizes", ints_at_awkward_sizes, 0},
     {"small_int_floats_at_awkward_sizes", small_int_floats_at_awkward_sizes, 0},
@@ -115,6 +139,7 @@ static const cml_group groups[] = {
     {"ints_past_2_pow_24", ints_past_2_pow_24, 0},
     {"positive_reals", positive_reals, 0},
     {"large_ints", large_ints, CML_IN_TESTS},
+    {"past_2_pow_31", past_2_pow_31, CML_IN_TESTS},
 };
 
 static uint64_t out_bytes(const cml_case *c)

@@ -74,3 +74,23 @@ static void run_group(int step, const char *group)
     Test(CML_CAT(step, num), CML_CAT(CML_CAT(sums_2_pow_, LARGE_LOG2), _plus_1_ints_exactly), .timeout = 300) \
     { run_group(num, "large_ints"); }
 REDUCTION_STEPS(STEP_TESTS)
+
+#ifndef CML_CPU_BACKEND
+/* n > 2^31 (the size_t interface): every step on one case of 8 GiB, one
+ * step at a time, so that the GPU holds it once beside the other tests
+ * (each test counts on 4 GiB: common/test/criterion_main.c). Not built on
+ * the CPU path: 8 GiB emulated thread by thread would take hours. */
+Test(past_2_pow_31, every_step_sums_2_pow_31_plus_2_pow_20_plus_7_ints_exactly, .timeout = 900)
+{
+    CML_REQUIRE_GPU();
+    uint64_t seed = cml_test_seed();
+    cml_cases list;
+    cr_assert(cml_spec_group_cases(&cml_lab_spec, "past_2_pow_31", seed, 0, 1, &list) && list.n == 1,
+              "spec group past_2_pow_31: expected its one case (out of host memory for 8 GiB?)");
+    int wrong = 0;
+    for (int step = 1; step <= REDUCTION_NUM_STEPS; ++step)
+        wrong += !check_case(step, &list.v[0], seed);
+    cml_cases_free(&list);
+    cr_expect(wrong == 0, "%d of %d steps wrong past 2^31 elements", wrong, REDUCTION_NUM_STEPS);
+}
+#endif
