@@ -208,6 +208,24 @@ cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem)
     return cudaSuccess;
 }
 
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *func, int block_size,
+                                                          size_t dynamic_smem)
+{
+    if (!func || !blocks)
+        return record(cudaErrorInvalidValue);
+    return cml_cpu_occupancy(blocks, block_size, dynamic_smem);
+}
+
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+{
+    STICKY_GUARD();
+    if (!attr || !func)
+        return record(cudaErrorInvalidValue);
+    memset(attr, 0, sizeof *attr); /* registers, local bytes, versions: not known here */
+    attr->maxThreadsPerBlock = 1024;
+    return cudaSuccess;
+}
+
 // ------------------------------------------------------------ memory
 
 /* Each allocation is its own mapping: [guard page][slack][payload, rounded
