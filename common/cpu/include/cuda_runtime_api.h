@@ -70,7 +70,8 @@ typedef enum cudaDeviceAttr {
     cudaDevAttrMultiProcessorCount = 16,
     cudaDevAttrComputeCapabilityMajor = 75,
     cudaDevAttrComputeCapabilityMinor = 76,
-    cudaDevAttrL2CacheSize = 38
+    cudaDevAttrL2CacheSize = 38,
+    cudaDevAttrMaxThreadsPerMultiProcessor = 39
 } cudaDeviceAttr;
 
 typedef struct CUstream_st *cudaStream_t;
