@@ -120,14 +120,16 @@ static size_t ceiling_bytes(const cml_lab_run *r)
     return ((const lab_data *)r->data)->n * sizeof(float);
 }
 
-/* Under the table: each step's resources and its place on the roofline. */
-static void finish(cml_lab_run *r)
+/* Each step's resources and its place on the roofline: under the table on
+ * a GPU (after_table), above it on the CPU path (before_table), where the
+ * runner library prints no comparison with a ceiling. */
+static void resources_table(cml_lab_run *r)
 {
     lab_data *d = r->data;
     double peak = 0.0;
     int emulated = r->rep.emulated;
-    if (r->args.json)
-        return; /* stdout is the JSON document */
+    if (r->args.json || r->args.check_only)
+        return; /* stdout is the JSON document; a check has no table */
     if (!emulated && occupancy_fp32_peak(10, &peak) != cudaSuccess)
         peak = 0.0;
     double bw = r->have_ceiling && !emulated ? r->ceiling.best_gbs * 1e9 : 0.0;
@@ -169,6 +171,12 @@ static void finish(cml_lab_run *r)
         printf("  (\"-\": not measured on the CPU path; blocks/SM is the CPU path's one block per worker)\n");
 }
 
+static void before_table(cml_lab_run *r)
+{
+    if (r->rep.emulated)
+        resources_table(r);
+}
+
 static void release(cml_lab_run *r)
 {
     lab_data *d = r->data;
@@ -205,7 +213,8 @@ static const cml_lab lab = {
              "FLOP/byte: 2 * degree / 8. Data are seeded: set CML_SEED to change them.",
     .option = option,
     CML_LAB_GPU_PART,
-    .finish = finish,
+    .before_table = before_table,
+    .after_table = resources_table,
 };
 
 int main(int argc, char **argv)
