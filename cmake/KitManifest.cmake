@@ -51,7 +51,9 @@ endfunction()
 
 # kit_read_manifest(<lab dir>): checks labs/<lab>/lab.json and sets, in the
 # caller's scope, LAB_JSON (the text), LAB_NAME, LAB_STEM, LAB_FILES,
-# LAB_MODEL, LAB_SANITIZE, LAB_CUDA_LIBRARIES, LAB_NSTEPS and, per step k (1-based),
+# LAB_MODEL, LAB_SANITIZE, LAB_CUDA_LIBRARIES, LAB_NVCC_FLAG_FILES (the files
+# with "nvcc_flags"; each file's list in LAB_NVCC_FLAGS_<its name as a C
+# identifier>), LAB_NSTEPS and, per step k (1-based),
 # LAB_STEP_<k>_IDENT, LAB_STEP_<k>_FILE, LAB_STEP_<k>_TITLE.
 function(kit_read_manifest lab_dir)
   set(path "${lab_dir}/lab.json")
@@ -109,6 +111,49 @@ function(kit_read_manifest lab_dir)
       _kit_manifest_fail("${path}" "\"cuda_libraries\" entry '${l}' must be a CUDA toolkit library name, as in CUDA::<name> (e.g. \"cublas\")")
     endif()
   endforeach()
+
+  # Extra nvcc flags for one student file (e.g. a step's kernel in its own
+  # file compiled with -maxrregcount=32): {"<file>.cu": ["<flag>", ...]}.
+  # Every CUDA build of that file gets them (the lab's, its mistakes', the
+  # grader's build of a submission); the CPU path has no use for them.
+  set(flag_files "")
+  string(JSON type ERROR_VARIABLE err TYPE "${json}" nvcc_flags)
+  if(NOT err)
+    if(NOT type STREQUAL "OBJECT")
+      _kit_manifest_fail("${path}" "\"nvcc_flags\" must be an object: {\"<student file>.cu\": [\"<nvcc flag>\", ...]}")
+    endif()
+    string(JSON nf LENGTH "${json}" nvcc_flags)
+    if(nf GREATER 0)
+      math(EXPR last "${nf} - 1")
+      foreach(i RANGE ${last})
+        string(JSON f MEMBER "${json}" nvcc_flags ${i})
+        if(NOT f IN_LIST files OR NOT f MATCHES "\\.cu$")
+          _kit_manifest_fail("${path}" "\"nvcc_flags\" names '${f}', which is not one of the lab's .cu \"files\"")
+        endif()
+        string(JSON ft TYPE "${json}" nvcc_flags "${f}")
+        if(NOT ft STREQUAL "ARRAY")
+          _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}' must be a list of flags, e.g. [\"-maxrregcount=32\"]")
+        endif()
+        _kit_json_list(flags "${json}" "nvcc_flags;${f}" "${path}")
+        if(NOT flags)
+          _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}' is an empty list: leave the file out instead")
+        endif()
+        foreach(flag IN LISTS flags)
+          # one nvcc option per entry, without spaces or shell characters
+          if(NOT flag MATCHES "^--?[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,=+-]+)?$")
+            _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}': '${flag}' is not one nvcc option (e.g. \"-maxrregcount=32\"; one option per entry, no spaces)")
+          endif()
+          if(flag MATCHES "^--?(maxrregcount|maxrreg)=?(.*)$" AND NOT CMAKE_MATCH_2 MATCHES "^[1-9][0-9]*$")
+            _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}': '${flag}' needs a register count, e.g. -maxrregcount=32")
+          endif()
+        endforeach()
+        string(MAKE_C_IDENTIFIER "${f}" fid)
+        set(LAB_NVCC_FLAGS_${fid} "${flags}" PARENT_SCOPE)
+        list(APPEND flag_files "${f}")
+      endforeach()
+    endif()
+  endif()
+  set(LAB_NVCC_FLAG_FILES "${flag_files}" PARENT_SCOPE)
 
   string(JSON nsteps ERROR_VARIABLE err LENGTH "${json}" steps)
   if(err OR nsteps EQUAL 0)

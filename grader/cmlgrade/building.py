@@ -209,7 +209,8 @@ class BuildStage:
             if not any(j.run.build_ok.values()):
                 continue
             rep = j.run.objects = check_lab(j.lab, j.build_dir, self.opts.kit.resolve())
-            j.run.static += run_sass_checks(j.lab.rubric.static, rep.sass, rep.sass_note)
+            j.run.static += run_sass_checks(j.lab.rubric.static, rep.sass, rep.sass_note,
+                                            resources=rep.resources)
             if rep.refused:
                 j.run.refused = list(rep.refused)
             elif not rep.checked:

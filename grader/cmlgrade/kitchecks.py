@@ -164,7 +164,8 @@ def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_lim
     launched.update({s: None for s, v in public.items() if v is not None and v.ok is False})
     checks = [c for c in lab.rubric.static if c.steps]
     if checks:   # they replace the placeholders the object checks left (static.NO_TRACE)
-        done = {x.name: x for x in run_sass_checks(checks, sass, note, launched)}
+        res = run.objects.resources if run.objects is not None else {}
+        done = {x.name: x for x in run_sass_checks(checks, sass, note, launched, res)}
         run.static = [done.get(x.name, x) for x in run.static]
         run.static += [x for x in done.values() if x.name not in {y.name for y in run.static}]
     ref_traces = getattr(ref, "traces", None) or {}

@@ -47,7 +47,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .objread import (ObjectToolError, demangle, disassemble, find_binutils, find_cuobjdump, init_targets,
-                      kit_symbols, read_sass, read_sections, read_symbols, runtime_exports)
+                      kit_symbols, read_resources, read_sass, read_sections, read_symbols,
+                      runtime_exports)
 from .objrules import (BENIGN_INIT_REFS, CPU_RUNTIME_REFUSED, CTOR_SECTIONS, DEVICE_COPIES, HOST_DATA, KIT_PREFIX,
                        LIBC_DATA, LIBRARY_CALL, LIBRARY_HEADER, LIBRARY_NAMESPACE, LINKER_NAMES, MANAGED_REGISTRATION,
                        MANAGED_SECTION, NEW_DELETE, PLACEMENT_NEW, REFUSED_CUDA, REGISTRATION, SYSCALL, _device_stub,
@@ -65,6 +66,7 @@ class ObjectReport:
     note: str = ""                      # why it was not checked
     sass: dict[str, str] = field(default_factory=dict)  # device function (mangled) -> its SASS
     sass_note: str = ""                 # "" when SASS was read, else why not (e.g. no CUDA build)
+    resources: dict = field(default_factory=dict)  # device function (mangled) -> objread.Resources
 
     def summary(self) -> str:
         return "; ".join(self.refused[:4]) + (f" (and {len(self.refused) - 4} more)" if len(self.refused) > 4 else "")
@@ -295,6 +297,7 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
     for obj in device:
         try:
             rep.sass.update(read_sass(cu, obj))
+            rep.resources.update(read_resources(cu, obj))
         except ObjectToolError as e:
             rep.sass_note = f"not checked (cuobjdump failed: {e})"
             return rep

@@ -226,6 +226,54 @@ def read_sass(cuobjdump: str, obj: Path) -> dict[str, str]:
     return out
 
 
+@dataclass
+class Resources:
+    """What ptxas gave one device function (cuobjdump -res-usage), the
+    largest over the object's architectures: registers per thread, its
+    stack frame (spills and local arrays the compiler keeps there) and
+    local memory bytes, per thread."""
+    regs: int
+    stack: int
+    local: int
+
+    @property
+    def local_bytes(self) -> int:
+        return self.stack + self.local
+
+
+def read_resources(cuobjdump: str, obj: Path) -> dict[str, Resources]:
+    """Device function name (mangled) -> its Resources."""
+    try:
+        text = _run([cuobjdump, "-res-usage", str(obj)], timeout=120)
+    except ObjectToolError as e:
+        if "does not contain device code" in str(e):
+            return {}
+        raise
+    return parse_resources(text)
+
+
+def parse_resources(text: str) -> dict[str, Resources]:
+    """cuobjdump -res-usage's text: a "Function NAME:" line, then a line of
+    KEY:VALUE fields (REG, STACK, LOCAL, ...)."""
+    out: dict[str, Resources] = {}
+    name = None
+    for ln in text.splitlines():
+        m = re.match(r"\s*Function (\S+?):\s*$", ln)
+        if m:
+            name = m.group(1)
+            continue
+        if name is None:
+            continue
+        fields = dict(re.findall(r"\b([A-Z]+)(?:\[\d+\])?:(\d+)", ln))
+        if "REG" in fields:
+            r = Resources(int(fields["REG"]), int(fields.get("STACK", 0)), int(fields.get("LOCAL", 0)))
+            old = out.get(name)
+            out[name] = r if old is None else Resources(max(old.regs, r.regs), max(old.stack, r.stack),
+                                                        max(old.local, r.local))
+        name = None
+    return out
+
+
 def interface_names(headers: list[Path]) -> set[str]:
     """Every identifier a lab's public headers declare as a function (the
     student's file defines them)."""

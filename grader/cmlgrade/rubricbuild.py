@@ -140,20 +140,36 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
         where = f"static[{i}]"
         if not isinstance(st, dict):
             raise r.err(where, "expected a table")
-        if ("require" in st) == ("forbid" in st):
-            raise r.err(where, "give exactly one of require = '<regex>' or forbid = '<regex>'")
-        mode = "require" if "require" in st else "forbid"
         sass = r.get(st, "sass_kernel", str, where, "")
         ksteps = r.get(st, "steps", list, where, [])
         if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in ksteps):
             raise r.err(f"{where}.steps", "a list of step numbers")
+        # the resources of the steps' kernels: max_registers, no_local_memory / local_memory
+        max_regs = r.get(st, "max_registers", int, where, 0, lambda v: 1 <= v <= 255) if "max_registers" in st \
+            else None
+        local = r.get(st, "local_memory", str, where, "", lambda v: v in ("none", "required"))
+        if "no_local_memory" in st:
+            if r.get(st, "no_local_memory", bool, where) is not True:
+                raise r.err(f"{where}.no_local_memory", "only true (leave it out otherwise)")
+            if local == "required":
+                raise r.err(where, "no_local_memory = true and local_memory = \"required\" contradict each other")
+            local = "none"
+        resource = max_regs is not None or bool(local)
+        if resource and not ksteps:
+            raise r.err(where, "max_registers and local memory are checked on the kernels of steps = [...]")
+        if resource and "require" not in st and "forbid" not in st:
+            st = dict(st, require=[])
+        elif ("require" in st) == ("forbid" in st):
+            raise r.err(where, "give exactly one of require = '<regex>' or forbid = '<regex>' (or, with steps, "
+                               "max_registers / no_local_memory / local_memory)")
+        mode = "require" if "require" in st else "forbid"
         if sass and ksteps:
             raise r.err(where, "give steps = [...] (the kernels those steps launch) or sass_kernel = '<regex>', "
                                "not both")
         scope = r.get(st, "scope", str, where, "launched", lambda v: v in ("launched", "template"))
         pats = st.get(mode)
         pats = [pats] if isinstance(pats, str) else pats
-        if not isinstance(pats, list) or not pats or not all(isinstance(x, str) for x in pats):
+        if not isinstance(pats, list) or not (pats or resource) or not all(isinstance(x, str) for x in pats):
             raise r.err(f"{where}.{mode}", "a regex, or (with steps or sass_kernel) a list of regexes")
         if not sass and not ksteps and len(pats) != 1:
             raise r.err(f"{where}.{mode}", "a list of regexes needs steps or sass_kernel")
@@ -166,7 +182,8 @@ def build_rubric(data: dict, source: str, files: list[str] | tuple[str, ...]) ->
             raise r.err(f"{where}.file", f"'{f}' is not one of the lab's files ({', '.join(files)}) or '*'")
         step = r.get(st, "step", int, where, 0, _nonneg) or (min(ksteps) if ksteps else None)
         statics.append(StaticCheck(
-            name=name, file=f, pattern=_regex(r, pats[0], f"{where}.{mode}"), mode=mode,
+            name=name, file=f, pattern=_regex(r, pats[0] if pats else "", f"{where}.{mode}"), mode=mode,
+            max_registers=max_regs, local_memory=local,
             sass_kernel=_regex(r, sass, f"{where}.sass_kernel"), step=step, steps=ksteps, scope=scope,
             patterns=[_regex(r, x, f"{where}.{mode}") for x in pats],
             points=r.get(st, "points", float, where, 1.0, _nonneg), feedback=r.get(st, "feedback", str, where, ""),

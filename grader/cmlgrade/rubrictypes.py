@@ -73,7 +73,10 @@ class StaticCheck:
     none of them one (forbid); static.run_sass_checks. With `sass_kernel`,
     the same of every device function whose demangled name matches that
     regex. With neither, a regex over the source text after comments are
-    removed (an instructor's own check; the kit's rubrics use none)."""
+    removed (an instructor's own check; the kit's rubrics use none).
+    With `steps`, `max_registers` and `local_memory` judge the resources
+    ptxas gave those kernels (registers per thread, local memory and
+    spills), with or without instruction patterns."""
     name: str
     file: str  # a student file, or "*" for all of them
     pattern: str
@@ -88,6 +91,9 @@ class StaticCheck:
     scope: str = "launched"   # "template": the launched kernels' other instantiations count too
     patterns: list[str] = field(default_factory=list)     # instruction regexes (SASS checks)
     step: int | None = None                                # credit needs this step's tests to pass
+    # resources of the step's compiled kernels (cuobjdump -res-usage; with `steps` only)
+    max_registers: int | None = None                       # each kernel uses at most this many registers
+    local_memory: str = ""     # "none": no kernel has local memory or spills; "required": one of them has
 
 
 @dataclass

@@ -83,7 +83,8 @@ NO_TRACE = "not checked (the step's launches were not traced: it did not run to 
 
 
 def run_sass_checks(checks: list[StaticCheck], sass: dict[str, str], note: str,
-                    launched: dict[int, list[str]] | None = None) -> list[StaticResult]:
+                    launched: dict[int, list[str]] | None = None,
+                    resources: dict | None = None) -> list[StaticResult]:
     """The checks on compiled code, on the SASS of each device function
     (mangled name -> text; objcheck.read_sass). A check with `steps` reads
     the kernels each of those steps launched (launched: step -> kernel
@@ -91,7 +92,8 @@ def run_sass_checks(checks: list[StaticCheck], sass: dict[str, str], note: str,
     launched None: not traced yet, each such check is not measured until
     _technique traces the steps); one with `sass_kernel`
     the functions its regex names. Without SASS (note says why) each is not
-    measured."""
+    measured. resources: mangled name -> objread.Resources, for the checks
+    with max_registers or local_memory."""
     from .objcheck import demangle
     names = demangle(sorted(sass))
     results = []
@@ -102,7 +104,7 @@ def run_sass_checks(checks: list[StaticCheck], sass: dict[str, str], note: str,
             results.append(StaticResult(chk.name, False, note or "not checked (no CUDA build)", measured=False))
             continue
         if chk.steps:
-            results.append(_step_check(chk, sass, names, launched or {}))
+            results.append(_step_check(chk, sass, names, launched or {}, resources))
             continue
         pat = re.compile(chk.sass_kernel)
         kernels = sorted(k for k in sass if pat.search(names[k]))
@@ -126,7 +128,7 @@ def _result(name: str, bad: list[str], extra: str = "") -> StaticResult:
 
 
 def _step_check(chk: StaticCheck, sass: dict[str, str], names: dict[str, str],
-                launched: dict[int, list[str]]) -> StaticResult:
+                launched: dict[int, list[str]], resources: dict | None = None) -> StaticResult:
     """One check with `steps`: for each traced step, its kernels taken
     together (a step may launch several: a main kernel and a tail, a first
     pass and a second) must hold an instruction matching each `require`
@@ -140,7 +142,11 @@ def _step_check(chk: StaticCheck, sass: dict[str, str], names: dict[str, str],
         if wrong:   # no credit, as for any check of a step that fails (measured: it counts)
             return StaticResult(chk.name, False, f"step {wrong[0]} gives wrong answers: its launches were not traced")
         return StaticResult(chk.name, False, NO_TRACE, measured=False)
-    bad, unseen = [], []
+    wants_resources = chk.max_registers is not None or bool(chk.local_memory)
+    if wants_resources and not resources:
+        return StaticResult(chk.name, False, "not checked (the kernels' resource usage was not read: "
+                                             "cuobjdump -res-usage)", measured=False)
+    bad, unseen, seen = [], [], []
     for s in traced:
         kernels, missing = step_kernels(launched[s], sass, names, chk.scope == "template")
         unseen += [f"step {s}: {m}" for m in missing]
@@ -157,11 +163,48 @@ def _step_check(chk: StaticCheck, sass: dict[str, str], names: dict[str, str],
                 bad.append(f"step {s}'s kernels ({shown}) lack {ins}")
             elif chk.mode == "forbid" and has:
                 bad.append(f"step {s}'s kernel {names[has[0]][:60]} has {ins}")
+        if wants_resources:
+            b, shown_res = _resource_check(chk, s, kernels, sass, names, resources or {})
+            bad += b
+            seen += shown_res
     left = [s for s in chk.steps if launched.get(s) is None]
     extra = (f"steps {', '.join(map(str, left))} not traced" if left else "")
     if unseen and not bad:
         extra = "; ".join(x for x in (extra, "launches not in the compiled code: " + ", ".join(unseen[:3])) if x)
+    if seen and not bad:
+        extra = "; ".join(x for x in (", ".join(seen[:3]), extra) if x)
     return _result(chk.name, bad, extra)
+
+
+def _resource_check(chk: StaticCheck, step: int, kernels: list[str], sass: dict[str, str], names: dict[str, str],
+                    resources: dict) -> tuple[list[str], list[str]]:
+    """max_registers and local_memory on one step's kernels: every kernel
+    within the register limit; "none": no kernel with a stack frame, local
+    memory or a local load or store (LDL/STL) in its SASS; "required": at
+    least one kernel of the step with local memory (a step that must show
+    a spill). Returns (what is wrong, what was read)."""
+    bad, seen, local_kernels = [], [], []
+    for k in kernels:
+        r = resources.get(k)
+        if r is None:
+            bad.append(f"step {step}: no resource usage was read for {names[k][:60]}")
+            continue
+        spills = re.search(r"\b(STL|LDL)\b", _instructions(sass.get(k, "")), re.M) is not None
+        local = r.local_bytes > 0 or spills
+        seen.append(f"step {step}: {names[k][:40]} {r.regs} registers, {r.local_bytes} bytes of local memory"
+                    + (" (LDL/STL in its SASS)" if spills else ""))
+        if local:
+            local_kernels.append(k)
+        if chk.max_registers is not None and r.regs > chk.max_registers:
+            bad.append(f"step {step}'s kernel {names[k][:60]} uses {r.regs} registers, more than "
+                       f"{chk.max_registers}")
+        if chk.local_memory == "none" and local:
+            bad.append(f"step {step}'s kernel {names[k][:60]} uses local memory ({r.local_bytes} bytes"
+                       + (", LDL/STL in its SASS" if spills else "") + "): spills or a local array")
+    if chk.local_memory == "required" and kernels and not local_kernels and not bad:
+        bad.append(f"step {step}'s kernels ({', '.join(names[k][:60] for k in kernels[:2])}) use no local memory: "
+                   "the step must show the spill (its file is compiled with the manifest's register cap)")
+    return bad, seen
 
 
 def kernel_key(name: str) -> str:

@@ -459,6 +459,13 @@ static inline cudaError_t cudaOccupancyMaxPotentialBlockSize(int *min_grid, int 
     *min_grid = per_sm * sms;
     return cudaSuccess;
 }
+// A kernel's resources: numRegs 0 means "not known on the CPU path"
+// (cuda_runtime_api.h).
+template <typename K>
+static inline cudaError_t cudaFuncGetAttributes(cudaFuncAttributes *attr, K kernel)
+{
+    return cudaFuncGetAttributes(attr, (const void *)kernel);
+}
 template <typename K>
 static inline cudaError_t cudaFuncSetAttribute(K kernel, int attr, int value)
 {

@@ -70,7 +70,8 @@ typedef enum cudaDeviceAttr {
     cudaDevAttrMultiProcessorCount = 16,
     cudaDevAttrComputeCapabilityMajor = 75,
     cudaDevAttrComputeCapabilityMinor = 76,
-    cudaDevAttrL2CacheSize = 38
+    cudaDevAttrL2CacheSize = 38,
+    cudaDevAttrMaxThreadsPerMultiProcessor = 39
 } cudaDeviceAttr;
 
 typedef struct CUstream_st *cudaStream_t;
@@ -152,6 +153,23 @@ cudaError_t cudaEventElapsedTime(float *ms, cudaEvent_t start, cudaEvent_t stop)
 /* Resident blocks per "multiprocessor" (a worker thread): one block per
  * worker at a time, whatever the kernel. */
 cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem);
+
+/* A kernel's compiled resources (CUDA's fields). The CPU path compiles no
+ * device code: numRegs, localSizeBytes, binaryVersion and ptxVersion are 0,
+ * which means "not known here" (a real kernel has at least one register
+ * and a binary version); a program prints them as not measured on the CPU
+ * path. maxThreadsPerBlock is the launch limit the runtime enforces, 1024
+ * (the CPU path ignores __launch_bounds__). */
+struct cudaFuncAttributes {
+    size_t sharedSizeBytes, constSizeBytes, localSizeBytes;
+    int maxThreadsPerBlock, numRegs, ptxVersion, binaryVersion, cacheModeCA;
+    int maxDynamicSharedSizeBytes, preferredShmemCarveout;
+};
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func);
+/* CUDA's C form of the occupancy call (cuda_runtime.h has the C++ template):
+ * cml_cpu_occupancy's answer, one block per worker. */
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *func, int block_size,
+                                                          size_t dynamic_smem);
 
 /* Bank counts (CML_CPU_CHECK=banks): the shared-memory bank conflicts of
  * every launch so far of `kernel` (its name as launched, e.g.

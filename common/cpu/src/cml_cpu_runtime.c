@@ -166,6 +166,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, cudaDeviceAttr attr, int device)
     case cudaDevAttrComputeCapabilityMajor: *value = p.major; break;
     case cudaDevAttrComputeCapabilityMinor: *value = p.minor; break;
     case cudaDevAttrL2CacheSize: *value = p.l2CacheSize; break;
+    case cudaDevAttrMaxThreadsPerMultiProcessor: *value = p.maxThreadsPerMultiProcessor; break;
     default: return record(cudaErrorInvalidValue);
     }
     return cudaSuccess;
@@ -205,6 +206,24 @@ cudaError_t cml_cpu_occupancy(int *blocks, int block_size, size_t dynamic_smem)
     if (block_size <= 0 || block_size > 1024)
         return record(cudaErrorInvalidValue);
     *blocks = 1; /* a worker runs one block at a time */
+    return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, const void *func, int block_size,
+                                                          size_t dynamic_smem)
+{
+    if (!func || !blocks)
+        return record(cudaErrorInvalidValue);
+    return cml_cpu_occupancy(blocks, block_size, dynamic_smem);
+}
+
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+{
+    STICKY_GUARD();
+    if (!attr || !func)
+        return record(cudaErrorInvalidValue);
+    memset(attr, 0, sizeof *attr); /* registers, local bytes, versions: not known here */
+    attr->maxThreadsPerBlock = 1024;
     return cudaSuccess;
 }
 

@@ -23,6 +23,7 @@ cudaError_t k_warp_sum(const int *in, int *out, int with_syncwarp);
 cudaError_t k_global_race(int *out, unsigned blocks);
 cudaError_t k_stride(float *out, int stride, int active, int wide, unsigned threads);
 cudaError_t k_skip_pass(float *out, unsigned threads);
+cudaError_t k_attributes(struct cudaFuncAttributes *attr, int *blocks_per_sm, int block_size);
 
 #ifdef __cplusplus
 }

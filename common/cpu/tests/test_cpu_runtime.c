@@ -66,6 +66,28 @@ static void *device_poisoned(size_t bytes)
     return d;
 }
 
+// ------------------------------------------------------------ resources
+
+/* The CPU path compiles no device code: a kernel's registers and local
+ * bytes are "not known" (0), never a made-up count; occupancy is one block
+ * per worker; a block past the launch limit is refused as on a GPU. */
+Test(resources, attributes_say_not_known_and_occupancy_is_one_block)
+{
+    struct cudaFuncAttributes a;
+    memset(&a, 0x5a, sizeof a);
+    int blocks = -1;
+    CHECK(k_attributes(&a, &blocks, 256));
+    cr_expect_eq(a.numRegs, 0, "numRegs %d: the CPU path cannot know a kernel's registers", a.numRegs);
+    cr_expect_eq(a.localSizeBytes, 0, "localSizeBytes %zu", a.localSizeBytes);
+    cr_expect_eq(a.binaryVersion, 0, "binaryVersion %d", a.binaryVersion);
+    cr_expect_eq(a.maxThreadsPerBlock, 1024, "maxThreadsPerBlock %d", a.maxThreadsPerBlock);
+    cr_expect_eq(blocks, 1, "blocks per worker %d", blocks);
+    cr_expect_eq(k_attributes(&a, &blocks, 1025), cudaErrorInvalidValue, "a block of 1025 threads");
+    cr_expect_eq(cudaGetLastError(), cudaErrorInvalidValue, "the error is recorded");
+    cr_expect_eq(cudaFuncGetAttributes(&a, NULL), cudaErrorInvalidValue, "no function");
+    cudaGetLastError();
+}
+
 // ------------------------------------------------------------ barriers
 
 Test(barriers, hold_in_blocks_of_odd_shapes)

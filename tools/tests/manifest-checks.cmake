@@ -1,0 +1,67 @@
+# The manifest checker (cmake/KitManifest.cmake) on manifests made here:
+# "nvcc_flags" read into LAB_NVCC_FLAG_FILES / LAB_NVCC_FLAGS_<file> when
+# well formed, and each malformed value refused with a message that names
+# it. Run as: cmake -DSOURCE_DIR=<kit> -DWORK=<dir> -P manifest-checks.cmake
+# (the bad cases each run in a child cmake: a refusal is a FATAL_ERROR).
+cmake_minimum_required(VERSION 3.25...4.1)   # the kit's policies (IN_LIST, empty list elements)
+if(NOT CASE)
+  set(good "\"nvcc_flags\": {\"spill.cu\": [\"-maxrregcount=32\", \"-Xptxas=-warn-spills\"]}")
+  set(cases
+    "good|${good}|"
+    "not_object|\"nvcc_flags\": [\"-maxrregcount=32\"]|must be an object"
+    "not_a_file|\"nvcc_flags\": {\"other.cu\": [\"-O3\"]}|not one of the lab's .cu"
+    "c_file|\"nvcc_flags\": {\"host.c\": [\"-O3\"]}|not one of the lab's .cu"
+    "not_list|\"nvcc_flags\": {\"spill.cu\": \"-maxrregcount=32\"}|must be a list of flags"
+    "empty|\"nvcc_flags\": {\"spill.cu\": []}|empty list"
+    "two_in_one|\"nvcc_flags\": {\"spill.cu\": [\"-maxrregcount=32 -O3\"]}|is not one nvcc option"
+    "shell|\"nvcc_flags\": {\"spill.cu\": [\"-O3$(id)\"]}|is not one nvcc option"
+    "no_count|\"nvcc_flags\": {\"spill.cu\": [\"-maxrregcount=lots\"]}|needs a register count")
+  set(failed 0)
+  foreach(c IN LISTS cases)
+    string(REPLACE "|" ";" parts "${c}")
+    list(GET parts 0 name)
+    list(GET parts 1 extra)
+    list(LENGTH parts np)
+    set(want "")
+    if(np GREATER 2)
+      list(GET parts 2 want)
+    endif()
+    set(dir "${WORK}/${name}/99_manifest")
+    file(REMOVE_RECURSE "${WORK}/${name}")
+    file(MAKE_DIRECTORY "${dir}")
+    file(WRITE "${dir}/spill.cu" "")
+    file(WRITE "${dir}/main.cu" "")
+    file(WRITE "${dir}/host.c" "")
+    file(WRITE "${dir}/lab.json" "{\"name\": \"99_manifest\", \"title\": \"t\", \"summary\": \"s\", \"stem\": \"m\",
+ \"files\": [\"main.cu\", \"spill.cu\", \"host.c\"], \"model\": \"\", \"sanitize\": [\"--n 3\"],
+ \"steps\": [{\"num\": 1, \"ident\": \"a\", \"file\": \"main.cu\", \"title\": \"t\"}], ${extra}}\n")
+    execute_process(COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${SOURCE_DIR}" "-DCASE=${dir}"
+                            -P "${CMAKE_CURRENT_LIST_FILE}"
+                    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    string(REGEX REPLACE "[ \n]+" " " err "${err}")   # CMake wraps its messages
+    if(want STREQUAL "")
+      if(NOT rc EQUAL 0 OR NOT out MATCHES "spill.cu=-maxrregcount=32;-Xptxas=-warn-spills")
+        message(SEND_ERROR "${name}: a good manifest was not read: ${out}${err}")
+        set(failed 1)
+      else()
+        message(STATUS "${name}: read as expected")
+      endif()
+    elseif(rc EQUAL 0 OR NOT err MATCHES "nvcc_flags" OR NOT err MATCHES "${want}")
+      message(SEND_ERROR "${name}: expected a refusal saying '${want}', got rc ${rc}: ${err}")
+      set(failed 1)
+    else()
+      message(STATUS "${name}: refused as expected")
+    endif()
+  endforeach()
+  if(failed)
+    message(FATAL_ERROR "the manifest checker let a case through")
+  endif()
+  return()
+endif()
+
+include("${SOURCE_DIR}/cmake/KitManifest.cmake")
+kit_read_manifest("${CASE}")
+foreach(f IN LISTS LAB_NVCC_FLAG_FILES)
+  string(MAKE_C_IDENTIFIER "${f}" fid)
+  message(STATUS "${f}=${LAB_NVCC_FLAGS_${fid}}")
+endforeach()
