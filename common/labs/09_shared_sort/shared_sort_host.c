@@ -255,11 +255,13 @@ char *ss_describe(const ss_check *chk, char *buf, size_t len)
                  chk->order_at, chk->order_key, chk->order_before);
         break;
     }
+    const char *cause = chk->unwritten == chk->n && chk->n > 0
+                            ? "nothing was written: the step is not done yet, or its kernel never ran"
+                            : likely_cause(chk->step, chk->fault);
     snprintf(buf, len,
              "%zu of %zu keys of out are wrong (%zu never written); the first, out[%zu], expected %u, got %u. In %s, "
              "%s. Likely cause: %s",
-             chk->wrong, chk->n, chk->unwritten, chk->first, chk->expected, chk->got, where, what,
-             likely_cause(chk->step, chk->fault));
+             chk->wrong, chk->n, chk->unwritten, chk->first, chk->expected, chk->got, where, what, cause);
     return buf;
 }
 
