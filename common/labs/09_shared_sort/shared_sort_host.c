@@ -218,7 +218,8 @@ static const char *likely_cause(int step, ss_fault f)
          "a round read warp_min[] before every warp posted, or a warp overwrote it while others still read it "
          "(a barrier missing), or the lists were not sorted before the merge"},
         {"a thread stops before its last output, or the grid has too few threads for its n / 8 outputs",
-         "the split and the merge break ties differently: in both, equal keys go to the first run (a[i] <= b[j])",
+         "the split is not where the merge path crosses the diagonal: search i only in [max(0, d - nb), "
+         "min(d, na)] (never past either run) with the merge's own rule for equal keys (a[i] <= b[j])",
          "the split's diagonal is off, or a pair's second run does not start where its first ends"},
         {"the passes end in scratch, not out (count the passes first and sort the tiles into the buffer that "
          "makes the last pass end in out)",
