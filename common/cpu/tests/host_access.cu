@@ -1,5 +1,7 @@
 // Kernels and a CUB call for test_host_access.c: device memory is open to
 // them while they run, closed to host code before and after.
+#include <cub/device/device_merge_sort.cuh>
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cuda_runtime.h>
 
@@ -57,5 +59,30 @@ extern "C" cudaError_t ha_cub_sum(const int *in, int *out, int n)
         return err;
     err = cub::DeviceReduce::Sum(temp, temp_bytes, in, out, n);
     cudaError_t freed = cudaFree(temp);
+    return err != cudaSuccess ? err : freed;
+}
+
+namespace {
+struct unsigned_less {
+    __host__ __device__ bool operator()(unsigned a, unsigned b) const { return a < b; }
+};
+}  // namespace
+
+extern "C" cudaError_t ha_cub_sorts(const unsigned *in, unsigned *out, unsigned *out2, int n)
+{
+    size_t radix_bytes = 0, merge_bytes = 0;
+    cudaError_t err = cub::DeviceRadixSort::SortKeys(nullptr, radix_bytes, in, out, n);
+    if (err == cudaSuccess)
+        err = cub::DeviceMergeSort::SortKeys(nullptr, merge_bytes, out2, n, unsigned_less());
+    void *temp = nullptr;
+    if (err == cudaSuccess)
+        err = cudaMalloc(&temp, radix_bytes > merge_bytes ? radix_bytes : merge_bytes);
+    if (err == cudaSuccess)
+        err = cub::DeviceRadixSort::SortKeys(temp, radix_bytes, in, out, n);
+    if (err == cudaSuccess)
+        err = cudaMemcpy(out2, in, (size_t)n * sizeof *in, cudaMemcpyDeviceToDevice);
+    if (err == cudaSuccess)
+        err = cub::DeviceMergeSort::SortKeys(temp, merge_bytes, out2, n, unsigned_less());
+    cudaError_t freed = temp ? cudaFree(temp) : cudaSuccess;
     return err != cudaSuccess ? err : freed;
 }

@@ -20,6 +20,10 @@ cudaError_t ha_through_struct(const int *in, int *out, unsigned n, unsigned thre
 /* *out = in[0] + ... + in[n - 1] with cub::DeviceReduce::Sum (the CPU
  * path's stand-in), temporary storage from cudaMalloc. */
 cudaError_t ha_cub_sum(const int *in, int *out, int n);
+/* out = in sorted ascending with cub::DeviceRadixSort::SortKeys, and again
+ * in place in out2 (a copy of in made first) with cub::DeviceMergeSort::
+ * SortKeys (the CPU path's stand-ins), temporary storage from cudaMalloc. */
+cudaError_t ha_cub_sorts(const unsigned *in, unsigned *out, unsigned *out2, int n);
 
 #ifdef __cplusplus
 }

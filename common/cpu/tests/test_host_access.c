@@ -234,6 +234,33 @@ static void cub_then_write(void)
     touch(in, sizeof h, 4 * 1000, 1);
 }
 
+/* The sort stand-ins (lab 09's CUB anchor): keys with duplicates and the
+ * largest key, both sorts right, and device memory closed again after. */
+static void cub_sorts_then_read(void)
+{
+    enum { M = 3001 };
+    unsigned h[M], got[M], got2[M], count[64] = {0};
+    for (int i = 0; i < M; ++i) {
+        h[i] = i % 97 == 0 ? 0xffffffffu : (unsigned)i * 2654435761u % 61u; /* 0..60 many times, and UINT_MAX */
+        ++count[h[i] == 0xffffffffu ? 63 : h[i]];
+    }
+    unsigned *in = dev_alloc(sizeof h), *out = dev_alloc(sizeof h), *out2 = dev_alloc(sizeof h);
+    MUST(cudaMemcpy(in, h, sizeof h, cudaMemcpyHostToDevice));
+    MUST(ha_cub_sorts(in, out, out2, M));
+    MUST(cudaMemcpy(got, out, sizeof got, cudaMemcpyDeviceToHost));
+    MUST(cudaMemcpy(got2, out2, sizeof got2, cudaMemcpyDeviceToHost));
+    int at = 0;
+    for (unsigned key = 0; key < 64; ++key) /* the sorted keys, from the counts */
+        for (unsigned c = 0; c < count[key]; ++c, ++at) {
+            unsigned want = key == 63 ? 0xffffffffu : key;
+            if (got[at] != want)
+                wrong("radix sort: out[%d] is %u, want %u", at, got[at], want);
+            if (got2[at] != want)
+                wrong("merge sort: out[%d] is %u, want %u", at, got2[at], want);
+        }
+    touch(out2, sizeof h, 4 * 1000, 0);
+}
+
 /* Dynamic shared memory, pointers inside a struct, several worker threads
  * (CML_CPU_THREADS=3, set before the runtime starts) and many blocks. */
 static void struct_pointers_on_workers(void)
@@ -558,6 +585,7 @@ Test(host_access, memcpy_in_every_direction_and_memset_work_and_close_again)
 }
 Test(host_access, the_cublas_stand_in_works_and_closes_again) { expect_death(cublas_then_read, NULL, INSIDE, 0); }
 Test(host_access, the_cub_stand_in_works_and_closes_again) { expect_death(cub_then_write, NULL, INSIDE, 0); }
+Test(host_access, the_cub_sort_stand_ins_sort_and_close_again) { expect_death(cub_sorts_then_read, NULL, INSIDE, 0); }
 Test(host_access, kernels_reach_pointers_in_structs_on_every_worker)
 {
     expect_death(struct_pointers_on_workers, "CML_CPU_THREADS=3", INSIDE, 0);
