@@ -11,7 +11,7 @@
  * Build, test and time (see README.md in this folder):
  *   cmake --workflow --preset progress           # which steps pass
  *   ./build/vectorized_run --step 3              # check and time one step
- *   cuobjdump -sass build/CMakeFiles/vectorized_run.dir/labs/07_vectorized/vectorized.cu.o | grep -E 'LDG|STG'
+ *   cuobjdump -sass build/CMakeFiles/vectorized_kernels_student.dir/labs/07_vectorized/vectorized.cu.o | grep -E 'LDG|STG'
  */
 #include "vectorized.h"
 
