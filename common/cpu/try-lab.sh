@@ -36,7 +36,7 @@ CXX=${CXX:-g++}
 CFLAGS="-std=gnu11 -O2 -g -pthread"
 CXXFLAGS="-std=c++17 -O2 -g -gdwarf-4 -pthread -ffp-contract=off"
 # The checks' access callbacks (CML_CPU_INSTRUMENT=0 leaves them out: to time their cost).
-[ "${CML_CPU_INSTRUMENT:-1}" = 0 ] || CXXFLAGS="$CXXFLAGS -fsanitize=thread --param=tsan-instrument-func-entry-exit=0"
+[ "${CML_CPU_INSTRUMENT:-1}" = 0 ] || CXXFLAGS="$CXXFLAGS -fsanitize=thread --param=tsan-instrument-func-entry-exit=0 -fsanitize=alignment -fno-sanitize-recover=alignment"
 crit_cflags=$(pkg-config --cflags criterion 2>/dev/null || true)
 crit_libs=$(pkg-config --libs criterion 2>/dev/null || echo -lcriterion)
 

@@ -49,7 +49,8 @@ from pathlib import Path
 from .objread import (ObjectToolError, demangle, disassemble, find_binutils, find_cuobjdump, init_targets,
                       kit_symbols, read_resources, read_sass, read_sections, read_symbols,
                       runtime_exports)
-from .objrules import (BENIGN_INIT_REFS, CPU_RUNTIME_REFUSED, CTOR_SECTIONS, DEVICE_COPIES, HOST_DATA, KIT_PREFIX,
+from .objrules import (BENIGN_INIT_REFS, CPU_ALIGNMENT_HANDLERS, CPU_RUNTIME_REFUSED, CTOR_SECTIONS, DEVICE_COPIES,
+                       HOST_DATA, KIT_PREFIX,
                        LIBC_DATA, LIBRARY_CALL, LIBRARY_HEADER, LIBRARY_NAMESPACE, LINKER_NAMES, MANAGED_REGISTRATION,
                        MANAGED_SECTION, NEW_DELETE, PLACEMENT_NEW, REFUSED_CUDA, REGISTRATION, SYSCALL, _device_stub,
                        _refused_call, device_to_device)
@@ -182,8 +183,8 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
         if KIT_PREFIX.match(u) and not (cpu_path and u.startswith("cml_cpu_")):
             why.append(f"calls {u}{where(users_of(u))} (the kit's own code): write the step yourself")
             continue
-        if cpu_path and (u.startswith("__tsan_") or u.startswith("cml_cpu_")):
-            continue  # the CPU path's runtime: launches, barriers, warp operations, the race check's hooks
+        if cpu_path and (u.startswith("__tsan_") or u.startswith("cml_cpu_") or u in CPU_ALIGNMENT_HANDLERS):
+            continue  # the CPU path's runtime: launches, barriers, warp operations, the checks' hooks
         if not host_data and HOST_DATA.match(u):
             # a device-to-device cudaMemcpy (the kind a constant 3 at every call) keeps the work on the device
             d2d = (lambda f: u in DEVICE_COPIES and all(device_to_device(b) for c, b in dis.calls.get(f, []) if c == u)

@@ -63,6 +63,11 @@ REFUSED_CUDA = re.compile(r"^cuda(GetDriverEntryPoint\w*|GetExportTable|GetProcA
 # Memory the host can read, declared by the student's file: a __managed__ variable (registered by the CUDA
 # compiler's code; on the CPU path cuda_runtime.h puts it in a section of its own).
 MANAGED_REGISTRATION = "__cudaRegisterManagedVar"
+# The CPU path compiles kernels with -fsanitize=alignment: the compiler's
+# check of a misaligned vector access calls these, which the CPU runtime
+# implements (common/cpu/src/cml_cpu_runtime.c: the launch fails with
+# cudaErrorMisalignedAddress, as on a GPU).
+CPU_ALIGNMENT_HANDLERS = frozenset(("__ubsan_handle_type_mismatch_v1", "__ubsan_handle_type_mismatch_v1_abort"))
 MANAGED_SECTION = ".cml_cpu_managed"
 # A launcher works on device data and leaves it there: a copy to or from the
 # host, or memory the host can read, is how a sum or a transpose would be done

@@ -43,6 +43,7 @@ typedef enum cudaError {
     cudaErrorLaunchTimeout = 702,
     cudaErrorLaunchFailure = 719,
     cudaErrorIllegalInstruction = 715,
+    cudaErrorMisalignedAddress = 716,
     cudaErrorAssert = 710,
     cudaErrorUnknown = 999
 } cudaError_t;

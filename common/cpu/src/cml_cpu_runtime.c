@@ -68,6 +68,7 @@ const char *cudaGetErrorName(cudaError_t err)
         NAME(cudaErrorInvalidPtx) NAME(cudaErrorUnsupportedPtxVersion) NAME(cudaErrorNoKernelImageForDevice)
         NAME(cudaErrorInvalidResourceHandle) NAME(cudaErrorNotReady) NAME(cudaErrorIllegalAddress)
         NAME(cudaErrorLaunchTimeout) NAME(cudaErrorLaunchFailure) NAME(cudaErrorIllegalInstruction)
+        NAME(cudaErrorMisalignedAddress)
         NAME(cudaErrorAssert) NAME(cudaErrorUnknown)
 #undef NAME
     }
@@ -92,6 +93,8 @@ const char *cudaGetErrorString(cudaError_t err)
         return "unspecified launch failure (CPU path: deadlock or divergent barrier, see stderr)";
     case cudaErrorIllegalInstruction:
         return "an illegal instruction was encountered (CPU path: see the report on stderr)";
+    case cudaErrorMisalignedAddress:
+        return "misaligned address (CPU path: see the report on stderr)";
     default: return cudaGetErrorName(err);
     }
 }
@@ -1798,6 +1801,72 @@ void cml_cpu_trap(const char *what)
     }
     make_sticky(cudaErrorIllegalInstruction);
     siglongjmp(w->escape, 1);
+}
+
+/* A load or store through a pointer its type's alignment forbids (an int4
+ * * at a 4-byte offset), which a GPU stops with cudaErrorMisalignedAddress
+ * and an x86 mostly performs: the translated kernels are compiled with
+ * -fsanitize=alignment -fno-sanitize-recover=alignment (CMakeLists.txt), and
+ * the compiler's check calls these (libubsan is not linked). Its data, as
+ * GCC and Clang lay it out: the source location, the type, log2 of its
+ * alignment and what the access was. In a kernel: a report like a fault's,
+ * the sticky error, and the block ends; in host code: the report, and the
+ * process ends (a misaligned access in host code is undefined too). */
+typedef struct ubsan_location {
+    const char *file;
+    uint32_t line, column;
+} ubsan_location;
+typedef struct ubsan_type {
+    uint16_t kind, info;
+    char name[1];
+} ubsan_type;
+typedef struct ubsan_mismatch {
+    ubsan_location loc;
+    const ubsan_type *type;
+    unsigned char log_alignment, check_kind;
+} ubsan_mismatch;
+
+static void misaligned(const ubsan_mismatch *m, uintptr_t p, void *pc)
+{
+    static const char *const kinds[] = {"load of", "store to", "reference binding to", "member access within",
+                                        "member call on", "constructor call on", "downcast of", "downcast of",
+                                        "upcast of", "cast to virtual base of"};
+    const char *kind = m->check_kind < sizeof kinds / sizeof kinds[0] ? kinds[m->check_kind] : "access to";
+    char what[600], where[300];
+    snprintf(what, sizeof what,
+             "misaligned address %p: %s type %s, which requires %u-byte alignment (%u bytes past a multiple of "
+             "it; a GPU stops the kernel: misaligned address)",
+             (void *)p, kind, m->type ? m->type->name : "?", 1u << m->log_alignment,
+             (unsigned)(p & ((1u << m->log_alignment) - 1)));
+    snprintf(where, sizeof where, "%s:%u:%u", m->loc.file ? m->loc.file : "?", m->loc.line, m->loc.column);
+    (void)pc;
+    worker *w = self;
+    fiber *f = current;
+    if (w == NULL || f == NULL) {
+        fprintf(stderr, "cml-cpu: %s, in host code at %s\n", what, where);
+        fflush(stderr);
+        abort();
+    }
+    grid *g = running_grid;
+    if (first_report(g)) {
+        char who[100];
+        describe_thread(w, f, who, sizeof who);
+        fprintf(stderr, "cml-cpu: %s\n  in kernel %s (launched at %s:%d), %s\n  at %s\n", what,
+                cml_cpu_kernel_name(g->d), g->d->file, g->d->line, who, where);
+    }
+    make_sticky(cudaErrorMisalignedAddress);
+    siglongjmp(w->escape, 1);
+}
+
+void __ubsan_handle_type_mismatch_v1(const ubsan_mismatch *m, uintptr_t p);
+void __ubsan_handle_type_mismatch_v1(const ubsan_mismatch *m, uintptr_t p)
+{
+    misaligned(m, p, __builtin_return_address(0));
+}
+void __ubsan_handle_type_mismatch_v1_abort(const ubsan_mismatch *m, uintptr_t p);
+void __ubsan_handle_type_mismatch_v1_abort(const ubsan_mismatch *m, uintptr_t p)
+{
+    misaligned(m, p, __builtin_return_address(0));
 }
 
 cudaError_t cml_cpu_host_pointer_argument(const cml_cpu_launch_desc *d, int index, const void *p)

@@ -157,6 +157,31 @@ extern "C" cudaError_t k_past_the_end(int *out, unsigned n, unsigned threads)
     return cudaDeviceSynchronize();
 }
 
+// 16-byte vectors from in + off: legal at off = 0, misaligned (a GPU's
+// cudaErrorMisalignedAddress) at 1-3. The int4 is copied whole; the
+// float4 is taken apart, which the compiler makes four 4-byte loads, so
+// only the alignment check at the source's access can see it.
+__global__ void misaligned_copy_kernel(const int *in, int *out, unsigned off)
+{
+    const int4 *in4 = reinterpret_cast<const int4 *>(in + off);
+    reinterpret_cast<int4 *>(out)[threadIdx.x] = in4[threadIdx.x];  // mark:misaligned-int4
+}
+
+__global__ void misaligned_scale_kernel(const float *in, float *out, unsigned off)
+{
+    float4 v = reinterpret_cast<const float4 *>(in + off)[threadIdx.x];  // mark:misaligned-float4
+    out[threadIdx.x] = 2.0f * v.x + v.y - v.z * v.w;
+}
+
+extern "C" cudaError_t k_misaligned(int *in, int *out, unsigned off, int as_float)
+{
+    if (as_float)
+        misaligned_scale_kernel<<<1, 8>>>((const float *)in, (float *)out, off);
+    else
+        misaligned_copy_kernel<<<1, 8>>>(in, out, off);
+    return cudaDeviceSynchronize();
+}
+
 // Thread 1 waits for a flag that thread 0 sets only after a barrier that
 // thread 1 never reaches: a spin that never ends.
 __global__ void spin_kernel(int *out)

@@ -16,6 +16,8 @@ cudaError_t k_vote(const int *pred, unsigned *out, int active, unsigned threads)
 cudaError_t k_atomics(const int *in, int *sum, float *fsum, unsigned n, unsigned threads);
 cudaError_t k_divergent_barrier(int *out, unsigned threads);
 cudaError_t k_past_the_end(int *out, unsigned n, unsigned threads);
+/* 8 int4 (or float4) from in + off: misaligned for off = 1..3 */
+cudaError_t k_misaligned(int *in, int *out, unsigned off, int as_float);
 cudaError_t k_spin(int *out);
 cudaError_t k_host_pointer(int *out);
 cudaError_t k_neighbour(const int *in, int *out, int with_barrier, unsigned blocks, unsigned threads);

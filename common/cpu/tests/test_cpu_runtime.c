@@ -261,6 +261,37 @@ Test(reports, out_of_bounds_names_kernel_block_thread_line, .init = cr_redirect_
     expect_in(text, line_of("oob", a, sizeof a));
 }
 
+/* A 16-byte load at a 4-byte offset: a GPU's misaligned address (716),
+ * here too, with the address, the type and the line; the same kernel at a
+ * 16-byte boundary runs. */
+Test(reports, misaligned_vector_access_fails_the_launch, .init = cr_redirect_stderr)
+{
+    int *din = device_poisoned(64 * sizeof(int)), *dout = device_poisoned(64 * sizeof(int));
+    CHECK(k_misaligned(din, dout, 0, 0));
+    CHECK(k_misaligned(din, dout, 4, 1));
+    cudaError_t err = k_misaligned(din, dout, 1, 0);
+    cr_assert_eq(err, cudaErrorMisalignedAddress, "got %s", cudaGetErrorName(err));
+    char a[64];
+    const char *text = captured_stderr();
+    expect_in(text, "misaligned address");
+    expect_in(text, "struct int4', which requires 16-byte alignment (4 bytes past a multiple of it");
+    expect_in(text, "in kernel misaligned_copy_kernel");
+    expect_in(text, line_of("misaligned-int4", a, sizeof a));
+    cr_expect_str_eq(cudaGetErrorName(cudaGetLastError()), "cudaErrorMisalignedAddress");
+}
+
+Test(reports, misaligned_vector_taken_apart_still_fails, .init = cr_redirect_stderr)
+{
+    int *din = device_poisoned(64 * sizeof(int)), *dout = device_poisoned(64 * sizeof(int));
+    cudaError_t err = k_misaligned(din, dout, 2, 1);
+    cr_assert_eq(err, cudaErrorMisalignedAddress, "got %s", cudaGetErrorName(err));
+    char a[64];
+    const char *text = captured_stderr();
+    expect_in(text, "struct float4', which requires 16-byte alignment (8 bytes past a multiple of it");
+    expect_in(text, "in kernel misaligned_scale_kernel");
+    expect_in(text, line_of("misaligned-float4", a, sizeof a));
+}
+
 Test(reports, watchdog_cuts_off_a_spin, .init = cr_redirect_stderr, .timeout = 30)
 {
     setenv("CML_CPU_WATCHDOG", "1", 1); /* read when the runtime starts: below */
