@@ -19,6 +19,7 @@ from .pipeline import Pipeline
 from .stagebase import STUDENT_EDITION, GraderError, Options, parse_seed
 from .report import fmt, gradescope_json, write_all
 from .rubric import RubricError, load_override
+from .scorebase import REFERENCE_FAILED
 from .buildtree import check_kit
 from .slurm import ShardError, parse_shard, shard_of, write_shard
 
@@ -294,6 +295,14 @@ def self_check_verdict(res, quiet: bool) -> int:
     short = [f"{ls.lab} {fmt(ls.points)}/{fmt(ls.max_points)}" for ls in res.labs if ls.points < ls.max_points]
     if short:
         print("self-check FAILED: the reference solutions lose points: " + ", ".join(short), file=sys.stderr)
+        return EXIT_GRADER
+    # A test the reference itself fails here is left out of every student's
+    # score (not counted); in the self-check it is the reference that is wrong.
+    own = [f"{ls.lab}: {line}" for ls in res.labs for line in ls.not_counted if REFERENCE_FAILED in line]
+    if own:
+        print("self-check FAILED: the reference solutions fail their own tests here (students are not docked "
+              "for these tests, but the reference or this machine is wrong): " + "; ".join(own[:6])
+              + (f"; and {len(own) - 6} more" if len(own) > 6 else ""), file=sys.stderr)
         return EXIT_GRADER
     unmeasured = {}
     for ls in res.labs:

@@ -35,7 +35,7 @@ from __future__ import annotations
 from .labs import Lab
 from .parsers import TestOutcome
 from .results import Item, LabRun, LabScore
-from .scorebase import (NO_GPU, _cap_line, _mistake_lines, _not_started, _sanitizer_mistake_lines, _short,
+from .scorebase import (NO_GPU, REFERENCE_FAILED, _cap_line, _mistake_lines, _not_started, _sanitizer_mistake_lines, _short,
                         checker_share, r2)
 from .scorechecks import _counter_items, _perf_items, _sanitizer_items, _static_items
 from .trust import _verdict_lines
@@ -74,7 +74,7 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
                 continue  # the step says "no usable GPU"; the reason is given once
             if theirs[k].status != "PASSED":
                 why = ("skipped: " + _short(theirs[k].messages[0]) if theirs[k].status == "SKIPPED" and theirs[k].messages
-                       else f"the reference's result is {theirs[k].status}")
+                       else f"{REFERENCE_FAILED} {theirs[k].status}")
                 not_counted.append((f"{k}{' (hidden data)' if hidden else ''}", why))
         pts = tr.step_points(step.num) * share
         name = f"step {step.num} {step.ident}" + (" (hidden data)" if hidden else "")

@@ -14,6 +14,8 @@ from .results import LabRun
 # What a GPU check says on a machine without a usable GPU: the reason itself
 # is said once per report (StudentResult.machine), not under every item.
 NO_GPU = "not measured: no usable GPU on this machine"
+# Why a test is left out of the score: the reference's own result (a not_counted line holds it).
+REFERENCE_FAILED = "the reference's result is"
 
 
 def r2(x: float) -> float:

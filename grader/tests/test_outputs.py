@@ -174,6 +174,24 @@ class NewUserTests(unittest.TestCase):
         self.assertIn("not measured: 04_reduction", err.getvalue())
         self.assertNotIn("FAILED", err.getvalue())
 
+    def test_self_check_fails_when_the_reference_fails_its_own_tests(self):
+        """A test the reference fails is not counted for anyone (students are
+        not docked for it); the self-check must not pass over it. Seen on an
+        H200: lab 09's reference failed its step 2 tests and the self-check
+        said 'passed for what could be measured'."""
+        lab = LABS["04_reduction"]
+        ref_outcomes = {f"step{s.num}::t": "PASSED" for s in lab.steps}
+        ref_outcomes["step2::t"] = "FAILED"
+        ref = lab_run(lab, ref_outcomes)
+        ls = score_lab(lab, lab_run(lab, ref_outcomes), ref)
+        self.assertEqual(ls.points, ls.max_points)   # the failed test is out of the score
+        self.assertTrue(any("the reference's result is FAILED" in n for n in ls.not_counted), ls.not_counted)
+        res = StudentResult("reference", "kit", [ls], [], [], ls.points, ls.max_points, "", "public")
+        with mock.patch("sys.stderr", new=io.StringIO()) as err:
+            self.assertEqual(cli.self_check_verdict(res, False), cli.EXIT_GRADER)
+        self.assertIn("self-check FAILED: the reference solutions fail their own tests here", err.getvalue())
+        self.assertIn("04_reduction: step2::t", err.getvalue())
+
     def test_the_no_gpu_reason_is_said_once(self):
         res = no_gpu_result()
         why = res.machine
