@@ -112,11 +112,12 @@ __global__ void sort_kernel2(const unsigned *in, unsigned *out, size_t n)
     sort_own_list(tile);
     int t = threadIdx.x, lane = t % 32, warp = t / 32;
     // TODO(step 2): merge the THREADS sorted lists into merged[0..TILE).
-    // Keep your list's position pos and head (tile[at(pos, t)] << 32 | t,
-    // or ~0ull once the list is used up). Each of the TILE rounds: the
-    // block's smallest head (a reduction: shuffles in the warp, one word a
-    // warp in warp_min[], a barrier, every thread takes the least of them);
-    // the thread that owns it writes the key to merged[round] and advances.
+    // Keep how many keys of your list are merged, pos. Each of the TILE
+    // rounds: your head is tile[at(pos, t)] << 32 | t (or ~0ull once the
+    // list is used up); the block's smallest head (a reduction: shuffles in
+    // the warp, one word a warp in warp_min[], a barrier, every thread takes
+    // the least of them); the thread that owns it writes the key to
+    // merged[round] and advances.
     // Equal keys are two different heads (the list index breaks the tie):
     // advance only the list that won. Barrier again before the next round
     // writes warp_min[] (someone may still be reading it). Then, after a

@@ -130,20 +130,28 @@ __global__ void sort_kernel2(const unsigned *in, unsigned *out, size_t n)
     sort_own_list(tile);
     int t = threadIdx.x, lane = t % 32, warp = t / 32;
     // TODO(step 2): merge the THREADS sorted lists into merged[0..TILE).
-    // Keep your list's position pos and head (tile[at(pos, t)] << 32 | t,
-    // or ~0ull once the list is used up). Each of the TILE rounds: the
-    // block's smallest head (a reduction: shuffles in the warp, one word a
-    // warp in warp_min[], a barrier, every thread takes the least of them);
-    // the thread that owns it writes the key to merged[round] and advances.
+    // Keep how many keys of your list are merged, pos. Each of the TILE
+    // rounds: your head is tile[at(pos, t)] << 32 | t (or ~0ull once the
+    // list is used up); the block's smallest head (a reduction: shuffles in
+    // the warp, one word a warp in warp_min[], a barrier, every thread takes
+    // the least of them); the thread that owns it writes the key to
+    // merged[round] and advances.
     // Equal keys are two different heads (the list index breaks the tie):
     // advance only the list that won. Barrier again before the next round
     // writes warp_min[] (someone may still be reading it). Then, after a
     // barrier, write merged[j] to out[base + j] for base + j < n,
     // consecutive threads on consecutive j.
     // BEGIN SOLUTION
-    int pos = 0;
-    unsigned long long head = (unsigned long long)tile[column_layout::at(0, t)] << 32 | (unsigned)t;
+    // The head is read from the tile at the start of every round, from pos
+    // alone. (A form that kept the head in a register across rounds and
+    // reloaded it after ++pos was compiled wrong by CUDA 13.0's ptxas for
+    // sm_90: the reload read tile[at(pos + 2, t)]. The H200 lost keys; the
+    // CPU path, which does not use ptxas, did not.)
+    int pos = 0;  // how many keys of list t are merged
     for (int round = 0; round < TILE; ++round) {
+        unsigned long long head = pos < PER_THREAD
+                                      ? (unsigned long long)tile[column_layout::at(pos, t)] << 32 | (unsigned)t
+                                      : ~0ull;
         unsigned long long m = head;
         for (int d = 16; d > 0; d >>= 1)
             m = min_head(m, __shfl_xor_sync(0xffffffffu, m, d));
@@ -156,8 +164,6 @@ __global__ void sort_kernel2(const unsigned *in, unsigned *out, size_t n)
         if (best == head) {  // key and list: only the winning list advances
             merged[round] = (unsigned)(head >> 32);
             ++pos;
-            head = pos < PER_THREAD ? (unsigned long long)tile[column_layout::at(pos, t)] << 32 | (unsigned)t
-                                    : ~0ull;
         }
         __syncthreads();  // every thread read warp_min[] before the next round overwrites it
     }
