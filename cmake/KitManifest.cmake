@@ -188,6 +188,35 @@ function(kit_read_manifest lab_dir)
     set(LAB_STEP_${k}_TITLE "${title}" PARENT_SCOPE)
   endforeach()
 
+  # A results page whose table goes into the handout (handout: true): the
+  # runner replaces only the handout's marked region; without the markers
+  # --markdown would write the whole page over the handout.
+  string(JSON nresults ERROR_VARIABLE err LENGTH "${json}" results)
+  if(NOT err AND nresults GREATER 0)
+    math(EXPR last "${nresults} - 1")
+    foreach(i RANGE ${last})
+      string(JSON handout ERROR_VARIABLE err GET "${json}" results ${i} handout)
+      if(NOT err AND handout)
+        set(handout_md "${lab_dir}/README.md")
+        set(marked 0)
+        if(EXISTS "${handout_md}")
+          file(READ "${handout_md}" handout_text)
+          string(FIND "${handout_text}" "<!-- results:begin -->\n" b)
+          string(FIND "${handout_text}" "<!-- results:end -->" e)
+          if(b GREATER -1 AND e GREATER b)
+            set(marked 1)
+          endif()
+        endif()
+        if(NOT marked)
+          string(CONCAT why "results entry ${i} has \"handout\": true, but ${handout_md} has no region "
+            "between the lines <!-- results:begin --> and <!-- results:end --> for its table (without it the "
+            "runner's --markdown would write the whole results page over the handout)")
+          _kit_manifest_fail("${path}" "${why}")
+        endif()
+      endif()
+    endforeach()
+  endif()
+
   set(LAB_JSON "${json}" PARENT_SCOPE)
   set(LAB_NAME "${name}" PARENT_SCOPE)
   set(LAB_STEM "${stem}" PARENT_SCOPE)
