@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cml/cml_check.h"
+#include "cml/cml_timing.h"
 
 #define MIN_BYTES ((size_t)1 << 20)
 #define MAX_POINTS 40
@@ -59,6 +60,47 @@ static const char *size_words(double bytes, char *buf, size_t len)
     return buf;
 }
 
+/* Runs of a step enqueued back to back, timed as one. */
+typedef struct batch_job {
+    cml_lab_run *r;
+    int step, runs;
+} batch_job;
+
+static cudaError_t run_batch(void *ctx)
+{
+    batch_job *b = (batch_job *)ctx;
+    cudaError_t err = cudaSuccess;
+    for (int k = 0; k < b->runs && err == cudaSuccess; ++k)
+        err = b->r->lab->launch(b->r, b->step);
+    return err;
+}
+
+/* The step's time a run at this size: one run alone, then, when that is
+ * short, the median of batches of *batch runs enqueued back to back (about
+ * BATCH_MS each), so that a small size shows the time of its work, not one
+ * launch's latency. The copies are then timed in batches as large. */
+#define BATCH_MS 0.5
+static int time_batches(cml_lab_run *r, int step, cml_row *row, int *batch)
+{
+    batch_job job = {r, step, 1};
+    cml_timing one, many;
+    cudaError_t err = cml_time_median(run_batch, &job, 3, 5, &one);
+    if (err == cudaSuccess) {
+        double k = one.median_ms > 0 ? BATCH_MS / one.median_ms : 1000.0;
+        job.runs = k < 1 ? 1 : k > 1000 ? 1000 : (int)k;
+        err = cml_time_median(run_batch, &job, 1, r->args.repeat, &many);
+    }
+    if (err != cudaSuccess) {
+        cml_lab_row_error(row, "CUDA error while timing", err);
+        return 0;
+    }
+    *batch = job.runs;
+    row->timed = 1;
+    row->ms = many.median_ms / job.runs;
+    row->rate = r->lab->work(r, step) / (row->ms * 1e6);
+    return 1;
+}
+
 /* One size: prepare, check, time, release, then the copies of the same
  * bytes. Returns CML_EXIT_OK, or CML_EXIT_FAIL after saying why. */
 static int measure(cml_lab_run *r, int step, sweep_point *p)
@@ -74,7 +116,8 @@ static int measure(cml_lab_run *r, int step, sweep_point *p)
         return rc;
     cml_row row;
     memset(&row, 0, sizeof row);
-    int ok = cml_lab_check(r, step, &row) && cml_lab_time(r, step, &row);
+    int batch = 1;
+    int ok = cml_lab_check(r, step, &row) && time_batches(r, step, &row, &batch);
     p->bytes = lab->work(r, step);
     snprintf(p->params, sizeof p->params, "%s", r->rep.params);
     if (lab->release)
@@ -90,7 +133,7 @@ static int measure(cml_lab_run *r, int step, sweep_point *p)
     if (!EMULATED) {
         /* half the bytes copied: read and written, as many bytes in all as the step moves */
         cml_copy_ceiling c;
-        CML_CHECK(cml_measure_copy_ceiling((size_t)(p->bytes / 2), r->args.repeat, &c));
+        CML_CHECK(cml_measure_copy_ceiling_batched((size_t)(p->bytes / 2), r->args.repeat, batch, &c));
         p->kernel_gbs = c.kernel_gbs;
         p->memcpy_gbs = c.memcpy_gbs;
     }
@@ -104,7 +147,7 @@ static void print_table(const cml_lab_run *r, const sweep *sw)
     const char *unit = r->lab->unit ? r->lab->unit : "GB/s";
     printf("\n%s: step %d (%s) as its data grow\n", r->lab->name, sw->step, cml_lab_ident(r, sw->step));
     if (EMULATED) {
-        printf("Device: %s -- EMULATED\nseed %llu, %s, median of %d runs a size\n", dev,
+        printf("Device: %s -- EMULATED\nseed %llu, %s, median of %d timings a size\n", dev,
                (unsigned long long)r->seed, r->rep.date, r->args.repeat);
         printf("The kernels ran on the CPU path: the times are the CPU's, and a CPU has no GPU L2 to show.\n\n");
         printf("%10s %12s %10s  %s\n", "work", "emulated ms", unit, "size");
@@ -115,8 +158,8 @@ static void print_table(const cml_lab_run *r, const sweep *sw)
         putchar('\n');
         return;
     }
-    printf("GPU: %s\nseed %llu, %s, median of %d runs a size; at each size the copies read and write as many bytes\n"
-           "in all as the step moves, measured then\n\n",
+    printf("GPU: %s\nseed %llu, %s, median of %d timings a size (short runs timed in batches back to back); at each\n"
+           "size the copies read and write as many bytes in all as the step moves, measured then\n\n",
            dev, (unsigned long long)r->seed, r->rep.date, r->args.repeat);
     printf("%10s %10s %12s %12s %9s  %s\n", "work", "step", "copy kernel", "cudaMemcpy", "of memcpy", "size");
     int l2_said = 0;
@@ -174,12 +217,14 @@ static int write_page(const cml_lab_run *r, const sweep *sw, const char *path)
     const char *unit = r->lab->unit ? r->lab->unit : "GB/s";
     fprintf(out, "# %s on %s: step %d (%s) as its data grow\n\n", r->lab->name, r->dev.name, sw->step,
             cml_lab_ident(r, sw->step));
-    fprintf(out, "Measured on %s, %s, seed %llu, median of %d runs a size. Written by the lab's runner "
+    fprintf(out, "Measured on %s, %s, seed %llu, median of %d timings a size (runs shorter than %.1f ms timed in "
+            "batches enqueued back to back, so that a small size shows its work and not one launch's latency). "
+            "Written by the lab's runner "
             "(`--sweep`); at each size the copy kernel and cudaMemcpy read and write as many bytes in all as the step "
             "moves, in the same run. "
             "%s of the bytes each run moves. The L2 cache holds %d MiB: up to about that size the data can "
             "stay in it from one run to the next.\n\n",
-            dev, r->rep.date, (unsigned long long)r->seed, r->args.repeat, unit, r->dev.l2_bytes >> 20);
+            dev, r->rep.date, (unsigned long long)r->seed, r->args.repeat, BATCH_MS, unit, r->dev.l2_bytes >> 20);
     fprintf(out, "| work | step %d %s | copy kernel | cudaMemcpy | of cudaMemcpy | size |\n", sw->step, unit);
     fprintf(out, "|---:|---:|---:|---:|---:|---|\n");
     for (int i = 0; i < sw->npoints; ++i) {

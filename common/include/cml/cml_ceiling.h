@@ -22,6 +22,11 @@ typedef struct cml_copy_ceiling {
  * after a warm-up. GB/s count bytes read plus bytes written (1 GB = 1e9 B). */
 cudaError_t cml_measure_copy_ceiling(size_t bytes, int repeat, cml_copy_ceiling *c);
 
+/* The same, each timed run `batch` copies enqueued back to back (small
+ * sizes: the time of the copies, not of one launch's latency). Fails
+ * (cudaErrorUnknown) when the kernel's copy is not the source's bytes. */
+cudaError_t cml_measure_copy_ceiling_batched(size_t bytes, int repeat, int batch, cml_copy_ceiling *c);
+
 #ifdef __cplusplus
 }
 #endif
