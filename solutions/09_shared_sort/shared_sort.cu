@@ -142,11 +142,8 @@ __global__ void sort_kernel2(const unsigned *in, unsigned *out, size_t n)
     // barrier, write merged[j] to out[base + j] for base + j < n,
     // consecutive threads on consecutive j.
     // BEGIN SOLUTION
-    // The head is read from the tile at the start of every round, from pos
-    // alone. (A form that kept the head in a register across rounds and
-    // reloaded it after ++pos was compiled wrong by CUDA 13.0's ptxas for
-    // sm_90: the reload read tile[at(pos + 2, t)]. The H200 lost keys; the
-    // CPU path, which does not use ptxas, did not.)
+    // (The head is read afresh each round: carried in a register and
+    // reloaded after ++pos, CUDA 13.0's ptxas read one element too far.)
     int pos = 0;  // how many keys of list t are merged
     for (int round = 0; round < TILE; ++round) {
         unsigned long long head = pos < PER_THREAD
