@@ -155,11 +155,12 @@ def lab_mistakes(m):
              "caught_by": e.get("caught_by", "tests")} for e in entries]
 
 
-def lab_results(lab, m):
-    """The lab's results pages, every GPU folder, in the order its manifest names them."""
-    out = []
+def _pages(lab, m, sweeps):
+    """(GPU folder, manifest entry, page path, data) of the lab's pages, every
+    GPU folder, in the order its manifest names them: the --sweep pages
+    (sweeps=True) or the others."""
     if not os.path.isdir(charts.RESULTS):
-        return out
+        return
     for gpu in sorted(os.listdir(charts.RESULTS)):
         d = os.path.join(charts.RESULTS, gpu)
         for entry in (m or {}).get("results", []):
@@ -167,30 +168,47 @@ def lab_results(lab, m):
             if not os.path.exists(md):
                 continue
             data = charts.load_page(md)
-            base = os.path.basename(md)[:-3]
-            svgs = sorted(glob.glob(os.path.join(d, base + ".*.svg")))
-            for r in data["rows"]:
-                r["fraction"] = charts.fraction(r, data)
-            slide_svgs = charts.charts_for([(charts.short_gpu(data.get("gpu")), data)], "", slide=True)
-            out.append({"gpu_dir": gpu, "what": entry.get("what", ""), "slide_charts": slide_svgs,
-                        "chart_titles": {k: charts.CHART_ALT[k] for k in slide_svgs},
-                        "page": "/" + os.path.relpath(md, ROOT),
-                        "charts": {os.path.basename(s)[len(base) + 1:-4]: "/" + os.path.relpath(s, ROOT)
-                                   for s in svgs},
-                        "data": data})
+            if ("sweep" in data) == sweeps:
+                yield gpu, entry, md, data
+
+
+def lab_sweeps(lab, m):
+    """The lab's --sweep pages (a step's rate as its data grow): their chart for a slide."""
+    return [{"gpu_dir": gpu, "what": entry.get("what", ""), "page": "/" + os.path.relpath(md, ROOT),
+             "slide_charts": charts.charts_for([(charts.short_gpu(data.get("gpu")), data)], "", slide=True),
+             "data": {k: data.get(k) for k in ("gpu", "date", "l2_bytes", "source")}}
+            for gpu, entry, md, data in _pages(lab, m, True)]
+
+
+def lab_results(lab, m):
+    """The lab's results pages (not its --sweep pages), every GPU folder, in the order its manifest names them."""
+    out = []
+    for gpu, entry, md, data in _pages(lab, m, False):
+        base = os.path.basename(md)[:-3]
+        svgs = sorted(glob.glob(os.path.join(os.path.dirname(md), base + ".*.svg")))
+        for r in data["rows"]:
+            r["fraction"] = charts.fraction(r, data)
+        slide_svgs = charts.charts_for([(charts.short_gpu(data.get("gpu")), data)], "", slide=True)
+        out.append({"gpu_dir": gpu, "what": entry.get("what", ""), "slide_charts": slide_svgs,
+                    "chart_titles": {k: charts.CHART_ALT[k] for k in slide_svgs},
+                    "page": "/" + os.path.relpath(md, ROOT),
+                    "charts": {os.path.basename(s)[len(base) + 1:-4]: "/" + os.path.relpath(s, ROOT)
+                               for s in svgs},
+                    "data": data})
     return out
 
 
 def deck_inputs(deck):
     ms = manifests()
     name = os.path.basename(deck)[:-4]
-    kit = {"deck": name, "labs": ms, "lab": None, "code": {}, "results": [], "mistakes": [],
+    kit = {"deck": name, "labs": ms, "lab": None, "code": {}, "results": [], "sweeps": [], "mistakes": [],
            "all_results": {lab: lab_results(lab, m) for lab, m in ms.items()}}
     if name in ms:
         kit["lab"] = ms[name]
         kit["mistakes"] = lab_mistakes(ms[name])
         kit["code"] = lab_code(ms[name])
         kit["results"] = kit["all_results"][name]
+        kit["sweeps"] = lab_sweeps(name, ms[name])
     elif not name.startswith("00_"):
         raise SystemExit(f"slides: {deck}: no labs/{name}/lab.json (a lab deck is named after its lab)")
     return {"kit": json.dumps(kit, sort_keys=True, ensure_ascii=False)}

@@ -307,6 +307,21 @@ def t_sweep_chart():
                            capture_output=True, text=True)
         if r.returncode != 0 or not os.path.exists(os.path.join(tmp, "mine.sweep.svg")):
             fail(f"charts.py on a learner's --sweep JSON failed:\n{r.stdout}{r.stderr}")
+        # a deck takes a --sweep page as a sweep (its own slide), never as a results page with rows
+        gpu = os.path.join(tmp, "results", "test-gpu")
+        os.makedirs(gpu)
+        with open(os.path.join(gpu, "04_reduction_sweep.json"), "w", encoding="utf-8") as f:
+            json.dump({k: v for k, v in sweep_run(rates).items() if k != "source"}, f)
+        with open(os.path.join(gpu, "04_reduction_sweep.md"), "w", encoding="utf-8") as f:
+            f.write("# 04_reduction on NVIDIA Test GPU: step 8 (shuffle_vec4) as its data grow\n")
+        m = {"results": [{"page": "_sweep", "args": "--sweep", "handout": False, "json": True, "what": "sweep"}]}
+        saved, charts.RESULTS = charts.RESULTS, os.path.join(tmp, "results")
+        try:
+            pages, sweeps = build.lab_results("04_reduction", m), build.lab_sweeps("04_reduction", m)
+        finally:
+            charts.RESULTS = saved
+        if pages or len(sweeps) != 1 or "sweep" not in sweeps[0]["slide_charts"]:
+            fail(f"a --sweep page read as {len(pages)} results page(s) and {len(sweeps)} sweep(s)")
 
 
 def t_decks_for_labs():
