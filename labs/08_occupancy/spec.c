@@ -113,4 +113,27 @@ static int judge(const cml_case *c, int step, const void *out, uint64_t nbytes, 
     return right;
 }
 
-const cml_spec cml_lab_spec = {"08_occupancy", groups, COUNT(groups), out_bytes, judge, NULL, ""};
+/* Steps 1 and 4 timed on 2^27 floats at degree 8 (the runner's default),
+ * x and coef in [-1, 1): 512 MiB each way, far past L2. Traffic: x read
+ * and y written once (coef is 9 floats). A
+ * sampled element is right within the judge's bound at |x| < 1: gamma(18)
+ * times the sum of 9 coefficients below 1, about 1e-5. */
+static int timing(int step, cml_spec_timing *t)
+{
+    if (step != 1 && step != 4)
+        return 0;
+    uint64_t n = (uint64_t)1 << 27, degree = 8;
+    t->kind = 0;
+    t->a = n;
+    t->b = degree;
+    t->count = n + degree + 1;
+    t->fill = 2;
+    snprintf(t->label, sizeof t->label, "n = 2^27, degree 8 (timed)");
+    t->traffic = 8 * n;
+    t->flops = 0; /* bound by memory, not compared with a library's FLOP rate */
+    t->close_rel = 0.0;
+    t->close_abs = 2e-5;
+    return 1;
+}
+
+const cml_spec cml_lab_spec = {"08_occupancy", groups, COUNT(groups), out_bytes, judge, timing, ""};
