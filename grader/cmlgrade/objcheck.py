@@ -180,11 +180,11 @@ def check_host_object(obj: Path, interface: set[str], tools: dict[str, str], cpu
             what, change = CPU_RUNTIME_REFUSED[u]
             why.append(f"calls {u}{where(users_of(u))} ({what}): {change}")
             continue
-        if KIT_PREFIX.match(u) and not (cpu_path and u.startswith("cml_cpu_")):
-            why.append(f"calls {u}{where(users_of(u))} (the kit's own code): write the step yourself")
-            continue
         if cpu_path and (u.startswith("__tsan_") or u.startswith("cml_cpu_") or u in CPU_ALIGNMENT_HANDLERS):
             continue  # the CPU path's runtime: launches, barriers, warp operations, the checks' hooks
+        if KIT_PREFIX.match(u):
+            why.append(f"calls {u}{where(users_of(u))} (the kit's own code): write the step yourself")
+            continue
         if not host_data and HOST_DATA.match(u):
             # a device-to-device cudaMemcpy (the kind a constant 3 at every call) keeps the work on the device
             d2d = (lambda f: u in DEVICE_COPIES and all(device_to_device(b) for c, b in dis.calls.get(f, []) if c == u)

@@ -83,7 +83,9 @@ __tsan_init .bss .data""".split())
 # Only the CUDA compiler's registration function may run at load time and
 # register an exit handler.
 REGISTRATION = re.compile(r"__sti____cudaRegisterAll|__nv_cudaEntityRegisterCallback|__cudaUnregisterBinaryUtil")
-KIT_PREFIX = re.compile(r"^(cml_|criterion_|cr_|__wrap_|__real_)")
+# (__tsan_ and __ubsan_: the hooks of the CPU path's instrumentation, which its runtime implements: a student's
+# own would switch off its race, bounds or alignment checks)
+KIT_PREFIX = re.compile(r"^(cml_|criterion_|cr_|__wrap_|__real_|__tsan_|__ubsan_)")
 # The CPU path's runtime (cml_cpu_*) is what translated student code calls (launches, barriers, warp
 # operations), except these, refused with why: the bank counts a lab's counters read, and the doors that lift
 # the runtime's guard on device memory for its own copies (host code calling them would read a kernel's
