@@ -430,13 +430,16 @@ int cml_lab_time(cml_lab_run *r, int step, cml_row *row)
     return 1;
 }
 
-/* 1 on the CPU path (common/cpu): the kernels run on the CPU, every time is
- * the CPU's and labelled emulated, and nothing is compared with a ceiling. */
-#ifdef CML_CPU_BACKEND
-#define EMULATED 1
-#else
-#define EMULATED 0
-#endif
+#define EMULATED CML_LAB_EMULATED
+
+void cml_lab_new_report(cml_lab_run *r)
+{
+    const cml_lab *lab = r->lab;
+    cml_report_init(&r->rep, lab->name, lab->title, lab->unit ? lab->unit : "GB/s");
+    r->rep.emulated = EMULATED;
+    r->rep.device = r->dev;
+    r->rep.seed = r->seed;
+}
 
 /* The speed limit: the same bytes copied device to device, two rows. */
 static void ceiling_rows(cml_lab_run *r)
@@ -543,10 +546,7 @@ static int run_once(const cml_lab *lab, void *data, int argc, char **argv)
         return crc;
     }
 
-    cml_report_init(&r->rep, lab->name, lab->title, lab->unit ? lab->unit : "GB/s");
-    r->rep.emulated = EMULATED;
-    r->rep.device = r->dev;
-    r->rep.seed = r->seed;
+    cml_lab_new_report(r);
     int rc = lab->prepare(r);
     if (rc != CML_EXIT_OK)
         return rc;

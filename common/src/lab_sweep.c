@@ -11,13 +11,8 @@
 
 #define MIN_BYTES ((size_t)1 << 20)
 #define MAX_POINTS 40
-#ifdef CML_CPU_BACKEND
-#define EMULATED 1
-#define DEFAULT_MAX ((size_t)4 << 20)
-#else
-#define EMULATED 0
-#define DEFAULT_MAX ((size_t)4 << 30)
-#endif
+#define EMULATED CML_LAB_EMULATED
+#define DEFAULT_MAX (EMULATED ? (size_t)4 << 20 : (size_t)4 << 30)
 
 typedef struct sweep_point {
     double bytes;         /* the step's work at this size */
@@ -106,10 +101,7 @@ static int time_batches(cml_lab_run *r, int step, cml_row *row, int *batch)
 static int measure(cml_lab_run *r, int step, sweep_point *p)
 {
     const cml_lab *lab = r->lab;
-    cml_report_init(&r->rep, lab->name, lab->title, lab->unit ? lab->unit : "GB/s");
-    r->rep.emulated = EMULATED;
-    r->rep.device = r->dev;
-    r->rep.seed = r->seed;
+    cml_lab_new_report(r);
     r->ninputs = 0;
     int rc = lab->prepare(r);
     if (rc != CML_EXIT_OK)
@@ -144,7 +136,7 @@ static void print_table(const cml_lab_run *r, const sweep *sw)
 {
     char dev[400], size[32];
     cml_device_describe(&r->dev, dev, sizeof dev);
-    const char *unit = r->lab->unit ? r->lab->unit : "GB/s";
+    const char *unit = r->rep.unit;
     printf("\n%s: step %d (%s) as its data grow\n", r->lab->name, sw->step, cml_lab_ident(r, sw->step));
     if (EMULATED) {
         printf("Device: %s -- EMULATED\nseed %llu, %s, median of %d timings a size\n", dev,
@@ -190,7 +182,7 @@ static void print_json(const cml_lab_run *r, const sweep *sw, FILE *out)
     fprintf(out, ", \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"l2_bytes\": %d, \"emulated\": %s, "
             "\"seed\": %llu, \"unit\": ", r->dev.cc_major, r->dev.cc_minor, r->dev.sm_count, r->dev.l2_bytes,
             EMULATED ? "true" : "false", (unsigned long long)r->seed);
-    cml_json_string(out, r->lab->unit ? r->lab->unit : "GB/s");
+    cml_json_string(out, r->rep.unit);
     fprintf(out, ",\n \"sweep\": {\"step\": %d, \"name\": ", sw->step);
     cml_json_string(out, cml_lab_ident(r, sw->step));
     fprintf(out, ", \"runs\": %d, \"points\": [", r->args.repeat);
@@ -214,7 +206,7 @@ static int write_page(const cml_lab_run *r, const sweep *sw, const char *path)
         return -1;
     char dev[400], size[32];
     cml_device_describe(&r->dev, dev, sizeof dev);
-    const char *unit = r->lab->unit ? r->lab->unit : "GB/s";
+    const char *unit = r->rep.unit;
     fprintf(out, "# %s on %s: step %d (%s) as its data grow\n\n", r->lab->name, r->dev.name, sw->step,
             cml_lab_ident(r, sw->step));
     fprintf(out, "Measured on %s, %s, seed %llu, median of %d timings a size (runs shorter than %.1f ms timed in "

@@ -211,14 +211,20 @@ def kit_symbols(build_dir: Path | None) -> frozenset[str]:
     return frozenset(f[2] for f in (ln.split() for ln in out.splitlines()) if len(f) == 3 and f[1] in "TDBRGSC")
 
 
+def _cuobjdump(cuobjdump: str, what: str, obj: Path) -> str:
+    """cuobjdump's `what` (-sass, -res-usage) of obj; "" for a host-only
+    object (lab 01's bank_model.c: no device code)."""
+    try:
+        return _run([cuobjdump, what, str(obj)], timeout=120)
+    except ObjectToolError as e:
+        if "does not contain device code" in str(e):
+            return ""
+        raise
+
+
 def read_sass(cuobjdump: str, obj: Path) -> dict[str, str]:
     """Device function name (mangled) -> its SASS text."""
-    try:
-        text = _run([cuobjdump, "-sass", str(obj)], timeout=120)
-    except ObjectToolError as e:
-        if "does not contain device code" in str(e):   # a host-only object (lab 01's bank_model.c): no SASS
-            return {}
-        raise
+    text = _cuobjdump(cuobjdump, "-sass", obj)
     out: dict[str, str] = {}
     parts = re.split(r"^\s*Function : (\S+)\s*$", text, flags=re.M)
     for i in range(1, len(parts) - 1, 2):
@@ -243,13 +249,7 @@ class Resources:
 
 def read_resources(cuobjdump: str, obj: Path) -> dict[str, Resources]:
     """Device function name (mangled) -> its Resources."""
-    try:
-        text = _run([cuobjdump, "-res-usage", str(obj)], timeout=120)
-    except ObjectToolError as e:
-        if "does not contain device code" in str(e):
-            return {}
-        raise
-    return parse_resources(text)
+    return parse_resources(_cuobjdump(cuobjdump, "-res-usage", obj))
 
 
 def parse_resources(text: str) -> dict[str, Resources]:

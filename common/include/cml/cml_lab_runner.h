@@ -226,6 +226,18 @@ void cml_lab_say(const cml_lab_run *r, const char *fmt, ...)
  * library does before timing; for a lab's own modes (--counters). */
 int cml_lab_check(cml_lab_run *r, int step, cml_row *row);
 
+/* 1 on the CPU path (common/cpu): the kernels run on the CPU, every time is
+ * the CPU's and labelled emulated, and nothing is compared with a ceiling. */
+#ifdef CML_CPU_BACKEND
+#define CML_LAB_EMULATED 1
+#else
+#define CML_LAB_EMULATED 0
+#endif
+
+/* A fresh r->rep for a run (or a size of --sweep): the lab's name, title
+ * and unit (GB/s unless the lab says), the device, the seed, emulated. */
+void cml_lab_new_report(cml_lab_run *r);
+
 /* Times a step that passed its check: the median of --repeat runs after a
  * warm-up, into row (ms, rate). Returns 0 with row set to ERROR, or to
  * WRONG when a repeat checked with --check-every-run fails. */
