@@ -1,17 +1,33 @@
-# Usage: cmake -DBUILD_DIR=<build> -DSOURCE_DIR=<kit> -DOUT=<dir> -DGPU_DIR=<name> -P results_pages.cmake
+# Usage: cmake -DBUILD_DIR=<build> -DSOURCE_DIR=<kit> -DOUT=<dir> -DGPU_DIR=<name>
+#              [-DLABS=<lab>;<lab>...] -P results_pages.cmake
 # Every lab's results pages, from the "results" entries of the kit's
 # description (<build>/kit/labs.json, made from the manifests): for each,
 # <stem>_run_ref <args> --markdown OUT/docs/results/GPU_DIR/<lab><page>.md,
 # the handout's table (handout: true) into OUT/labs/<lab>/README.md, and
 # --json beside the page (json: true), all from one run of the runner.
-# Fails when a runner does.
+# LABS (optional) keeps only the labs named (full names, e.g. 04_reduction).
+# Fails when a runner does, or when LABS names a lab the kit does not have.
+cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
 file(READ "${BUILD_DIR}/kit/labs.json" kit)
 string(JSON nlabs LENGTH "${kit}" labs)
 math(EXPR last_lab "${nlabs} - 1")
 set(failed "")
+set(known "")
+foreach(i RANGE ${last_lab})
+  string(JSON lab GET "${kit}" labs ${i} name)
+  list(APPEND known "${lab}")
+endforeach()
+foreach(lab IN LISTS LABS)
+  if(NOT lab IN_LIST known)
+    message(FATAL_ERROR "LABS names '${lab}', which is not a lab of this kit (${known})")
+  endif()
+endforeach()
 file(MAKE_DIRECTORY "${OUT}/docs/results/${GPU_DIR}")
 foreach(i RANGE ${last_lab})
   string(JSON lab GET "${kit}" labs ${i} name)
+  if(LABS AND NOT lab IN_LIST LABS)
+    continue()
+  endif()
   string(JSON runner GET "${kit}" labs ${i} targets runner)
   string(JSON suffix GET "${kit}" labs ${i} targets ref_suffix)
   set(runner "${BUILD_DIR}/${runner}${suffix}")
