@@ -174,6 +174,25 @@ class CatalogueTests(unittest.TestCase):
 
 
 class RubricTests(unittest.TestCase):
+    def test_every_timed_step_has_a_harness_that_times_it(self):
+        """A step the rubric times is timed by the lab's kit-only harness: its
+        hn_lab gives the timing input to change and the output to sample
+        (fields 6 and 7). Without them every repeat is missing and the
+        grader reads the step as a wrong answer (lab 08's steps 1 and 4 on
+        an H200, the reference at 54/60)."""
+        timed = 0
+        for name, lab in labs().items():
+            if not lab.rubric.performance.steps:
+                continue
+            timed += 1
+            src = (KIT / "common" / "labs" / name / "harness.c").read_text()
+            init = src[src.index("static const hn_lab lab = {"):]
+            fields = [f.strip() for f in init[init.index("{") + 1:init.index("}")].split(",")]
+            self.assertEqual(len(fields), 8, f"{name}: the harness's hn_lab has 8 fields")
+            self.assertNotIn("NULL", fields[5:7], f"{name}: steps {lab.rubric.performance.steps} are timed "
+                             "but the harness gives no timing input or output")
+        self.assertGreater(timed, 0)
+
     def test_override_merges_key_by_key(self):
         d = tmpdir(self)
         o = d / "o.toml"
