@@ -75,6 +75,15 @@ typedef enum cudaDeviceAttr {
     cudaDevAttrMaxThreadsPerMultiProcessor = 39
 } cudaDeviceAttr;
 
+/* The kernel attributes cudaFuncSetAttribute may set (CUDA's values). The
+ * CPU path accepts and ignores them: its blocks may have up to 227 KiB of
+ * dynamic shared memory without asking (lab 03's step 9 asks for 48.5 KiB,
+ * as a GPU needs). */
+typedef enum cudaFuncAttribute {
+    cudaFuncAttributeMaxDynamicSharedMemorySize = 8,
+    cudaFuncAttributePreferredSharedMemoryCarveout = 9
+} cudaFuncAttribute;
+
 typedef struct CUstream_st *cudaStream_t;
 typedef struct CUevent_st *cudaEvent_t;
 
