@@ -4,11 +4,13 @@
  *
  * Steps (the table is STENCIL_STEPS in stencil.h; `stencil_run --list`):
  *   1 halo_1d     radius 3 in 1D: a shared tile of 2048 points plus 3 halo cells each side
- *   2 tile_2d     3x3 in 2D: a 64x32 shared tile plus a one-cell halo ring, corners too
+ *   2 tile_2d     3x3 in 2D: a 128x32 shared tile plus a one-cell halo ring, corners too;
+ *                 every load of the tile issued before the first store
  *   3 naive_3d    7 points in 3D, one thread per point, seven loads: the caches do the reuse
  *   4 tile_3d     a 32x8x4 shared tile plus its halo: 2040 cells loaded for 1024 points
  *   5 march_z     a 64x16 tile marches 64 planes along z: three planes in shared memory
- *   6 register_z  the z neighbours in registers: one plane in shared, loads a plane ahead
+ *   6 register_z  the z neighbours in registers: one plane in shared, loads a plane ahead;
+ *                 the z loop unrolled 4 times, so the rotation of the registers is free
  *
  * Build, test and time (see README.md in this folder):
  *   cmake --build --preset default
@@ -38,12 +40,26 @@ enum { R = STENCIL_R };
 // warp's loads and stores are 32 consecutive floats: a tile of TILE1 points.
 enum { BLOCK1 = 256, PER1 = 8, TILE1 = BLOCK1 * PER1 };
 
-// Step 2: a TX2 x TY2 tile per block of TX2 x (TY2 / ROWS2) threads; each
-// thread computes ROWS2 consecutive rows of one column. 64 columns wide: a
-// tile row is two 128-byte lines, and its two halo cells add two 32-byte
-// sectors to the eight; 32 rows tall: the rows above and below add 2/32.
-// (On an H100 this shape beat 128 x 16 by a few percent.)
-enum { TX2 = 64, TY2 = 32, ROWS2 = 8 };
+// Step 2: a TX2 x TY2 tile per block of TX2 x YSTEP2 threads; each thread
+// computes ROWS2 consecutive rows of one column. 128 columns wide: a tile
+// row is four 128-byte lines, and its two ring cells add two 32-byte
+// sectors to the sixteen; when nx is not a multiple of 8, every tile edge
+// also splits a sector of each row between two blocks, and a wide tile has
+// fewer edges. 32 rows tall: the rows above and below add 2/32.
+// The loads: thread (tx, ty) loads column x0 + tx of the tile rows ty, ty +
+// YSTEP2, ..., LROWS2 = 9 of them (the ring rows above and below included),
+// and threads tid < SIDE2 one cell of the ring's left or right column, all
+// issued before the first store to the tile: 9 or 10 loads in flight a
+// thread, and no division to find a cell's row and column.
+// Measured in a study on an H200 (2026-11-29), as a fraction of cudaMemcpy
+// device to device at 16384 x 8192 and at 16383 x 8191: the 64 x 32 tile
+// loaded by a loop over the cells k = tid, tid + 256, ... (ly = k / 66, lx =
+// k % 66: each store waits for its load, 4 loads in flight, three rounds a
+// tile) 0.743 and 0.743; the same 64 x 32 tile with its loads issued at
+// once 0.991 and 0.784; this 128 x 32 tile 0.986 and 0.920.
+enum { TX2 = 128, TY2 = 32, ROWS2 = 8, YSTEP2 = TY2 / ROWS2 };
+enum { LROWS2 = (TY2 + 2 + YSTEP2 - 1) / YSTEP2, SIDE2 = 2 * (TY2 + 2) };
+static_assert(SIDE2 <= TX2 * YSTEP2, "step 2 loads the ring columns with one cell per thread at most");
 
 // Step 3: one point per thread, blocks of 32 x 8.
 enum { TX3 = 32, TY3 = 8 };
@@ -62,8 +78,16 @@ enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
 // and when nx is not a multiple of 8 every tile edge splits a sector of out
 // between two blocks; wide tiles have fewer edges. (On an H100 this shape
 // held up best at 513 x 511 x 509 of the shapes tried; 32 planes per block
-// beat 16 and 64.)
-enum { TX6 = 128, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 32, MINB6 = 3 };
+// beat 16 and 64.) The z loop is unrolled UNROLL6 times (the kernel's
+// comment says why).
+// Measured in a study on an H200 (2026-11-29), as a fraction of cudaMemcpy
+// device to device at 512^3 and at 513 x 511 x 509: this kernel 0.870 and
+// 0.778; the same march with its z loop rolled up (each rotation copy
+// waiting for a load), one plane loaded past the block's last and 64-bit
+// index arithmetic in every load, 0.805 and 0.681. More bytes in flight
+// did not help: 2 or 4 planes ahead (2 blocks per SM) 0.812 / 0.715 and
+// 0.825 / 0.739, a 64 x 16 tile 4 planes ahead 0.829 / 0.746.
+enum { TX6 = 128, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 32, MINB6 = 3, UNROLL6 = 4 };
 // The halo ring of a plane tile: a row above, a row below, a column each
 // side (no corners: the 7-point stencil has no diagonal neighbours).
 enum { RING6 = 2 * TX6 + 2 * TY6 };
@@ -85,6 +109,18 @@ __device__ __forceinline__ size_t at_3d(int x, int y, int z, int nx, int ny)
     return ((size_t)z * ny + y) * nx + x;
 }
 
+// Step 6's loads: the value at offset `at` of plane p, or the boundary value
+// where the point lies outside the grid in x or y (ok is false) or p outside
+// 0 .. nz - 1. Unsigned 32-bit offsets: stencil_step refuses grids of 2^31
+// points or more, so p * psize + at is exact for every point of the grid,
+// and one unsigned comparison rejects both p = -1 and p = nz. Fewer
+// instructions than load_3d's six comparisons and 64-bit index.
+__device__ __forceinline__ float load_at(const float *__restrict__ in, bool ok, int p, int nz, unsigned psize,
+                                         unsigned at, float outside)
+{
+    return ok && (unsigned)p < (unsigned)nz ? in[(unsigned)p * psize + at] : outside;
+}
+
 // The 3D stencil of stencil.h from the seven values, always summed in this order.
 __device__ __forceinline__ float apply_7(const stencil_coeffs &c, float centre, float xm, float xp, float ym, float yp,
                                          float zm, float zp)
@@ -101,6 +137,16 @@ __device__ __forceinline__ float load_1d(const float *__restrict__ in, long long
     // in[-3] is not yours to read (memcheck and the CPU path's bounds check
     // stop there; elsewhere it reads whatever lies before the array).
     (void)in; (void)g; (void)n; (void)outside;
+    return 0.0f;
+}
+
+// Step 2's boundary: in(x, y) for a cell inside the grid, else the boundary value.
+__device__ __forceinline__ float load_2d(const float *__restrict__ in, int x, int y, int nx, int ny, float outside)
+{
+    // TODO(step 2): return in(x, y), in[y * nx + x], when the cell lies
+    // inside the grid, `outside` when it does not: the ring of an edge tile
+    // has x or y = -1, or past the end.
+    (void)in; (void)x; (void)y; (void)nx; (void)ny; (void)outside;
     return 0.0f;
 }
 
@@ -129,22 +175,33 @@ stencil_kernel1(const float *__restrict__ in, float *__restrict__ out, long long
 
 // Step 2: 2D 3x3 stencil. tile[ly][lx] holds in(x0 - 1 + lx, y0 - 1 + ly):
 // the TX2 x TY2 points of the block and a ring of one cell around them,
-// corners included (the 3x3 stencil has diagonal neighbours).
-__global__ void __launch_bounds__(TX2 *(TY2 / ROWS2))
+// corners included (the 3x3 stencil has diagonal neighbours). All loads
+// first, into registers, then all stores: a store of a loaded value waits
+// for its load, so a loop that loads a cell and stores it keeps only the
+// few loads the compiler hoists in flight, and pays the memory's latency
+// again every few cells.
+__global__ void __launch_bounds__(TX2 *YSTEP2)
 stencil_kernel2(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, stencil_coeffs c)
 {
     __shared__ float tile[TY2 + 2][TX2 + 2];
     int x0 = (int)blockIdx.x * TX2, y0 = (int)blockIdx.y * TY2;
-    int tid = (int)threadIdx.y * TX2 + (int)threadIdx.x;
+    int tx = (int)threadIdx.x, ty = (int)threadIdx.y, tid = ty * TX2 + tx;
+    // The ring column cell this thread loads, if tid < SIDE2: row sy of the
+    // left column (sx = 0) for the first TY2 + 2 threads, of the right
+    // column (sx = TX2 + 1) for the next TY2 + 2.
+    int sy = tid < TY2 + 2 ? tid : tid - (TY2 + 2), sx = tid < TY2 + 2 ? 0 : TX2 + 1;
 
-    // TODO(step 2): all threads together load the (TY2 + 2) x (TX2 + 2)
-    // cells: cell k = tid, tid + nthreads, ... is lx = k % (TX2 + 2), ly =
-    // k / (TX2 + 2) (consecutive threads, consecutive addresses). A cell
-    // outside the grid (gx or gy below 0 or past the end) holds c.outside:
-    // store it, do not skip the cell. After the barrier, thread (tx, ty) computes rows
-    // ly0 = ty * ROWS2 .. ly0 + ROWS2 - 1 of its column x = x0 + tx, keeping
-    // the three tile rows it needs in registers as it moves down.
-    (void)in; (void)out; (void)nx; (void)ny; (void)c; (void)tile; (void)x0; (void)y0; (void)tid;
+    // TODO(step 2): issue every load of the tile before the first store:
+    // thread (tx, ty) loads the cells of column tx + 1, tile rows ly = ty + i
+    // * YSTEP2 (i = 0 .. LROWS2 - 1; only the last can lie past row TY2 + 1),
+    // into registers v[i], and threads tid < SIDE2 the ring cell (sy, sx).
+    // Every load through load_2d. Then store them all into the tile: a cell
+    // outside the grid holds c.outside, so store it, do not skip the cell.
+    // After the barrier, thread (tx, ty) computes rows ly0 = ty * ROWS2 ..
+    // ly0 + ROWS2 - 1 of its column x = x0 + tx, keeping the three tile rows
+    // it needs in registers as it moves down.
+    (void)in; (void)out; (void)nx; (void)ny; (void)c; (void)tile; (void)x0; (void)y0; (void)tx; (void)ty;
+    (void)sx; (void)sy;
 }
 
 // Step 3: 3D 7-point stencil, naive: one thread per point, each neighbour
@@ -222,7 +279,17 @@ stencil_kernel5(const float *__restrict__ in, float *__restrict__ out, int nx, i
 // memory: TY6 + 2 by TX6 + 2 floats instead of three times that. The loads
 // for plane z + 2 (and the ring of plane z + 1) are issued before the
 // barrier of plane z and used an iteration later, so their latency hides
-// behind a whole plane's work.
+// behind a whole plane's work. Three details keep those loads flowing:
+//  - the z loop is unrolled UNROLL6 = 4 times. A value passes through four
+//    registers (ahead, above, here, below) in four planes, so after four
+//    planes every register is back in its role and the compiler turns the
+//    rotation's copies into renames. In a rolled-up loop each copy is an
+//    instruction, and `above = ahead` waits for ahead's load: the next
+//    plane's loads are then issued only once this plane's have landed.
+//  - no load past plane zend, the z + 1 neighbour of the block's last point;
+//  - each point's test and offset computed once (ok[], at[]), and every
+//    load through load_at: fewer instructions a point, which matters at the
+//    H200's bandwidth, where an SM must finish about two points a clock.
 __global__ void __launch_bounds__(TX6 *YSTEP6, MINB6)
 stencil_kernel6(const float *__restrict__ in, float *__restrict__ out, int nx, int ny, int nz, stencil_coeffs c)
 {
@@ -251,12 +318,16 @@ stencil_kernel6(const float *__restrict__ in, float *__restrict__ out, int nx, i
     bool ring = tid < RING6;
 
     // TODO(step 6): keep below[j], here[j], above[j] = in at (x, y_j) in
-    // planes z - 1, z, z + 1, y_j = y0 + ty + j * YSTEP6. For each z: store
-    // here[j] and (ring threads) the ring cell of plane z into the tile;
-    // issue the loads of plane z + 2 (into ahead[j]) and of the ring of
-    // plane z + 1; wait; compute the points from the registers and the
-    // tile's x and y neighbours; wait again; then rotate: below takes here,
-    // here takes above, above takes ahead, in that order.
+    // planes z - 1, z, z + 1, y_j = y0 + ty + j * YSTEP6. First, once: ok[j]
+    // (the point lies in the grid in x and y) and at[j] (its offset in a
+    // plane), the same for the ring cell; every load goes through load_at.
+    // For each z: store here[j] and (ring threads) the ring cell of plane z
+    // into the tile; issue the loads of plane z + 2 (into ahead[j]) and of
+    // the ring of plane z + 1, none past plane zend; wait; compute the
+    // points from the registers and the tile's x and y neighbours; wait
+    // again; then rotate: below takes here, here takes above, above takes
+    // ahead, in that order. Walk the planes UNROLL6 at a time (an unrolled
+    // loop of UNROLL6 planes that leaves at zend), so the rotation is free.
     (void)in; (void)out; (void)nx; (void)ny; (void)nz; (void)c; (void)plane; (void)y0; (void)zend; (void)x;
     (void)hx; (void)hy; (void)ring;
 }
@@ -278,7 +349,7 @@ static cudaError_t stencil_step1(const float *in, float *out, int n, const stenc
 static cudaError_t stencil_step2(const float *in, float *out, int nx, int ny, const stencil_coeffs *c)
 {
     dim3 grid(blocks_for(nx, TX2), blocks_for(ny, TY2));
-    stencil_kernel2<<<grid, dim3(TX2, TY2 / ROWS2)>>>(in, out, nx, ny, *c);
+    stencil_kernel2<<<grid, dim3(TX2, YSTEP2)>>>(in, out, nx, ny, *c);
     CML_TRY_LAUNCH();
     return cudaSuccess;
 }
@@ -320,6 +391,8 @@ static cudaError_t stencil_step6(const float *in, float *out, int nx, int ny, in
 extern "C" cudaError_t stencil_step(int step, const float *in, float *out, int nx, int ny, int nz,
                                     const stencil_coeffs *c)
 {
+    // The limit of stencil.h, nx * ny * nz < 2^31: steps 2 and 6 index with
+    // unsigned 32-bit offsets (load_2d, load_at), exact below it.
     if (nx < 1 || ny < 1 || nz < 1 || c == NULL || (long long)nx * ny * nz >= (1LL << 31))
         return cudaErrorInvalidValue;
     switch (step) {
