@@ -209,22 +209,23 @@ transpose_kernel_tile(const float *__restrict__ in, float *__restrict__ out, int
 //    odd cols makes every other row unaligned) ran at 0.941 / 0.883: no gain
 //    beyond the noise, for alignment cases. float2 on 128 rows: 0.945 / 0.890,
 //    +0.3% at 8192 x 8192 and +1.2% at the odd size, two changes at once, for
-//    46 registers a thread instead of 32 and 5 blocks per SM instead of 8.
+//    46 registers a thread instead of 30 and 5 blocks per SM instead of 8.
 //
 // And the stores. A warp stores 32 floats, 4 whole 32-byte sectors when it
 // starts on a sector boundary. Row c of out starts at element c * rows, on
 // a boundary only when rows is a multiple of 8. Otherwise every store of
 // steps 3-5 begins and ends inside a sector whose other part another block
 // writes, and sectors written in two parts at two times cost the memory
-// system dearly: on the H200, a third of the bandwidth (at 8191 x 12289,
-// 0.615 of cudaMemcpy without the windows below, 0.874 with them).
+// system dearly: on the H200, a third of the bandwidth (32-column tiles at
+// 8191 x 12289: 0.615 of cudaMemcpy without the windows below, 0.874 with
+// them).
 // So each row of out is cut where its sectors start: this block writes
 // columns r0 - s .. r0 - s + STEP6_ROWS - 1 of row c, s = sector_offset(c *
 // rows + r0), and therefore also loads the SECTOR rows of in above its
 // tile. The tile has SECTOR + STEP6_ROWS rows; tile row t holds in row
 // r0 - SECTOR + t. (When rows is a multiple of 8, s is always 0 and those
 // rows go unused: read from L2 mostly, they and the windows cost nothing
-// measurable at 8192 x 8192, 0.916 with them and without.)
+// measurable at 8192 x 8192, 0.916 with them and without on 32 columns.)
 template <typename L>
 __global__ void __launch_bounds__(TILE * BLOCK_ROWS)
 transpose_kernel6(const float *__restrict__ in, float *__restrict__ out, int rows, int cols)
