@@ -7,7 +7,7 @@
  *   3 ldg            the same reads from a global copy through __ldg (the L1 cache)
  *   4 global         the same reads as plain global loads
  *   5 big_table      a 48 KB constant table walked by every warp: past the 8 KB constant cache
- *   6 conv_constant  2D convolution: filter in __constant__, input tile and halo in shared memory
+ *   6 conv_constant  2D convolution: filter in __constant__, input tile and halo in shared memory, 4 x 8 pixels a thread
  *   7 conv_global    the same convolution, the filter read from global memory
  *   8 conv_param     the same convolution, the filter passed by value as a kernel parameter
  *
@@ -28,6 +28,7 @@
 
 #include <cml/cml_check.h>
 #include <cuda_runtime.h>
+#include <stdint.h>
 
 // ------------------------------------------------------------ constant data
 
@@ -43,9 +44,17 @@ __constant__ float c_filter[CONSTMEM_MAX_TAPS];
 // Lookup kernels: 1D blocks of 256 threads.
 enum { LOOKUP_THREADS = 256 };
 
-// Convolution: blocks of 32 x 8 threads; each thread computes ROWS pixels
-// of one column, so a block covers a tile of 32 x 64 pixels of out.
-enum { TILE_W = 32, BLOCK_H = 8, ROWS = 8, TILE_H = BLOCK_H * ROWS, CONV_THREADS = TILE_W * BLOCK_H };
+// Convolution (steps 6-8): blocks of 32 x 8 threads. Thread (tx, ty)
+// computes COLS = 4 neighbouring columns by ROWS = 8 rows of out, so a
+// block covers a tile of 128 x 64 pixels (conv_kernel says why this shape).
+enum { BLOCK_W = 32, BLOCK_H = 8, CONV_THREADS = BLOCK_W * BLOCK_H };
+enum { COLS = 4, ROWS = 8, TILE_W = BLOCK_W * COLS, TILE_H = BLOCK_H * ROWS };
+// The shared tile keeps HALO = 4 input columns on each side whatever the
+// radius (r <= 4): a tile row is IN_W = 136 floats, 34 float4, so every row
+// of the tile, and the image's columns x0 - 4 and x0 + 128 beside a tile,
+// start on 16 bytes.
+enum { HALO = 4, IN_W = TILE_W + 2 * HALO };
+static_assert(HALO >= CONSTMEM_MAX_RADIUS && HALO % 4 == 0, "the halo holds any radius, in whole float4");
 
 // ------------------------------------------------------------ helpers
 
@@ -183,7 +192,7 @@ lookup_kernel_big(float *__restrict__ out, int threads, int passes, walk_signs s
 
 // Step 6: the filter in __constant__.
 struct constant_filter {
-    enum { BLOCKS_PER_SM = 8 };
+    enum { BLOCKS_PER_SM = 4 };
     __device__ float operator[](int i) const
     {
         // TODO(step 6): weight i of the filter uploaded to c_filter.
@@ -194,7 +203,7 @@ struct constant_filter {
 
 // Step 7: the filter in global memory (w_dev of the job).
 struct global_filter {
-    enum { BLOCKS_PER_SM = 4 };  // the weights, once loaded, stay in registers: room for them
+    enum { BLOCKS_PER_SM = 4 };  // the same: each weight is loaded once a thread (sm_90), and nothing spills
     const float *w;
     __device__ float operator[](int i) const
     {
@@ -209,7 +218,7 @@ struct global_filter {
 // bank too: up to 32,764 bytes of them since CUDA 12.1 on Volta and newer
 // (4,096 before); this one is 324 bytes.
 struct param_filter {
-    enum { BLOCKS_PER_SM = 8 };
+    enum { BLOCKS_PER_SM = 4 };
     float w[CONSTMEM_MAX_TAPS];
     __device__ float operator[](int i) const
     {
@@ -221,43 +230,150 @@ struct param_filter {
 
 // ------------------------------------------------------------ convolution kernel
 
-// Steps 6-8: one block per 32 x 64 tile of out, pixels (y0 .. y0 + 63,
-// x0 .. x0 + 31). Its input is that tile grown by R on every side, the
-// halo: (64 + 2R) x (32 + 2R) pixels, loaded once into shared memory (zero
-// where it lies outside the image). Thread (tx, ty) then computes column
-// tx, rows ty * ROWS .. ty * ROWS + ROWS - 1 of the tile: it walks down
-// the ROWS + 2R input rows those need, reads each row's 2R + 1 pixels from
-// the tile once, and adds them into every output row they touch, so each
-// shared-memory read serves up to 2R + 1 outputs.
-// __launch_bounds__(CONV_THREADS, F::BLOCKS_PER_SM): with the filter in
-// the constant bank, room for 8 blocks (2048 threads) on each SM, so at
-// most 32 registers a thread. Left to itself the compiler takes more for
-// the loads in flight, fits fewer blocks, and the SM keeps fewer bytes in
-// flight: slower (on an H100, by a few percent of the copy's speed).
-template <int R, typename F>
-__global__ void __launch_bounds__(CONV_THREADS, F::BLOCKS_PER_SM)
-conv_kernel(const float *__restrict__ in, float *__restrict__ out, int width, int height, F filter)
+// Steps 6-8: one block per 128 x 64 tile of out, pixels (y0 .. y0 + 63,
+// x0 .. x0 + 127). Its input is that tile grown by r on every side, the
+// halo, loaded once into shared memory as tile[i][c] = in(y0 - r + i, x0 -
+// HALO + c): 64 + 2r rows of 136 columns (zero where they lie outside the
+// image; at r < 4 the outermost columns are loaded and never read). Thread
+// (tx, ty) then computes columns 4 tx .. 4 tx + 3, rows ty * 8 .. ty * 8 +
+// 7 of the tile: it walks down the 8 + 2r tile rows those need, reads each
+// row's 4 + 2r <= 12 pixels once, as three float4, and adds them into every
+// output they touch: 4 columns and up to 2r + 1 rows.
+//
+// Why this shape. A study of variants on an H200 (2026-11-29; 8192 x 8192
+// floats, r = 2, the filter in __constant__; speeds as multiples of
+// cudaMemcpy's on the same image in the same run) measured the earlier
+// version of this kernel, 32 x 64 tiles of one column and 8 rows a thread,
+// at 0.60x. It did not wait for DRAM: it ran out of instruction issue.
+// For its 8 pixels a thread issued about 640 instructions, 80 a pixel:
+// 200 multiply-adds, 60 shared loads and some 350 others, most of them the
+// tile load's index arithmetic (a division, a modulo, four compares and a
+// 64-bit address for every element). At 4 TB/s the GPU must finish 5e11
+// pixels a second (8 bytes each), and it issues 132 SMs x 4 schedulers x
+// 1.98 GHz, about 1e12 warp instructions a second: at most ~64 a pixel
+// even if every cycle issued one. This kernel needs ~36 (25 of them the
+// multiply-adds), ~43 on the scalar path (sm_90 SASS):
+//  - 4 columns a thread: each 16-byte shared load (LDS.128) serves 4
+//    outputs. 36 shared loads for 32 pixels, 1.1 a pixel, against 7.5;
+//    a warp's 32 lanes read 512 contiguous bytes, without bank conflicts.
+//  - The tile loaded by rows: warp ty loads tile rows ty, ty + 8, ...: no
+//    division, the next row's address one 64-bit add, its test one compare.
+//  - VEC (the width a multiple of 4, both pointers 16-byte aligned): the
+//    middle of a tile row is one 16-byte load per lane, the outputs go out
+//    as float4: a quarter of the load and store instructions. 0.958x
+//    cudaMemcpy (1.006x the kit's copy kernel; scalar loads and stores at
+//    the same size: 0.905x).
+//  - Not VEC (any width): scalar loads, and the outputs staged in the tile
+//    so that each warp store is one coalesced run: 0.890x at 8191 x 8193.
+//  - 8 rows a thread: 4 rows (128 x 32 tiles, 6 blocks an SM) was as fast
+//    at 8192 x 8192 (0.967x) but much slower at 8191 x 8193 (0.755x); 2
+//    rows was slower at both (0.797x, 0.688x).
+
+// The tile's rows at radius R: IN_H rows, warp ty loads rows ty + 8n for
+// n < ROWS_PER_WARP; for n < FULL_ROWS that row is in the tile whatever ty
+// (so no test is needed there). SIDE_LOADS: halo floats a thread loads on
+// the scalar path (the 8 halo columns of every row, 4 at each end).
+template <int R>
+struct conv_rows {
+    enum { IN_H = TILE_H + 2 * R, ROWS_PER_WARP = (IN_H + BLOCK_H - 1) / BLOCK_H, FULL_ROWS = IN_H / BLOCK_H };
+    enum { SIDE_LOADS = (IN_H * 2 * HALO + CONV_THREADS - 1) / CONV_THREADS };
+};
+
+// Loads the block's input tile, tile[i][c] = in(y0 - R + i, x0 - HALO + c),
+// 0 outside the image. room = width - x0, the image's columns from x0 on:
+// column x0 + dx is in the image where x0 + dx >= 0 and dx < room (dx <
+// room cannot overflow where x0 + dx < width could, at the right end of an
+// image 2^31 - 1 pixels wide).
+template <int R, bool VEC>
+__device__ __forceinline__ void conv_load_tile(float (*tile)[IN_W], const float *__restrict__ in, int width,
+                                               int height, int x0, int y0)
 {
-    enum { TAPS = 2 * R + 1, IN_W = TILE_W + 2 * R, IN_H = TILE_H + 2 * R };
-    enum { LOADS = (IN_W * IN_H + CONV_THREADS - 1) / CONV_THREADS };  // tile elements per thread, rounded up
-    __shared__ float tile[IN_H][IN_W];
-    int x0 = blockIdx.x * TILE_W, y0 = blockIdx.y * TILE_H;
+    typedef conv_rows<R> S;
+    int tx = threadIdx.x, ty = threadIdx.y, tid = ty * BLOCK_W + tx;
+    int room = width - x0;
+    long long row_step = (long long)BLOCK_H * width;  // from image row y to y + 8
+
+    // TODO(step 6): load the tile with its halo (see conv_kernel's comment).
+    // Every element tile[i][c] (i < S::IN_H, c < IN_W) holds in(y0 - R + i,
+    // x0 - HALO + c), or 0 where that pixel is outside the image. Warp ty
+    // loads rows i = ty + 8n, n = 0 .. S::ROWS_PER_WARP - 1 (none past
+    // S::IN_H); the image's row y + 8 is row_step floats after row y, and
+    // indices are 64-bit.
+    //  VEC: lane tx loads columns 4 tx .. 4 tx + 3 of the middle (tile
+    //    columns HALO + 4 tx ..) as one float4; the halo is one float4 at
+    //    each end of a row (tile columns 0 .. 3 and TILE_W + 4 .. TILE_W +
+    //    7): thread tid loads row tid / 2, the left one where tid is even.
+    //    A float4 lies wholly inside the image or wholly outside.
+    //  Not VEC: lane tx loads columns tx, tx + 32, tx + 64, tx + 96 of the
+    //    middle (each warp load a coalesced 128-byte run); the halo's 8
+    //    floats a row: thread tid loads k = tid + h * CONV_THREADS, h <
+    //    S::SIDE_LOADS: row k / 8, halo column k % 8 (4 .. 7: the right end).
+    // Issue every load of the thread into registers first, then store them
+    // all to the tile: its loads are in flight together, not one at a time.
+    (void)tile; (void)in; (void)height; (void)y0; (void)tid; (void)room; (void)row_step;
+}
+
+// Sums the thread's outputs: acc[o][q] is out(y0 + ty * ROWS + o, x0 +
+// COLS * tx + q).
+template <int R, typename F>
+__device__ __forceinline__ void conv_sum(const float (*tile)[IN_W], const F &filter, float (&acc)[ROWS][COLS])
+{
+    enum { TAPS = 2 * R + 1 };
     int tx = threadIdx.x, ty = threadIdx.y;
 
-    // TODO(step 6): load the tile with its halo, then compute.
-    // 1. Every element tile[i][j] (i < IN_H, j < IN_W) holds in(y0 - R + i,
-    //    x0 - R + j), or 0 where that pixel is outside the image (x or y
-    //    below 0, or at width / height and beyond). The CONV_THREADS threads
-    //    share the IN_H * IN_W elements: thread tid = ty * TILE_W + tx
-    //    loads elements k = tid + n * CONV_THREADS, n = 0 .. LOADS - 1
-    //    (i = k / IN_W, j = k % IN_W; none past the end, i >= IN_H). Load
-    //    all of them into registers first, then store them to the tile.
-    // 2. Wait until the whole tile is loaded.
-    // 3. Output pixel (y, x) = (y0 + ty * ROWS + o, x0 + tx), o < ROWS, is
-    //    the sum over a, b < TAPS of filter[a * TAPS + b] * tile[ty * ROWS +
-    //    o + a][tx + b]. Write it where y < height and x < width.
-    (void)in; (void)out; (void)width; (void)height; (void)filter; (void)tile;
-    (void)x0; (void)y0; (void)tx; (void)ty;
+    // TODO(step 6): acc[o][q] = the sum over a, b < TAPS of filter[a * TAPS
+    // + b] * tile[ty * ROWS + o + a][HALO - R + COLS * tx + q + b]. Walk
+    // down the ROWS + 2R tile rows j the thread needs: read the 12 floats
+    // at columns 4 tx .. 4 tx + 11 of row ty * ROWS + j once, as three
+    // float4, and add them into every output row o they touch (filter row
+    // a = j - o), all 4 columns. Unroll every loop (#pragma unroll): then
+    // every filter index is a constant, and acc stays in registers.
+    (void)tile; (void)filter; (void)tx; (void)ty;
+    for (int o = 0; o < ROWS; ++o)
+        for (int q = 0; q < COLS; ++q)
+            acc[o][q] = 0.0f;
+}
+
+// Writes the thread's outputs where they lie in the image. Not VEC: through
+// the tile, which every warp must be done reading (every thread calls this).
+template <bool VEC>
+__device__ __forceinline__ void conv_store(float (*tile)[IN_W], const float (&acc)[ROWS][COLS],
+                                           float *__restrict__ out, int width, int height, int x0, int y0)
+{
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int room = width - x0;
+
+    // TODO(step 6): write acc[o][q] to out(y0 + ty * ROWS + o, x0 + COLS *
+    // tx + q) where that pixel is in the image.
+    //  VEC: one float4 a row o (its 4 columns all in the image, or none).
+    //  Not VEC: from registers, 4 columns a thread, a warp's store would
+    //    touch 16 sectors with 8 bytes in each. Stage the outputs in the
+    //    tile instead: wait until every warp is done reading it; each thread
+    //    writes its outputs as float4 into the tile seen as a TILE_H x
+    //    TILE_W array, stage[(ty * ROWS + o) * TILE_W + COLS * tx + q];
+    //    __syncwarp() (a warp reads back only the rows it wrote); then lane
+    //    tx stores columns tx, tx + 32, tx + 64, tx + 96 of its warp's rows:
+    //    each warp store one coalesced run.
+    (void)tile; (void)acc; (void)out; (void)height; (void)y0; (void)tx; (void)ty; (void)room;
+}
+
+// __launch_bounds__(CONV_THREADS, blocks): F::BLOCKS_PER_SM = 4 blocks
+// (1024 threads) an SM, so up to 64 registers a thread, for its 32 sums, a
+// tile row's 12 pixels and its loads in flight (60-64 registers at r = 1 ..
+// 3). At r = 4 the scalar path has 4 x 9 + 3 loads in flight: one block
+// fewer, 3, gives them the registers (72-80, no spill). (The earlier
+// kernel, capped at 8 blocks and 32 registers, spilled at r = 4.)
+template <int R, bool VEC, typename F>
+__global__ void __launch_bounds__(CONV_THREADS, R < 4 ? F::BLOCKS_PER_SM : F::BLOCKS_PER_SM - 1)
+conv_kernel(const float *__restrict__ in, float *__restrict__ out, int width, int height, F filter)
+{
+    __shared__ __align__(16) float tile[conv_rows<R>::IN_H][IN_W];
+    int x0 = blockIdx.x * TILE_W, y0 = blockIdx.y * TILE_H;
+
+    // TODO(step 6): load the tile (conv_load_tile), wait until all of it has
+    // landed, sum the thread's outputs (conv_sum) and store them
+    // (conv_store).
+    (void)in; (void)out; (void)width; (void)height; (void)filter; (void)tile; (void)x0; (void)y0;
 }
 
 // ------------------------------------------------------------ launchers
@@ -345,11 +461,23 @@ extern "C" cudaError_t constmem_lookup(int step, const constmem_lookup_job *j)
     return cudaSuccess;
 }
 
+// The 16-byte path (conv_kernel's VEC): the width a multiple of 4 and both
+// pointers 16-byte aligned. Then every image row, and every float4 the
+// kernel reads or writes, starts on 16 bytes.
+static bool conv_vec_ok(const constmem_conv_job *j)
+{
+    return j->width % 4 == 0 && (uintptr_t)j->in % 16 == 0 && (uintptr_t)j->out % 16 == 0;
+}
+
 template <int R, typename F>
 static cudaError_t conv_launch(const constmem_conv_job *j, const F &filter)
 {
-    dim3 grid((unsigned)((j->width + TILE_W - 1) / TILE_W), (unsigned)((j->height + TILE_H - 1) / TILE_H));
-    conv_kernel<R, F><<<grid, dim3(TILE_W, BLOCK_H)>>>(j->in, j->out, j->width, j->height, filter);
+    dim3 grid((unsigned)((j->width - 1) / TILE_W + 1), (unsigned)((j->height - 1) / TILE_H + 1));
+    dim3 block(BLOCK_W, BLOCK_H);
+    if (conv_vec_ok(j))
+        conv_kernel<R, true, F><<<grid, block>>>(j->in, j->out, j->width, j->height, filter);
+    else
+        conv_kernel<R, false, F><<<grid, block>>>(j->in, j->out, j->width, j->height, filter);
     CML_TRY_LAUNCH();
     return cudaSuccess;
 }

@@ -35,8 +35,10 @@ static inline int cm_is_poison(uint32_t bits) { return bits == CM_POISON_BITS ||
 #define CM_NUM_D 6
 static inline int cm_d(int k) { return 1 << k; }
 
-/* The tiles of the reference convolution (constmem.cu): 32 x 64 pixels. The
- * diagnosis of wrong pixels near tile edges assumes them. */
+/* Where the diagnosis of wrong pixels looks for tile edges: every 32
+ * columns and 64 rows. The reference convolution's tiles (constmem.cu) are
+ * 128 x 64 pixels, so each of their edges is one of these; so is each edge
+ * of a 32 x 64 tile (the reference's before, a student's own). */
 #define CM_TILE_W 32
 #define CM_TILE_H 64
 
