@@ -247,14 +247,16 @@ static int thin(cml_cases *l, uint64_t seed, int cpu)
 }
 
 /* Around a block of 256, primes, and one walk drawn from the seed (2 to
- * 50000 threads, 1 to 8 passes); around one 32 x 64 tile, ragged right and
- * bottom edges, and one image drawn from the seed (2 to 600 each way, any
+ * 50000 threads, 1 to 8 passes); around one 32 x 64 tile and one 128 x 64
+ * tile (step 6's; 132 wide: float4 rows that end inside a tile), ragged
+ * right and bottom edges, and one image drawn from the seed (2 to 600 each way, any
  * radius). */
 static int edges(cml_cases *l, uint64_t seed, int cpu)
 {
     walk_shape walks[] = {{255, 2}, {257, 1}, {1000, 3}, {65537, 1}, {100003, 2}, {0, 0}};
-    conv_shape convs[] = {{31, 63, 1},    {32, 64, 2},    {33, 65, 3}, {257, 131, 4},
-                          {1000, 777, 2}, {97, 1031, 1}, {0, 0, 0}};
+    conv_shape convs[] = {{31, 63, 1},    {32, 64, 2},    {33, 65, 3},  {127, 63, 2},  {128, 64, 3},
+                          {129, 65, 4},   {132, 129, 1},  {257, 131, 4}, {1000, 777, 2}, {97, 1031, 1},
+                          {0, 0, 0}};
     cml_rng rng;
     cml_rng_init(&rng, seed, 202);
     walk_shape *w = &walks[COUNT(walks) - 1];
