@@ -96,10 +96,8 @@ void cml_cpu_banks_flush(void)
  * ld conflicts=<C> st conflicts=<C>", so that a program that launches one
  * kernel several times (lab 01's probe, once per pattern) can be read per
  * launch, as Nsight Compute reads a GPU's (common/src/ncu.c). */
-static int print_launches;
-
 void cml_cpu_banks_print_launches(void);
-void cml_cpu_banks_print_launches(void) { print_launches = 1; }
+void cml_cpu_banks_print_launches(void) { tally.print_launches = 1; }
 
 void cml_cpu_banks_grid_end(const char *kernel)
 {
@@ -109,7 +107,7 @@ void cml_cpu_banks_grid_end(const char *kernel)
                                        launch[1][WAVEFRONTS] - launch[1][REQUESTS]};
     /* No model, no conflicts known: the launch lines leave them out, so
      * that nothing reads them as 0 (the report at exit says why). */
-    if (print_launches && model != NULL)
+    if (tally.print_launches && model != NULL)
         fprintf(stderr, "cml-cpu banks: launch %s ld conflicts=%llu st conflicts=%llu\n", shown, conflicts[0],
                 conflicts[1]);
     /* CML_CPU_BANKS_LOG=<file> (the grader's technique checks, checker.py):

@@ -17,7 +17,7 @@
 
 /* CML_CPU_CHECK, read once at start-up: 0 (no check: every hook below is
  * skipped and the access callbacks return after one test), or these bits. */
-enum { CML_CPU_CHECK_RACE = 1, CML_CPU_CHECK_BANKS = 2 };
+enum { CML_CPU_CHECK_RACE = 1, CML_CPU_CHECK_BANKS = 2, CML_CPU_CHECK_SECTORS = 4 };
 extern int cml_cpu_check_mode;
 /* Switches the checks on or off (the runtime's own tests; a program uses
  * CML_CPU_CHECK, which also prints the summaries at exit). */
@@ -26,6 +26,8 @@ void cml_cpu_check_set_mode(int mode);
 size_t cml_cpu_race_hazards(void);
 /* The bank counts' lines (as printed at exit) for every kernel so far. */
 void cml_cpu_banks_report(FILE *out);
+/* The global-memory sector counts' lines (as printed at exit), likewise. */
+void cml_cpu_sectors_report(FILE *out);
 
 /* The scheduler tells the checks about the order it imposes. All calls are
  * made on the worker thread that runs the block. */
@@ -47,6 +49,25 @@ void cml_cpu_banks_access(unsigned linear, uint32_t addr, int size, int store, v
 void cml_cpu_banks_flush(void);                           /* a barrier or the block's end */
 void cml_cpu_banks_grid_end(const char *kernel);          /* on the launching thread */
 
+/* Global-memory sector counts (cml_cpu_sectors.c), fed by the access
+ * callbacks with every access to device memory (cudaMalloc memory and
+ * __device__ variables), by the same calls as the bank counts. */
+void cml_cpu_sectors_block_begin(void);
+void cml_cpu_sectors_access(unsigned linear, uintptr_t addr, int size, int store, void *pc);
+/* A shared-memory access: not counted, it tells the passes of a loop's
+ * global accesses apart (cml_cpu_warp_log_flush). */
+void cml_cpu_sectors_anchor(unsigned linear, uintptr_t addr, int size, int store, void *pc);
+void cml_cpu_sectors_flush(void);                         /* a barrier or the block's end */
+void cml_cpu_sectors_grid_end(const char *kernel);        /* on the launching thread */
+
+/* What device memory p lies in (cml_cpu_runtime.c): 0 none (the host's, a
+ * thread-local, a stack), 1 global memory (a cudaMalloc allocation, a
+ * __device__ variable), 2 a __constant__ variable. Reads the allocation
+ * table without its lock: call while a grid runs (no cudaMalloc or cudaFree
+ * can change it then). */
+enum { CML_CPU_NOT_DEVICE = 0, CML_CPU_GLOBAL = 1, CML_CPU_CONSTANT = 2 };
+int cml_cpu_device_kind(const void *p);
+
 // ------------------------------------------------------------ warp instructions (cml_cpu_warp.c)
 
 /* One lane's access, in the order the lane made it. */
@@ -55,6 +76,8 @@ typedef struct cml_cpu_access {
     uintptr_t addr;
     uint32_t linear, seq; /* the thread's linear index in the block; the order of logging */
     uint8_t size, store;
+    uint8_t anchor;       /* logged to number passes (cml_cpu_warp_log_anchor), not counted */
+    uint32_t line;        /* (the grouping's: its source line's id) */
 } cml_cpu_access;
 
 /* One warp-level instruction as the checks rebuild it: the lanes (mask)
@@ -79,9 +102,20 @@ typedef struct cml_cpu_warp_log {
     size_t cap_dp;
     cml_cpu_warp_insn *ins;
     size_t cap_ins;
+    size_t (*groups)[3];
+    size_t cap_groups;
+    unsigned *pass;
+    size_t cap_pass;
+    unsigned char *used;
+    size_t cap_used;
+    cml_cpu_access *ev;
+    size_t cap_ev;
 } cml_cpu_warp_log;
 
 void cml_cpu_warp_log_add(cml_cpu_warp_log *log, unsigned linear, uintptr_t addr, int size, int store, void *pc);
+/* An access that only numbers passes (a shared-memory store in the loop
+ * whose global loads are counted; see cml_cpu_warp_log_flush). */
+void cml_cpu_warp_log_anchor(cml_cpu_warp_log *log, unsigned linear, uintptr_t addr, int size, int store, void *pc);
 
 /* What adding lane's access at addr to instruction `in` costs (bank
  * wavefronts, new sectors); and what to do with each instruction made. */
@@ -92,13 +126,18 @@ typedef void (*cml_cpu_insn_fn)(const cml_cpu_warp_insn *in, void *ctx);
  * empties the log. A warp instruction = the accesses of one warp's lanes at
  * one code address on the same pass since the last barrier (lanes run one
  * after the other between barriers, so lane 5's third pass over a load
- * meets lane 0's third pass). A lane that made the access fewer times than
- * the others skipped some passes (a branch inside a loop); its accesses go,
- * in order, into the passes where `cost` says they cost least. With
- * merge_vectors, a lane's 2 or 4 accesses in a row at nearby code
- * addresses, of one size, contiguous and together aligned to their total
- * (an int4 or float4 that g++ took apart into four 4-byte loads) are first
- * made one access again, as nvcc makes one instruction of them. */
+ * meets lane 0's third pass). Which pass an access of a lane that made it
+ * fewer times than others belongs to: with `cost` (the bank counts), its
+ * accesses go, in order, into the passes where cost says they cost least;
+ * without (the global counts), a lane's k-th access is its k-th pass, as a
+ * GPU runs a loop's trips with every lane still in it, unless the lanes'
+ * accesses at another code address (anchors too) number the passes
+ * (group_by_pass in cml_cpu_warp.c: a tile loop's load that lanes at a
+ * grid's edge skip). With merge_vectors, a lane's 2 or 4 accesses in a row
+ * at nearby code addresses, of one size, contiguous and together aligned to
+ * their total (an int4 or float4 that g++ took apart into four 4-byte
+ * loads) are first made one access again, as nvcc makes one instruction of
+ * them. */
 void cml_cpu_warp_log_flush(cml_cpu_warp_log *log, cml_cpu_insn_cost_fn cost, cml_cpu_insn_fn emit, void *ctx);
 
 /* Counts per code address, per kernel: what banks and sectors keep alike.
@@ -135,8 +174,9 @@ typedef struct cml_cpu_tally {
     size_t n_results, cap_results;
     int log_opened; /* cml_cpu_tally_log */
     FILE *log;
+    int print_launches; /* a line per launch on stderr (CML_CPU_CHECK: a whole program's run) */
 } cml_cpu_tally;
-#define CML_CPU_TALLY_INIT(tag) {tag, PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0, 0, NULL}
+#define CML_CPU_TALLY_INIT(tag) {tag, PTHREAD_MUTEX_INITIALIZER, NULL, 0, NULL, 0, 0, 0, NULL, 0}
 
 /* The calling worker's share of t, made (zeroed) and registered the first time. */
 cml_cpu_tally_worker *cml_cpu_tally_join(cml_cpu_tally *t);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "cml_cpu_internal.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,12 +23,23 @@ static void *grow_array(void *p, size_t *cap, size_t elem, const char *tag)
 
 // ------------------------------------------------------------ the log
 
-void cml_cpu_warp_log_add(cml_cpu_warp_log *log, unsigned linear, uintptr_t addr, int size, int store, void *pc)
+static void append(cml_cpu_warp_log *log, unsigned linear, uintptr_t addr, int size, int store, void *pc, int anchor)
 {
     if (log->n == log->cap)
         log->acc = grow_array(log->acc, &log->cap, sizeof *log->acc, "checks");
-    log->acc[log->n] = (cml_cpu_access){pc, addr, linear, (uint32_t)log->n, (uint8_t)size, (uint8_t)store};
+    log->acc[log->n] =
+        (cml_cpu_access){pc, addr, linear, (uint32_t)log->n, (uint8_t)size, (uint8_t)store, (uint8_t)anchor, 0};
     ++log->n;
+}
+
+void cml_cpu_warp_log_add(cml_cpu_warp_log *log, unsigned linear, uintptr_t addr, int size, int store, void *pc)
+{
+    append(log, linear, addr, size, store, pc, 0);
+}
+
+void cml_cpu_warp_log_anchor(cml_cpu_warp_log *log, unsigned linear, uintptr_t addr, int size, int store, void *pc)
+{
+    append(log, linear, addr, size, store, pc, 1);
 }
 
 /* The next access of a lane that continues a vector taken apart: the same
@@ -36,8 +48,9 @@ void cml_cpu_warp_log_add(cml_cpu_warp_log *log, unsigned linear, uintptr_t addr
 static int continues(const cml_cpu_access *prev, const cml_cpu_access *next)
 {
     uintptr_t a = (uintptr_t)prev->pc, b = (uintptr_t)next->pc;
-    return next->linear == prev->linear && next->store == prev->store && next->size == prev->size &&
-           next->addr == prev->addr + prev->size && a != b && (a > b ? a - b : b - a) < 64;
+    return !prev->anchor && !next->anchor && next->linear == prev->linear && next->store == prev->store &&
+           next->size == prev->size && next->addr == prev->addr + prev->size && a != b &&
+           (a > b ? a - b : b - a) < 64;
 }
 
 /* merge_vectors: in log order (a lane's accesses between two switches are
@@ -76,8 +89,10 @@ static int by_warp_pc_lane(const void *pa, const void *pb)
         return a->linear / 32 < b->linear / 32 ? -1 : 1;
     if (a->pc != b->pc)
         return (uintptr_t)a->pc < (uintptr_t)b->pc ? -1 : 1;
-    if (a->store != b->store || a->size != b->size)
-        return a->store != b->store ? a->store - b->store : a->size - b->size;
+    if (a->anchor != b->anchor || a->store != b->store || a->size != b->size)
+        return a->anchor != b->anchor ? a->anchor - b->anchor
+               : a->store != b->store ? a->store - b->store
+                                      : a->size - b->size;
     if (a->linear != b->linear)
         return a->linear < b->linear ? -1 : 1;
     return a->seq < b->seq ? -1 : a->seq > b->seq;
@@ -94,6 +109,22 @@ static void *scratch(void *p, size_t *cap, size_t need, size_t elem)
         abort();
     *cap = need;
     return p;
+}
+
+/* The same, keeping the old contents (an array that grows). */
+static void *scratch_keep(void *p, size_t *cap, size_t need, size_t elem)
+{
+    if (*cap >= need)
+        return p;
+    size_t cap0 = *cap;
+    while (*cap < need)
+        *cap = *cap ? *cap * 2 : 64;
+    void *q = realloc(p, *cap * elem);
+    if (q == NULL) {
+        *cap = cap0;
+        abort();
+    }
+    return q;
 }
 
 /* lane takes part in instruction `in`, at addr. */
@@ -142,35 +173,53 @@ static void place_lane(cml_cpu_warp_log *log, cml_cpu_warp_insn *ins, unsigned l
 #undef DP
 }
 
-/* The accesses acc[0..n) of one warp at one pc, sorted by lane then order.
- * Lanes that made the access as often as the most frequent lane (M times)
- * fill instructions 0..M-1 in order: that is the k-th pass over the access
- * in a loop both took. The others are placed by place_lane, after them.
- * Without this, a lane that skips the first pass would be paired with the
- * others' second, counting conflicts or sectors no GPU makes. */
-static void group(cml_cpu_warp_log *log, const cml_cpu_access *acc, size_t n, cml_cpu_insn_cost_fn cost,
-                  cml_cpu_insn_fn emit, void *ctx)
+/* The instructions ins[0..n), made ready for the accesses of group acc. */
+static cml_cpu_warp_insn *instructions(cml_cpu_warp_log *log, const cml_cpu_access *acc, unsigned n)
 {
-    unsigned longest = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = i;
-        while (j < n && acc[j].linear == acc[i].linear)
-            ++j;
-        longest = (unsigned)(j - i) > longest ? (unsigned)(j - i) : longest;
-        i = j;
-    }
-    cml_cpu_warp_insn *ins = log->ins = scratch(log->ins, &log->cap_ins, longest, sizeof *log->ins);
-    for (unsigned k = 0; k < longest; ++k) {
+    cml_cpu_warp_insn *ins = log->ins = scratch(log->ins, &log->cap_ins, n, sizeof *log->ins);
+    for (unsigned k = 0; k < n; ++k) {
         ins[k].pc = acc[0].pc;
         ins[k].store = acc[0].store;
         ins[k].size = acc[0].size;
         ins[k].mask = 0;
     }
+    return ins;
+}
+
+static void emit_all(const cml_cpu_warp_insn *ins, unsigned n, cml_cpu_insn_fn emit, void *ctx)
+{
+    for (unsigned k = 0; k < n; ++k)
+        if (ins[k].mask != 0)
+            emit(&ins[k], ctx);
+}
+
+/* The end of the run of lane's accesses that starts at acc[i] (acc sorted by lane). */
+static size_t lane_end(const cml_cpu_access *acc, size_t i, size_t n)
+{
+    size_t j = i;
+    while (j < n && acc[j].linear == acc[i].linear)
+        ++j;
+    return j;
+}
+
+/* The accesses acc[0..n) of one warp at one pc, sorted by lane then order
+ * (the bank counts' way). Lanes that made the access as often as the most
+ * frequent lane (M times) fill instructions 0..M-1 in order: that is the
+ * k-th pass over the access in a loop both took. The others are placed by
+ * place_lane, after them. Without this, a lane that skips the first pass
+ * would be paired with the others' second, counting conflicts no GPU makes. */
+static void group_by_cost(cml_cpu_warp_log *log, const cml_cpu_access *acc, size_t n, cml_cpu_insn_cost_fn cost,
+                          cml_cpu_insn_fn emit, void *ctx)
+{
+    unsigned longest = 0;
+    for (size_t i = 0, j; i < n; i = j) {
+        j = lane_end(acc, i, n);
+        longest = (unsigned)(j - i) > longest ? (unsigned)(j - i) : longest;
+    }
+    cml_cpu_warp_insn *ins = instructions(log, acc, longest);
     for (int pass = 0; pass < 2; ++pass) /* the lanes that took every pass first, then the others */
         for (size_t i = 0; i < n;) {
-            size_t j = i;
-            while (j < n && acc[j].linear == acc[i].linear)
-                ++j;
+            size_t j = lane_end(acc, i, n);
             unsigned c = (unsigned)(j - i), lane = acc[i].linear % 32;
             if (pass == 0 && c == longest)
                 for (unsigned k = 0; k < c; ++k)
@@ -179,9 +228,208 @@ static void group(cml_cpu_warp_log *log, const cml_cpu_access *acc, size_t n, cm
                 place_lane(log, ins, longest, &acc[i], c, lane, cost, ctx);
             i = j;
         }
-    for (unsigned k = 0; k < longest; ++k)
-        if (ins[k].mask != 0)
-            emit(&ins[k], ctx);
+    emit_all(ins, longest, emit, ctx);
+}
+
+#define MAX_PASSES 65536u
+
+/* Passes numbered by the visits of another source line, q[0..nq) (the
+ * warp's accesses there, sorted by lane, then order; those at code address
+ * `skip`, the access's own, left out): the pass of each access of acc[0..n)
+ * is how many times its lane had visited the line before it. Valid when
+ * the line is in the same loop: every lane of acc visited it, its accesses
+ * get strictly rising numbers, the lanes visited it as often as one another
+ * but for one (the trips of one loop), and some access has visits both
+ * before and after it (not a loop before or after the access's own). Writes
+ * the numbers to pass[] (when not NULL); returns how many passes are used
+ * (0: not valid). */
+static unsigned passes_after(const cml_cpu_access *q, size_t nq, const void *skip, const cml_cpu_access *acc,
+                             size_t n, unsigned *pass, unsigned char *used)
+{
+    unsigned fewest = ~0u, most = 0, top = 0;
+    for (size_t i = 0, j; i < nq; i = j) {
+        j = lane_end(q, i, nq);
+        unsigned visits = 0;
+        for (size_t k = i; k < j; ++k)
+            visits += q[k].pc != skip;
+        fewest = visits < fewest ? visits : fewest;
+        most = visits > most ? visits : most;
+    }
+    if (most == 0 || most > fewest + 1 || most > MAX_PASSES)
+        return 0;
+    memset(used, 0, most + 1);
+    int inside = 0;
+    size_t at = 0; /* q's run of the current lane */
+    for (size_t i = 0, j; i < n; i = j) {
+        j = lane_end(acc, i, n);
+        while (at < nq && q[at].linear < acc[i].linear)
+            ++at;
+        size_t end = at < nq && q[at].linear == acc[i].linear ? lane_end(q, at, nq) : at, k = at;
+        unsigned visits = 0, all = 0;
+        for (size_t v = at; v < end; ++v)
+            all += q[v].pc != skip;
+        if (all == 0)
+            return 0; /* this lane never visited the line */
+        long before = -1;
+        for (size_t r = i; r < j; ++r) {
+            for (; k < end && q[k].seq < acc[r].seq; ++k)
+                visits += q[k].pc != skip;
+            if ((long)visits <= before)
+                return 0; /* two accesses between the same two visits */
+            inside |= visits > 0 && visits < all;
+            before = visits;
+            used[visits] = 1;
+            if (pass != NULL)
+                pass[r] = visits;
+        }
+    }
+    for (unsigned p = 0; p <= most; ++p)
+        top += used[p];
+    return inside ? top : 0;
+}
+
+// ------------------------------------------------------------ source lines of code addresses
+
+/* pc -> an id of its source line ("file:line"), cached: g++ may copy one
+ * line's access into several code addresses (a loop peeled or unswitched),
+ * and the passes of a loop are numbered by a line, whichever copy ran. */
+static pthread_mutex_t lines_lock = PTHREAD_MUTEX_INITIALIZER;
+typedef struct line_entry {
+    void *pc;
+    uint32_t id;
+} line_entry;
+static line_entry *line_cache; /* open addressing by pc */
+static size_t line_cache_cap, line_cache_n;
+static char **line_names;
+static size_t n_line_names, cap_line_names;
+
+/* pc's slot in the table (its own, or the empty one where it goes). */
+static line_entry *line_slot(line_entry *table, size_t cap, const void *pc)
+{
+    size_t h = ((uintptr_t)pc * 0x9E3779B97F4A7C15ull >> 17) & (cap - 1);
+    while (table[h].pc != NULL && table[h].pc != pc)
+        h = (h + 1) & (cap - 1);
+    return &table[h];
+}
+
+static uint32_t line_id(void *pc)
+{
+    pthread_mutex_lock(&lines_lock);
+    if (line_cache_n * 2 >= line_cache_cap) {
+        size_t cap = line_cache_cap ? 2 * line_cache_cap : 1024;
+        line_entry *fresh = calloc(cap, sizeof *fresh);
+        if (fresh == NULL)
+            abort();
+        for (size_t i = 0; i < line_cache_cap; ++i)
+            if (line_cache[i].pc != NULL)
+                *line_slot(fresh, cap, line_cache[i].pc) = line_cache[i];
+        free(line_cache);
+        line_cache = fresh;
+        line_cache_cap = cap;
+    }
+    line_entry *e = line_slot(line_cache, line_cache_cap, pc);
+    if (e->pc == NULL) {
+        char where[600];
+        cml_cpu_where_is(pc, where, sizeof where);
+        char *in = strstr(where, " (in ");
+        if (in != NULL)
+            *in = '\0';
+        size_t id = 0;
+        while (id < n_line_names && strcmp(line_names[id], where) != 0)
+            ++id;
+        if (id == n_line_names) {
+            line_names = scratch_keep(line_names, &cap_line_names, n_line_names + 1, sizeof *line_names);
+            if ((line_names[n_line_names++] = strdup(where)) == NULL)
+                abort();
+        }
+        e->pc = pc;
+        e->id = (uint32_t)id;
+        ++line_cache_n;
+    }
+    uint32_t id = e->id;
+    pthread_mutex_unlock(&lines_lock);
+    return id;
+}
+
+static int by_line_lane(const void *pa, const void *pb)
+{
+    const cml_cpu_access *a = pa, *b = pb;
+    if (a->line != b->line)
+        return a->line < b->line ? -1 : 1;
+    if (a->linear != b->linear)
+        return a->linear < b->linear ? -1 : 1;
+    return a->seq < b->seq ? -1 : a->seq > b->seq;
+}
+
+/* Whether `line` looks like a loop's to the accesses at code address skip
+ * (groups [w0, w1) of the warp): one of its other code addresses reached
+ * twice by a lane; or, a line of its own, reached twice by a lane at any of
+ * its code addresses (g++ may copy a loop's store into a version per
+ * branch). Several accesses on the access's own line (a function's line
+ * inlined seven times) are not a loop. */
+static int line_loops(const cml_cpu_access *a, const size_t (*groups)[3], size_t w0, size_t w1, uint32_t line,
+                      const void *skip, uint32_t own)
+{
+    for (size_t g = w0; g < w1; ++g)
+        if (a[groups[g][0]].line == line && a[groups[g][0]].pc != skip && groups[g][2] >= 2)
+            return 1;
+    if (line == own)
+        return 0;
+    unsigned lanes[32] = {0};
+    for (size_t g = w0; g < w1; ++g)
+        if (a[groups[g][0]].line == line)
+            for (size_t i = groups[g][0]; i < groups[g][1]; ++i)
+                if (++lanes[a[i].linear % 32] >= 2)
+                    return 1;
+    return 0;
+}
+
+/* The global counts' way: the accesses of one warp at one code address,
+ * acc[0..n) (sorted by lane, then order), one instruction per pass. A lane's
+ * k-th access there is its k-th pass, as a GPU runs a loop's body once per
+ * trip with every lane still in it, unless the lanes' visits of a source
+ * line in the same loop number the passes: a tile loop whose load only some
+ * lanes make (a grid's edge) and whose store to shared memory all make
+ * leaves a lane that skips the load out of that trip's instruction only. Of
+ * the lines that could number the passes (passes_after, line_loops; ev is
+ * the warp's accesses sorted by line, lane and order, a their groups), the
+ * one that makes the fewest instructions. */
+static void group_by_pass(cml_cpu_warp_log *log, const cml_cpu_access *a, size_t w0, size_t w1, size_t g,
+                          size_t nev, cml_cpu_insn_fn emit, void *ctx)
+{
+    const size_t(*groups)[3] = (const size_t(*)[3])log->groups;
+    const cml_cpu_access *acc = a + groups[g][0], *ev = log->ev;
+    size_t n = groups[g][1] - groups[g][0];
+    log->pass = scratch(log->pass, &log->cap_pass, n, sizeof *log->pass);
+    log->used = scratch(log->used, &log->cap_used, MAX_PASSES + 1, sizeof *log->used);
+    size_t best = nev, best_end = nev;
+    unsigned fewest = ~0u;
+    for (size_t i = 0, j; i < nev; i = j) {
+        for (j = i; j < nev && ev[j].line == ev[i].line;)
+            ++j;
+        unsigned k = line_loops(a, groups, w0, w1, ev[i].line, acc[0].pc, acc[0].line)
+                         ? passes_after(ev + i, j - i, acc[0].pc, acc, n, NULL, log->used)
+                         : 0;
+        if (k > 0 && k < fewest)
+            fewest = k, best = i, best_end = j;
+    }
+    unsigned passes = 0;
+    if (best < nev) {
+        passes_after(ev + best, best_end - best, acc[0].pc, acc, n, log->pass, log->used);
+        for (size_t r = 0; r < n; ++r)
+            passes = log->pass[r] + 1 > passes ? log->pass[r] + 1 : passes;
+    } else { /* by count */
+        for (size_t i = 0, j; i < n; i = j) {
+            j = lane_end(acc, i, n);
+            for (size_t r = i; r < j; ++r)
+                log->pass[r] = (unsigned)(r - i);
+            passes = (unsigned)(j - i) > passes ? (unsigned)(j - i) : passes;
+        }
+    }
+    cml_cpu_warp_insn *ins = instructions(log, acc, passes);
+    for (size_t r = 0; r < n; ++r)
+        put(&ins[log->pass[r]], acc[r].linear % 32, acc[r].addr);
+    emit_all(ins, passes, emit, ctx);
 }
 
 void cml_cpu_warp_log_flush(cml_cpu_warp_log *log, cml_cpu_insn_cost_fn cost, cml_cpu_insn_fn emit, void *ctx)
@@ -191,14 +439,48 @@ void cml_cpu_warp_log_flush(cml_cpu_warp_log *log, cml_cpu_insn_cost_fn cost, cm
     if (log->merge_vectors)
         log->n = merge_vectors(log->acc, log->n);
     qsort(log->acc, log->n, sizeof *log->acc, by_warp_pc_lane);
-    const cml_cpu_access *a = log->acc;
-    for (size_t i = 0; i < log->n;) {
-        size_t j = i;
-        while (j < log->n && a[j].pc == a[i].pc && a[j].linear / 32 == a[i].linear / 32 &&
-               a[j].store == a[i].store && a[j].size == a[i].size)
+    cml_cpu_access *a = log->acc;
+    size_t n_groups = 0; /* runs of one warp, code address and kind: [start, end), most accesses of a lane */
+    for (size_t i = 0, j; i < log->n; i = j) {
+        size_t most = 0;
+        for (j = i; j < log->n && a[j].pc == a[i].pc && a[j].linear / 32 == a[i].linear / 32 &&
+                    a[j].anchor == a[i].anchor && a[j].store == a[i].store && a[j].size == a[i].size;)
             ++j;
-        group(log, &a[i], j - i, cost, emit, ctx);
-        i = j;
+        for (size_t k = i, e; k < j; k = e) {
+            e = lane_end(a, k, j);
+            most = e - k > most ? e - k : most;
+        }
+        log->groups = scratch_keep(log->groups, &log->cap_groups, n_groups + 1, sizeof *log->groups);
+        log->groups[n_groups][0] = i;
+        log->groups[n_groups][1] = j;
+        log->groups[n_groups++][2] = most;
+    }
+    for (size_t w0 = 0, w1; w0 < n_groups; w0 = w1) {
+        unsigned warp = a[log->groups[w0][0]].linear / 32;
+        for (w1 = w0; w1 < n_groups && a[log->groups[w1][0]].linear / 32 == warp;)
+            ++w1;
+        size_t nev = 0;
+        if (cost == NULL) { /* the warp's accesses by source line, to number passes by */
+            size_t from = log->groups[w0][0], to = log->groups[w1 - 1][1];
+            for (size_t g = w0; g < w1; ++g) {
+                uint32_t line = line_id(a[log->groups[g][0]].pc);
+                for (size_t i = log->groups[g][0]; i < log->groups[g][1]; ++i)
+                    a[i].line = line;
+            }
+            nev = to - from;
+            log->ev = scratch(log->ev, &log->cap_ev, nev, sizeof *log->ev);
+            memcpy(log->ev, a + from, nev * sizeof *log->ev);
+            qsort(log->ev, nev, sizeof *log->ev, by_line_lane);
+        }
+        for (size_t g = w0; g < w1; ++g) {
+            const cml_cpu_access *first = &a[log->groups[g][0]];
+            if (first->anchor)
+                continue; /* numbers passes, is not counted */
+            if (cost != NULL)
+                group_by_cost(log, first, log->groups[g][1] - log->groups[g][0], cost, emit, ctx);
+            else
+                group_by_pass(log, a, w0, w1, g, nev, emit, ctx);
+        }
     }
     log->n = 0;
 }
