@@ -71,6 +71,10 @@ static int distinct(uintptr_t *v, int n)
     return d;
 }
 
+/* One warp instruction: in->mask says which lanes took part, in->addr[lane]
+ * each one's byte address, so the lane's 32-byte sector is addr / 32 and
+ * its 128-byte line addr / 128 (what a model of the caches would start
+ * from); counted here as a request, its distinct sectors and the ideal. */
 static void count(const cml_cpu_warp_insn *in, void *ctx)
 {
     uintptr_t sectors[64], addrs[32];
