@@ -141,6 +141,15 @@ static void help(const cml_lab *lab)
         option_line("--counters", lab->counters_help);
         option_line("--no-counters", lab->no_counters_help);
     }
+#ifdef CML_CPU_BACKEND
+    option_line("--sectors", "check the steps, then print each launch's global loads and\n"
+                             "stores: requests, 32-byte sectors, sectors per request, and\n"
+                             "per source line the ideal (emulated: CML_CPU_CHECK=sectors)");
+#else
+    option_line("--sectors", "check the steps, then print each launch's global loads and\n"
+                             "stores: requests, 32-byte sectors and sectors per request,\n"
+                             "read by Nsight Compute (ncu)");
+#endif
     if (lab->sweep_size) {
 #ifdef CML_CPU_BACKEND
         option_line("--sweep", "time one step (--step N, default the last) at sizes\n"
@@ -192,6 +201,8 @@ static void parse(cml_lab_run *r, int argc, char **argv)
             r->counters = 1;
         } else if (lab->counters && strcmp(a, "--no-counters") == 0) {
             r->no_counters = 1;
+        } else if (strcmp(a, "--sectors") == 0) {
+            r->sectors = 1;
         } else if (lab->sweep_size && strcmp(a, "--sweep") == 0) {
             r->sweep = 1;
         } else if (lab->sweep_size && strcmp(a, "--sweep-max") == 0) {
@@ -202,11 +213,18 @@ static void parse(cml_lab_run *r, int argc, char **argv)
             int took = lab->option ? lab->option(r, a, v) : 0;
             if (took == 0)
                 cml_runner_unknown(&r->args, a);
+            for (int k = 0; k < took && r->nlab_words < CML_LAB_MAX_WORDS; ++k)
+                r->lab_words[r->nlab_words++] = argv[i + k];  /* --sectors hands them to its runs */
             i += took - 1;
         }
     }
     if (r->counters && (r->args.check_only || r->args.nmarkdown > 0 || r->host_only)) {
         cml_lab_say(r, "--counters goes alone (with --step, --json and the sizes)");
+        usage(stderr);
+        exit(CML_EXIT_USAGE);
+    }
+    if (r->sectors && (r->counters || r->sweep || r->args.check_only || r->args.nmarkdown > 0 || r->host_only)) {
+        cml_lab_say(r, "--sectors goes alone (with --step, --json and the sizes)");
         usage(stderr);
         exit(CML_EXIT_USAGE);
     }
@@ -289,6 +307,199 @@ int cml_lab_ncu(const cml_lab_run *r, unsigned steps, const char *const *args, c
         return 0;
     }
     return 1;
+}
+
+/* ------------------------------------------------------------ --sectors */
+
+#define EMULATED CML_LAB_EMULATED
+#define EMULATED_TEXT (CML_LAB_EMULATED ? "true" : "false")
+
+static const char *const sector_metrics[] = {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS,
+                                             CML_NCU_GLOBAL_ST_REQUESTS, CML_NCU_GLOBAL_ST_SECTORS};
+enum { LD_REQUESTS, LD_SECTORS, ST_REQUESTS, ST_SECTORS };
+
+/* A kernel's name as ncu prints it ("void k<256u, int>(const T1 *, T1 *,
+ * unsigned long)") or the CPU path does ("k<256u,int>"), the same way for
+ * both: no return type, no parameters, no spaces. */
+static void kernel_short_name(const char *name, char *buf, size_t len)
+{
+    if (strncmp(name, "void ", 5) == 0)
+        name += 5;
+    size_t o = 0;
+    int depth = 0;
+    for (; *name && !(depth == 0 && *name == '(') && o + 1 < len; ++name) {
+        depth += *name == '<' ? 1 : *name == '>' ? -1 : 0;
+        if (*name != ' ')
+            buf[o++] = *name;
+    }
+    if (len > 0)
+        buf[o] = '\0';
+}
+
+static double per_request(double n, double requests) { return requests > 0.0 ? n / requests : 0.0; }
+
+/* One direction of a launch: "ld 31,251 requests, 125,001 sectors, 4.00 per request". */
+static void print_direction(const char *op, double requests, double sectors)
+{
+    char r[32], s[32];
+    if (requests < 0.0 || sectors < 0.0)
+        printf("%s not measured", op);
+    else
+        printf("%s %s request%s, %s sector%s, %.2f per request", op, cml_with_commas(requests, r, sizeof r),
+               requests == 1.0 ? "" : "s", cml_with_commas(sectors, s, sizeof s), sectors == 1.0 ? "" : "s",
+               per_request(sectors, requests));
+}
+
+static void json_value(FILE *out, const char *key, double v)
+{
+    if (v >= 0.0)
+        fprintf(out, ", \"%s\": %.0f", key, v);
+    else
+        fprintf(out, ", \"%s\": null", key);
+}
+
+/* A step's launches (the kit's own kernels, cml_*, left out) and, from the
+ * CPU path, its source lines: as text, or as JSON objects one a line. */
+static void print_step_sectors(const cml_lab_run *r, int step, const cml_ncu_counts *c, int *listed)
+{
+    for (int k = 0; k < c->nkernels; ++k) {
+        char name[64];
+        kernel_short_name(c->kernel[k], name, sizeof name);
+        if (strncmp(name, "cml_", 4) == 0)
+            continue;
+        const double *v = c->value[k];
+        if (r->args.json) {
+            printf("%s\n  {\"step\": %d, \"ident\": ", (*listed)++ ? "," : "", step);
+            cml_json_string(stdout, cml_lab_ident(r, step));
+            printf(", \"kernel\": ");
+            cml_json_string(stdout, name);
+            json_value(stdout, "ld_requests", v[LD_REQUESTS]);
+            json_value(stdout, "ld_sectors", v[LD_SECTORS]);
+            json_value(stdout, "st_requests", v[ST_REQUESTS]);
+            json_value(stdout, "st_sectors", v[ST_SECTORS]);
+            printf("}");
+            continue;
+        }
+        printf("step %d %s: %s: ", step, cml_lab_ident(r, step), name);
+        print_direction("ld", v[LD_REQUESTS], v[LD_SECTORS]);
+        printf("; ");
+        print_direction("st", v[ST_REQUESTS], v[ST_SECTORS]);
+        printf("\n");
+    }
+}
+
+static void print_step_lines(const cml_lab_run *r, int step, const cml_ncu_counts *c, int *listed)
+{
+    for (int k = 0; k < c->nlines; ++k) {
+        const cml_ncu_line *l = &c->line[k];
+        if (strncmp(l->kernel, "cml_", 4) == 0)
+            continue;
+        if (r->args.json) {
+            printf("%s\n  {\"step\": %d, \"kernel\": ", (*listed)++ ? "," : "", step);
+            cml_json_string(stdout, l->kernel);
+            printf(", \"where\": ");
+            cml_json_string(stdout, l->where);
+            printf(", \"op\": \"%s\"", l->store ? "st" : "ld");
+            json_value(stdout, "requests", l->requests);
+            json_value(stdout, "sectors", l->sectors);
+            json_value(stdout, "ideal", l->ideal);
+            printf("}");
+            continue;
+        }
+        char n[32], s[32];
+        printf("    %s %s %s: %s requests, %s sectors, %.2f per request (ideal %.2f)\n", l->kernel, l->where,
+               l->store ? "st" : "ld", cml_with_commas(l->requests, n, sizeof n),
+               cml_with_commas(l->sectors, s, sizeof s), per_request(l->sectors, l->requests),
+               per_request(l->ideal, l->requests));
+    }
+}
+
+/* --sectors: each chosen step checked once here, then measured alone in a
+ * run of this program under ncu (on the CPU path: CML_CPU_CHECK=sectors),
+ * `--check-only --step N` and the lab's own options as given. Text: a line
+ * per launch, then (CPU path) per source line; JSON: {"lab", "emulated",
+ * "metrics", "steps": [{"step", "ident", "available", "reason"}],
+ * "launches": [...], "lines": [...]}, one launch or line a line. */
+static int sectors_only(cml_lab_run *r)
+{
+    const cml_lab *lab = r->lab;
+    static cml_ncu_counts c[32];
+    static char why[32][300];
+    int measured[32] = {0}, wrong = 0;
+    cml_lab_new_report(r);
+    int rc = lab->prepare(r);
+    if (rc != CML_EXIT_OK)
+        return rc;
+    for (int s = lab->first_gpu_step; s <= lab->nsteps && s < 32; ++s) {
+        if (!cml_lab_selected(r, s))
+            continue;
+        cml_row row;
+        memset(&row, 0, sizeof row);
+        if (!cml_lab_check(r, s, &row)) {  /* a wrong step is never measured as if it worked */
+            ++wrong;
+            snprintf(why[s], sizeof why[s], "not measured: %s", row.note[0] ? row.note : "a wrong result");
+            if (row.status == CML_ROW_ERROR) {
+                cml_lab_say(r, "step %d: %s", s, row.note);
+                return CML_EXIT_FAIL;  /* a sticky error: nothing more can run */
+            }
+            continue;
+        }
+        measured[s] = 1;
+    }
+    if (lab->release)
+        lab->release(r);
+    const char *const *words = r->lab_words;
+    for (int s = 1; s < 32; ++s)
+        if (measured[s])
+            measured[s] = cml_lab_ncu(r, 1u << (s - 1), words, sector_metrics, 4, NULL, 0, &c[s], why[s],
+                                      sizeof why[s]);
+    if (r->args.json) {
+        printf("{\"lab\": ");
+        cml_json_string(stdout, lab->name);
+        printf(", \"emulated\": %s, \"metrics\": [", EMULATED_TEXT);
+        for (int m = 0; m < 4; ++m)
+            printf("%s\"%s\"", m ? ", " : "", sector_metrics[m]);
+        printf("],\n \"steps\": [");
+        int listed = 0;
+        for (int s = lab->first_gpu_step; s <= lab->nsteps && s < 32; ++s)
+            if (cml_lab_selected(r, s)) {
+                printf("%s\n  {\"step\": %d, \"ident\": ", listed++ ? "," : "", s);
+                cml_json_string(stdout, cml_lab_ident(r, s));
+                printf(", \"available\": %s, \"reason\": ", measured[s] ? "true" : "false");
+                cml_json_string(stdout, measured[s] ? "" : why[s]);
+                printf("}");
+            }
+        printf("],\n \"launches\": [");
+        listed = 0;
+        for (int s = 1; s < 32; ++s)
+            if (measured[s])
+                print_step_sectors(r, s, &c[s], &listed);
+        printf("],\n \"lines\": [");
+        listed = 0;
+        for (int s = 1; s < 32; ++s)
+            if (measured[s])
+                print_step_lines(r, s, &c[s], &listed);
+        printf("]}\n");
+        return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
+    }
+    for (int s = lab->first_gpu_step; s <= lab->nsteps && s < 32; ++s) {
+        if (!cml_lab_selected(r, s))
+            continue;
+        if (!measured[s]) {
+            printf("step %d %s: sectors not available: %s\n", s, cml_lab_ident(r, s), why[s]);
+            continue;
+        }
+        int none = 0;
+        print_step_sectors(r, s, &c[s], &none);
+        print_step_lines(r, s, &c[s], &none);
+    }
+    if (EMULATED)
+        printf("(emulated: the CPU path's counts of every global access (CML_CPU_CHECK=sectors), grouped into warp "
+               "instructions;\nideal: the fewest 32-byte sectors that hold the bytes the lanes touched)\n");
+    else
+        printf("(Nsight Compute: %s, %s and their _st twins; per source line\nand the ideal: %s_cpu --sectors, "
+               "the CPU path's counts)\n", sector_metrics[LD_SECTORS], sector_metrics[LD_REQUESTS], lab->prog);
+    return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
 }
 
 static int counters_only(cml_lab_run *r)
@@ -430,7 +641,6 @@ int cml_lab_time(cml_lab_run *r, int step, cml_row *row)
     return 1;
 }
 
-#define EMULATED CML_LAB_EMULATED
 
 void cml_lab_new_report(cml_lab_run *r)
 {
@@ -483,6 +693,13 @@ static int without_gpu(cml_lab_run *r, const char *why)
         c.metric = lab->counters_metric;
         snprintf(c.reason, sizeof c.reason, "%s", why);
         cml_lab_counters_print_json(lab->name, &c, stdout);
+    }
+    if (r->sectors && r->args.json) {
+        printf("{\"lab\": ");
+        cml_json_string(stdout, lab->name);
+        printf(", \"emulated\": %s, \"available\": false, \"reason\": ", EMULATED_TEXT);
+        cml_json_string(stdout, why);
+        printf(", \"steps\": [], \"launches\": [], \"lines\": []}\n");
     }
     cml_lab_say(r, "%s", why);
     /* the CPU path runs the same kernels without a GPU (emulated) */
@@ -538,6 +755,8 @@ static int run_once(const cml_lab *lab, void *data, int argc, char **argv)
     }
     if (r->sweep)
         return cml_lab_sweep(r);
+    if (r->sectors)
+        return sectors_only(r);
     if (r->counters) {
         int crc = counters_only(r);
         if (EMULATED && !r->args.json)
@@ -621,7 +840,8 @@ int cml_lab_main(const cml_lab *lab, void *data, size_t data_size, int argc, cha
         return run_once(lab, data, argc, argv);
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
-        if (strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0 || strcmp(a, "--counters") == 0) {
+        if (strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0 || strcmp(a, "--counters") == 0 ||
+            strcmp(a, "--sectors") == 0) {
             fprintf(stderr, "%s: %s does not go with --then (one JSON document, page or counters run a process)\n",
                     argc > 0 ? argv[0] : lab->prog, a);
             return CML_EXIT_USAGE;

@@ -1,5 +1,5 @@
 /* ncu.c: hardware counters through Nsight Compute (see cml_ncu.h); on the
- * CPU path (common/cpu), the runtime's emulated bank accounting instead. */
+ * CPU path (common/cpu), the runtime's emulated counts instead. */
 #define _POSIX_C_SOURCE 200809L
 #include "cml/cml_ncu.h"
 
@@ -223,16 +223,47 @@ static char *run_and_read(const char *cmd, int *status, cml_ncu_counts *out, con
 }
 
 #ifdef CML_CPU_BACKEND
-/* The CPU path: the program runs itself again with CML_CPU_CHECK=banks and
- * the runtime's bank accounting (lab 01's bank model) stands in for ncu.
- * Where the runtime prints one line per launch, "cml-cpu banks: launch
- * <kernel> ld conflicts=<C> st conflicts=<C>", those are the launches, in
- * order. Otherwise it prints per-kernel totals only, "cml-cpu banks:
- * <kernel> total ld conflicts=<C> st conflicts=<C>": then each step of the
- * "--step" list runs alone and its matching kernels' totals, summed, are
- * one launch (right for a step that launches its kernel once). The two
- * shared bank-conflict metrics are known; any other has no value (-1). */
-#define BANKS_TAG "cml-cpu banks: " /* how each of the runtime's bank lines starts */
+/* The CPU path: the program runs itself again with CML_CPU_CHECK=banks or
+ * =sectors, and the runtime's counts stand in for ncu: lab 01's bank model
+ * for the bank-conflict metrics, the runtime's sector counts for the
+ * global-memory ones. Where the runtime prints one line per launch
+ * ("cml-cpu banks: launch <kernel> ld conflicts=<C> st conflicts=<C>",
+ * "cml-cpu sectors: launch <kernel> ld requests=<R> sectors=<S> ideal=<I>
+ * st ..."), those are the launches, in order. Otherwise it prints per-kernel
+ * totals only ("cml-cpu banks: <kernel> total ld conflicts=<C> ..."): then
+ * each step of the "--step" list runs alone and its matching kernels'
+ * totals, summed, are one launch (right for a step that launches its kernel
+ * once). A metric the check does not count has no value (-1). */
+typedef struct stand_in {
+    const char *check;                       /* its CML_CPU_CHECK name */
+    const char *what;                        /* for messages */
+    const char *tag;                         /* how each of its lines starts */
+    const char *launch_form, *total_form;    /* the kernel, then nfields numbers */
+    int nfields;
+    const char *metric[6];                   /* the ncu metric each number stands for, or NULL */
+} stand_in;
+
+#define BANKS_TAG "cml-cpu banks: "
+#define SECTORS_TAG "cml-cpu sectors: "
+#define SECTOR_FIELDS "ld requests=%lld sectors=%lld ideal=%lld st requests=%lld sectors=%lld ideal=%lld"
+static const stand_in stand_ins[] = {
+    {"banks", "bank accounting", BANKS_TAG, BANKS_TAG "launch %63s ld conflicts=%lld st conflicts=%lld",
+     BANKS_TAG "%63s total ld conflicts=%lld st conflicts=%lld", 2,
+     {CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_SHARED_ST_CONFLICTS}},
+    {"sectors", "sector counts", SECTORS_TAG, SECTORS_TAG "launch %63s " SECTOR_FIELDS,
+     SECTORS_TAG "%63s total " SECTOR_FIELDS, 6,
+     {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS, NULL, CML_NCU_GLOBAL_ST_REQUESTS,
+      CML_NCU_GLOBAL_ST_SECTORS, NULL}},
+};
+enum { N_STAND_INS = sizeof stand_ins / sizeof stand_ins[0] };
+
+static int counts_metric(const stand_in *si, const char *metric)
+{
+    for (int f = 0; f < si->nfields; ++f)
+        if (si->metric[f] != NULL && strcmp(si->metric[f], metric) == 0)
+            return 1;
+    return 0;
+}
 
 static int kernel_wanted(const char *kernel, const char *filter, const regex_t *re)
 {
@@ -243,65 +274,111 @@ static int kernel_wanted(const char *kernel, const char *filter, const regex_t *
     return strcmp(kernel, filter) == 0;
 }
 
-static double metric_of(const char *metric, long long ld, long long st)
+static double metric_of(const stand_in *si, const char *metric, const long long *field)
 {
-    return strcmp(metric, CML_NCU_SHARED_LD_CONFLICTS) == 0   ? (double)ld
-           : strcmp(metric, CML_NCU_SHARED_ST_CONFLICTS) == 0 ? (double)st
-                                                               : -1.0;
+    for (int f = 0; f < si->nfields; ++f)
+        if (si->metric[f] != NULL && strcmp(si->metric[f], metric) == 0)
+            return (double)field[f];
+    return -1.0;
+}
+
+static void add_launch(const stand_in *si, const char *kernel, const long long *field, const char *const *metrics,
+                       int nmetrics, cml_ncu_counts *out)
+{
+    if (out->nkernels == CML_NCU_MAX_KERNELS)
+        return;
+    int k = out->nkernels++;
+    snprintf(out->kernel[k], sizeof out->kernel[k], "%s", kernel);
+    for (int m = 0; m < CML_NCU_MAX_METRICS; ++m)
+        out->value[k][m] = m < nmetrics ? metric_of(si, metrics[m], field) : -1.0;
+}
+
+/* A sector line of the report at exit, "<kernel> <file>:<line> ld|st
+ * requests=<R> sectors=<S> ideal=<I> ...", into out->line (path left out). */
+static void add_source_line(const char *p, const char *filter, const regex_t *re, cml_ncu_counts *out)
+{
+    char kernel[64], where[400], op[3];
+    long long r, s, i;
+    if (sscanf(p, SECTORS_TAG "%63s %399s %2s requests=%lld sectors=%lld ideal=%lld", kernel, where, op, &r, &s,
+               &i) != 6 ||
+        strcmp(kernel, "launch") == 0 || strcmp(where, "total") == 0 || !kernel_wanted(kernel, filter, re) ||
+        out->nlines == CML_NCU_MAX_LINES)
+        return;
+    cml_ncu_line *l = &out->line[out->nlines++];
+    const char *base = strrchr(where, '/');
+    snprintf(l->kernel, sizeof l->kernel, "%s", kernel);
+    snprintf(l->where, sizeof l->where, "%.159s", base != NULL ? base + 1 : where);
+    l->store = strcmp(op, "st") == 0;
+    l->requests = (double)r, l->sectors = (double)s, l->ideal = (double)i;
 }
 
 /* Adds the matching lines of text to *out: one launch per line (per_launch)
- * or, for the totals, one launch for all of them together. */
-static void parse_bank_lines(const char *text, int per_launch, const char *const *metrics, int nmetrics,
-                             const char *filter, cml_ncu_counts *out)
+ * or, for the totals, one launch for all of them together; and the
+ * sector counts' source lines. */
+static void parse_lines(const stand_in *si, const char *text, int per_launch, const char *const *metrics,
+                        int nmetrics, const char *filter, cml_ncu_counts *out)
 {
     regex_t re;
     int have_re =
         filter && strncmp(filter, "regex:", 6) == 0 && regcomp(&re, filter + 6, REG_EXTENDED | REG_NOSUB) == 0;
-    const char *form = per_launch ? BANKS_TAG "launch %63s ld conflicts=%lld st conflicts=%lld"
-                                  : BANKS_TAG "%63s total ld conflicts=%lld st conflicts=%lld";
-    long long sum_ld = 0, sum_st = 0;
+    const char *form = per_launch ? si->launch_form : si->total_form;
+    long long sum[6] = {0};
     char first[64] = "";
     for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
         char kernel[64];
-        long long ld, st;
-        if (sscanf(p, form, kernel, &ld, &st) != 3 || !kernel_wanted(kernel, filter, have_re ? &re : NULL))
+        long long f[6] = {0};
+        if (si->nfields == 6 && per_launch)
+            add_source_line(p, filter, have_re ? &re : NULL, out);
+        if (sscanf(p, form, kernel, &f[0], &f[1], &f[2], &f[3], &f[4], &f[5]) != 1 + si->nfields ||
+            !kernel_wanted(kernel, filter, have_re ? &re : NULL))
             continue;
-        if (!per_launch) {
-            if (first[0] == '\0')
-                snprintf(first, sizeof first, "%s", kernel);
-            sum_ld += ld, sum_st += st;
+        if (per_launch) {
+            add_launch(si, kernel, f, metrics, nmetrics, out);
             continue;
         }
-        if (out->nkernels == CML_NCU_MAX_KERNELS)
-            break;
-        int k = out->nkernels++;
-        snprintf(out->kernel[k], sizeof out->kernel[k], "%s", kernel);
-        for (int m = 0; m < CML_NCU_MAX_METRICS; ++m)
-            out->value[k][m] = m < nmetrics ? metric_of(metrics[m], ld, st) : -1.0;
+        if (first[0] == '\0')
+            snprintf(first, sizeof first, "%s", kernel);
+        for (int k = 0; k < 6; ++k)
+            sum[k] += f[k];
     }
-    if (!per_launch && first[0] && out->nkernels < CML_NCU_MAX_KERNELS) {
-        int k = out->nkernels++;
-        snprintf(out->kernel[k], sizeof out->kernel[k], "%s", first);
-        for (int m = 0; m < CML_NCU_MAX_METRICS; ++m)
-            out->value[k][m] = m < nmetrics ? metric_of(metrics[m], sum_ld, sum_st) : -1.0;
-    }
+    if (!per_launch && first[0])
+        add_launch(si, first, sum, metrics, nmetrics, out);
     if (have_re)
         regfree(&re);
     out->nmetrics = nmetrics;
 }
 
-/* The bank lines of one run of exe with args (stderr; stdout dropped). */
-static char *bank_run(const char *exe, const char *const *args, cml_ncu_counts *out)
+/* The check's lines of one run of exe with args (stderr; stdout dropped). */
+static char *check_run(const stand_in *si, const char *exe, const char *const *args, cml_ncu_counts *out)
 {
-    char cmd[8192] = "CML_CPU_CHECK=banks";
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "CML_CPU_CHECK=%s", si->check);
     if (!append_program(cmd, sizeof cmd, exe, args)) {
         snprintf(out->reason, sizeof out->reason, "the command line is too long");
         return NULL;
     }
     strncat(cmd, " 2>&1 >/dev/null", sizeof cmd - strlen(cmd) - 1);
     int status = 0;
-    return run_and_read(cmd, &status, out, "the CPU path's bank accounting");
+    char what[64];
+    snprintf(what, sizeof what, "the CPU path's %s", si->what);
+    return run_and_read(cmd, &status, out, what);
+}
+
+/* The stand-in that counts the metrics: all of them of one kind. */
+static const stand_in *stand_in_for(const char *const *metrics, int nmetrics, cml_ncu_counts *out)
+{
+    const stand_in *found = NULL;
+    for (int k = 0; k < N_STAND_INS; ++k)
+        for (int m = 0; m < nmetrics; ++m)
+            if (counts_metric(&stand_ins[k], metrics[m])) {
+                if (found != NULL && found != &stand_ins[k]) {
+                    snprintf(out->reason, sizeof out->reason,
+                             "the CPU path counts bank conflicts and sectors in separate runs: ask for one kind");
+                    return NULL;
+                }
+                found = &stand_ins[k];
+            }
+    return found != NULL ? found : &stand_ins[0]; /* none it counts: the bank run, every value -1 */
 }
 
 int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
@@ -309,11 +386,16 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
 {
     if (!start_counts(out, nmetrics))
         return 0;
-    char *text = bank_run(exe, args, out);
+    const stand_in *si = stand_in_for(metrics, nmetrics, out);
+    if (si == NULL)
+        return 0;
+    char *text = check_run(si, exe, args, out);
     if (text == NULL)
         return 0;
-    if (strstr(text, BANKS_TAG "launch ") != NULL) {
-        parse_bank_lines(text, 1, metrics, nmetrics, filter, out);
+    char launch_tag[64];
+    snprintf(launch_tag, sizeof launch_tag, "%slaunch ", si->tag);
+    if (strstr(text, launch_tag) != NULL) {
+        parse_lines(si, text, 1, metrics, nmetrics, filter, out);
     } else {
         /* Totals only: each step of the "--step" list alone. */
         const char *one[32];
@@ -328,14 +410,14 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
         if (at >= 0 && strchr(one[at], ',') != NULL)
             snprintf(list, sizeof list, "%s", one[at]);
         else  /* one step (or all of them as one): this run is it */
-            at = -1, parse_bank_lines(text, 0, metrics, nmetrics, filter, out);
+            at = -1, parse_lines(si, text, 0, metrics, nmetrics, filter, out);
         for (char *save = NULL, *step = at >= 0 ? strtok_r(list, ",", &save) : NULL; step;
              step = strtok_r(NULL, ",", &save)) {
             one[at] = step;
-            char *part = bank_run(exe, one, out);
+            char *part = check_run(si, exe, one, out);
             if (part == NULL)
                 break;
-            parse_bank_lines(part, 0, metrics, nmetrics, filter, out);
+            parse_lines(si, part, 0, metrics, nmetrics, filter, out);
             free(part);
         }
     }
@@ -350,7 +432,8 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
         out->available = 1;
     else if (out->reason[0] == '\0')
         snprintf(out->reason, sizeof out->reason,
-                 "the CPU path's bank accounting (CML_CPU_CHECK=banks) reported no launch of the lab's kernels");
+                 "the CPU path's %s (CML_CPU_CHECK=%s) reported no launch of the lab's kernels", si->what,
+                 si->check);
     return out->available;
 }
 #else

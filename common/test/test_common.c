@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cml/cml_args.h"
@@ -329,7 +330,56 @@ Test(ncu, finds_nothing_in_text_without_the_metric)
     cr_expect_eq(cml_ncu_parse_csv("==ERROR== ERR_NVGPUCTRPERM - no permission\n", metrics, 1, &c), 0);
 }
 
+/* ncu 2025.3's CSV for a launch of lab 04's step 3 on an H200 (metrics in
+ * its own order, a unit on the sector rows, thousands separators). */
+static const char ncu_sectors_text[] =
+    "==PROF== Connected to process 1619 (/tmp/b28/reduction_run_ref)\n"
+    "step 3 sequential       ok\n"
+    "\"ID\",\"Process ID\",\"Process Name\",\"Host Name\",\"Kernel Name\",\"Context\",\"Stream\",\"Block Size\","
+    "\"Grid Size\",\"Device\",\"CC\",\"Section Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+    "\"12\",\"1619\",\"reduction_run_ref\",\"127.0.0.1\",\"void reduce_kernel3<int>(const T1 *, T1 *, unsigned long)\","
+    "\"1\",\"7\",\"(512, 1, 1)\",\"(1954, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+    "\"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum\",\"\",\"31,251\"\n"
+    "\"12\",\"1619\",\"reduction_run_ref\",\"127.0.0.1\",\"void reduce_kernel3<int>(const T1 *, T1 *, unsigned long)\","
+    "\"1\",\"7\",\"(512, 1, 1)\",\"(1954, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+    "\"l1tex__t_requests_pipe_lsu_mem_global_op_st.sum\",\"\",\"1,954\"\n"
+    "\"12\",\"1619\",\"reduction_run_ref\",\"127.0.0.1\",\"void reduce_kernel3<int>(const T1 *, T1 *, unsigned long)\","
+    "\"1\",\"7\",\"(512, 1, 1)\",\"(1954, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+    "\"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum\",\"sector\",\"125,001\"\n"
+    "\"12\",\"1619\",\"reduction_run_ref\",\"127.0.0.1\",\"void reduce_kernel3<int>(const T1 *, T1 *, unsigned long)\","
+    "\"1\",\"7\",\"(512, 1, 1)\",\"(1954, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+    "\"l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum\",\"sector\",\"1,954\"\n";
+
+static const char *const sector_metrics[] = {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS,
+                                             CML_NCU_GLOBAL_ST_REQUESTS, CML_NCU_GLOBAL_ST_SECTORS};
+
+Test(ncu, reads_the_global_sector_metrics_in_any_order)
+{
+    cml_ncu_counts c;
+    cr_assert_eq(cml_ncu_parse_csv(ncu_sectors_text, sector_metrics, 4, &c), 1);
+    cr_expect_str_eq(c.kernel[0], "void reduce_kernel3<int>(const T1 *, T1 *, unsigned long)");
+    const double want[4] = {31251.0, 125001.0, 1954.0, 1954.0};
+    for (int m = 0; m < 4; ++m)
+        cr_expect(c.value[0][m] == want[m], "%s: got %g, want %g", sector_metrics[m], c.value[0][m], want[m]);
+    cr_expect_eq(c.nlines, 0, "ncu's details page has no source lines");
+}
+
 #ifndef CML_CPU_BACKEND
+/* A stand-in for ncu (CML_NCU) that writes its arguments to `args` and
+ * prints `csv`; its path in script (a temporary file). */
+static void fake_ncu(char *script, size_t len, const char *args, const char *csv)
+{
+    snprintf(script, len, "/tmp/cml-fake-ncu-XXXXXX");
+    int fd = mkstemp(script);
+    cr_assert(fd >= 0, "a temporary file for the fake ncu");
+    FILE *f = fdopen(fd, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "#!/bin/sh\necho \"$@\" > '%s'\ncat <<'CSV'\n%sCSV\n", args, csv);
+    fclose(f);
+    cr_assert_eq(chmod(script, 0700), 0);
+    cr_assert_eq(setenv("CML_NCU", script, 1), 0);
+}
+
 Test(ncu, says_why_when_ncu_is_missing)
 {
     const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS};
@@ -386,6 +436,50 @@ Test(ncu, says_why_when_the_cpu_path_reports_no_launch)
     cr_expect_eq(cml_ncu_collect("/bin/true", args, metrics, 1, NULL, &c), 0);
     cr_expect_eq(c.available, 0);
     cr_expect(strstr(c.reason, "reported no launch") != NULL, "reason: %s", c.reason);
+}
+
+/* The sector counts' lines: one launch a line, the kit's own kernels left to
+ * the filter, and the source lines at exit (path left out). */
+Test(ncu, reads_the_cpu_paths_sector_lines_per_launch_and_source_line)
+{
+    const char *args[] = {
+        "-c",
+        "echo 'cml-cpu sectors: launch cml_fill32_kernel ld requests=0 sectors=0 ideal=0 st requests=9 sectors=36 "
+        "ideal=36' >&2; "
+        "echo 'cml-cpu sectors: launch reduce_kernel3<int> ld requests=31251 sectors=125001 ideal=125001 st "
+        "requests=1954 sectors=1954 ideal=1954' >&2; "
+        "echo 'cml-cpu sectors: launch reduce_kernel3<int> ld requests=62 sectors=245 ideal=245 st requests=4 "
+        "sectors=4 ideal=4' >&2; "
+        "echo 'cml-cpu sectors: reduce_kernel3<int> /kit/solutions/04_reduction/reduction.cu:131 ld requests=31313 "
+        "sectors=125246 ideal=125246 sectors/request=4.00 ideal/request=4.00' >&2; "
+        "echo 'cml-cpu sectors: reduce_kernel3<int> total ld requests=31313 sectors=125246 ideal=125246 st "
+        "requests=1958 sectors=1958 ideal=1958' >&2",
+        NULL};
+    cml_ncu_counts c;
+    cr_assert_eq(cml_ncu_collect("/bin/sh", args, sector_metrics, 4, "regex:^reduce_", &c), 1, "reason: %s",
+                 c.reason);
+    cr_assert_eq(c.nkernels, 2, "two launches of reduce_kernel3, got %d", c.nkernels);
+    cr_expect_str_eq(c.kernel[1], "reduce_kernel3<int>");
+    const double want[2][4] = {{31251, 125001, 1954, 1954}, {62, 245, 4, 4}};
+    for (int k = 0; k < 2; ++k)
+        for (int m = 0; m < 4; ++m)
+            cr_expect(c.value[k][m] == want[k][m], "launch %d, %s: got %g, want %g", k + 1, sector_metrics[m],
+                      c.value[k][m], want[k][m]);
+    cr_assert_eq(c.nlines, 1, "one source line (the total is none), got %d", c.nlines);
+    cr_expect_str_eq(c.line[0].where, "reduction.cu:131");
+    cr_expect(c.line[0].store == 0 && c.line[0].requests == 31313 && c.line[0].sectors == 125246 &&
+                  c.line[0].ideal == 125246,
+              "the line's counts: %d %g %g %g", c.line[0].store, c.line[0].requests, c.line[0].sectors,
+              c.line[0].ideal);
+}
+
+Test(ncu, counts_bank_conflicts_and_sectors_in_separate_runs)
+{
+    const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_GLOBAL_LD_SECTORS};
+    const char *args[] = {"-c", "exit 0", NULL};
+    cml_ncu_counts c;
+    cr_expect_eq(cml_ncu_collect("/bin/sh", args, metrics, 2, NULL, &c), 0);
+    cr_expect(strstr(c.reason, "separate runs") != NULL, "reason: %s", c.reason);
 }
 
 Test(ncu, says_so_when_the_cpu_path_has_no_bank_model)
@@ -685,6 +779,60 @@ Test(lab_runner, counters_json_names_the_metric_and_each_step_or_why_not)
         cr_expect(strstr(out, cases[k].json) != NULL, "gpu %d: expected %s in\n%s", cases[k].gpu, cases[k].json,
                   out);
     }
+}
+
+#ifndef CML_CPU_BACKEND
+/* --sectors: each step checked, then measured alone under ncu (here a
+ * stand-in printing a launch of the kit's poison kernel and one of the
+ * lab's) with the lab's own options; a wrong step is not measured. */
+Test(lab_runner, sectors_measures_each_checked_step_under_ncu_with_the_labs_options)
+{
+    static char out[8192];
+    char script[64], args_file[] = "/tmp/cml-fake-ncu-args-XXXXXX";
+    int fd = mkstemp(args_file);
+    cr_assert(fd >= 0);
+    close(fd);
+    static char csv[4096];
+    snprintf(csv, sizeof csv, "%s", strstr(ncu_sectors_text, "\"ID\"")); /* the CSV without ncu's lines */
+    static const char poison[] =
+        "\"3\",\"7\",\"fake_run\",\"h\",\"cml_fill32_kernel(unsigned int *, unsigned long, unsigned int)\",\"1\","
+        "\"7\",\"(256, 1, 1)\",\"(4, 1, 1)\",\"0\",\"9.0\",\"m\",\"l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum\","
+        "\"\",\"36\"\n";
+    strncat(csv, poison, sizeof csv - strlen(csv) - 1);
+    fake_ncu(script, sizeof script, args_file, csv);
+    gpu_present = 1;
+    int rc = run_fake(out, sizeof out, "--sectors --size 9");
+    cr_expect_eq(rc, CML_EXIT_FAIL, "step 3 is wrong: exit 1\n%s", out);
+    cr_expect(strstr(out, "step 2 gpu_ok: reduce_kernel3<int>: ld 31,251 requests, 125,001 sectors, 4.00 per "
+                          "request; st 1,954 requests, 1,954 sectors, 1.00 per request\n") != NULL,
+              "the launch's line:\n%s", out);
+    cr_expect(strstr(out, "cml_fill32") == NULL, "the kit's own kernels are left out:\n%s", out);
+    cr_expect(strstr(out, "step 3 gpu_wrong: sectors not available: not measured: expected 1, got 2\n") != NULL,
+              "%s", out);
+    FILE *f = fopen(args_file, "r");
+    char given[512] = "";
+    cr_assert(f != NULL && fgets(given, sizeof given, f) != NULL, "the fake ncu ran");
+    fclose(f);
+    cr_expect(strstr(given, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") != NULL &&
+                  strstr(given, "--check-only --step 2 --size 9") != NULL,
+              "ncu's arguments: the metrics, then the step alone with the lab's options: %s", given);
+    rc = run_fake(out, sizeof out, "--sectors --json --step 2");
+    cr_expect_eq(rc, CML_EXIT_OK, "%s", out);
+    cr_expect(strstr(out, "{\"step\": 2, \"ident\": \"gpu_ok\", \"kernel\": \"reduce_kernel3<int>\", \"ld_requests\": "
+                          "31251, \"ld_sectors\": 125001, \"st_requests\": 1954, \"st_sectors\": 1954}") != NULL,
+              "the launch in the JSON:\n%s", out);
+    cr_expect(strstr(out, "\"emulated\": false") != NULL, "%s", out);
+    unlink(args_file);
+    unlink(script);
+    unsetenv("CML_NCU");
+}
+#endif
+
+Test(lab_runner, sectors_goes_alone, .exit_code = 2)
+{
+    static char out[8192];
+    gpu_present = 1;
+    run_fake(out, sizeof out, "--sectors --check-only");
 }
 
 Test(lab_runner, check_only_checks_every_chosen_step_and_exits_1_on_a_wrong_one)

@@ -87,7 +87,7 @@ REGISTRATION = re.compile(r"__sti____cudaRegisterAll|__nv_cudaEntityRegisterCall
 # own would switch off its race, bounds or alignment checks)
 KIT_PREFIX = re.compile(r"^(cml_|criterion_|cr_|__wrap_|__real_|__tsan_|__ubsan_)")
 # The CPU path's runtime (cml_cpu_*) is what translated student code calls (launches, barriers, warp
-# operations), except these, refused with why: the bank counts a lab's counters read, and the doors that lift
+# operations), except these, refused with why: the bank and sector counts a lab's counters read, and the doors that lift
 # the runtime's guard on device memory for its own copies (host code calling them would read a kernel's
 # data on the host: the CPU path's __managed__).
 _DOOR = ("opens device memory to host code: the CPU path's runtime does that for its own copies only",
@@ -95,7 +95,7 @@ _DOOR = ("opens device memory to host code: the CPU path's runtime does that for
 _OWN = ("the kit's own code", "write the step yourself")
 # (the runtime's bank model is lab 01's steps 1-3 written by the kit: a model file may not answer with it)
 CPU_RUNTIME_REFUSED = {"cml_cpu_bank_totals": _OWN, "cml_cpu_conflict_degree": _OWN, "cml_cpu_set_bank_model": _OWN,
-                       "cml_cpu_device_open": _DOOR, "cml_cpu_device_close": _DOOR}
+                       "cml_cpu_sector_counts": _OWN, "cml_cpu_device_open": _DOOR, "cml_cpu_device_close": _DOOR}
 CTOR_SECTIONS = (".ctors", ".dtors", ".fini_array", ".preinit_array")
 LIBRARY_NAMESPACE = re.compile(r"^_ZN\d*(3cub|6thrust)|CUB_\d+_|THRUST_\d+_")
 # Libraries a lab's student code must not call (the technique is the lab's to write), by their symbols;

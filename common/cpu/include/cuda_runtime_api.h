@@ -198,6 +198,21 @@ int cml_cpu_bank_counts(const char *kernel, int store, unsigned long long *reque
  * from the start, without its lines at exit): for a runner's --counters. */
 void cml_cpu_bank_counts_on(void);
 
+/* Sector counts (CML_CPU_CHECK=sectors): the global-memory coalescing of
+ * every launch so far of `kernel` (matched as by cml_cpu_bank_totals; NULL:
+ * all kernels), loads (store 0) or stores (store 1): warp-level
+ * instructions (requests, as Nsight Compute's
+ * l1tex__t_requests_pipe_lsu_mem_global_op_ld/st.sum), the 32-byte sectors
+ * they touched (l1tex__t_sectors_pipe_lsu_mem_global_op_ld/st.sum) and the
+ * fewest sectors that would hold the bytes they touched (ideal). Any
+ * pointer may be NULL. Returns 0 when such a kernel ran under the counts,
+ * -1 otherwise (the counts then 0). */
+int cml_cpu_sector_counts(const char *kernel, int store, unsigned long long *requests, unsigned long long *sectors,
+                          unsigned long long *ideal);
+/* Switches the sector counts on from here on (as CML_CPU_CHECK=sectors
+ * does from the start, without its lines). */
+void cml_cpu_sector_counts_on(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -3,8 +3,8 @@
  * (implemented here; libtsan is not used), and the race check.
  *
  * CML_CPU_CHECK (read once at start-up) is a comma-separated list of
- * "race" and "banks". Without it every callback returns after testing one
- * global, and the scheduler calls none of the hooks.
+ * "race", "banks" and "sectors". Without it every callback returns after
+ * testing one global, and the scheduler calls none of the hooks.
  *
  * Race check: within one barrier interval of one block, two accesses to the
  * same bytes by two threads, at least one a write, that no warp operation
@@ -171,6 +171,8 @@ void cml_cpu_check_grid_end(const cml_cpu_launch_desc *d)
 {
     if (cml_cpu_check_mode & CML_CPU_CHECK_BANKS)
         cml_cpu_banks_grid_end(cml_cpu_kernel_name(d));
+    if (cml_cpu_check_mode & CML_CPU_CHECK_SECTORS)
+        cml_cpu_sectors_grid_end(cml_cpu_kernel_name(d));
     if (!(cml_cpu_check_mode & CML_CPU_CHECK_RACE))
         return;
     pthread_mutex_lock(&hazard_lock);
@@ -339,6 +341,8 @@ void cml_cpu_check_block_begin(const cml_cpu_launch_desc *d, cml_cpu_uint3 block
     c->live = 0;
     if (cml_cpu_check_mode & CML_CPU_CHECK_BANKS)
         cml_cpu_banks_block_begin(d->block.x * d->block.y * d->block.z);
+    if (cml_cpu_check_mode & CML_CPU_CHECK_SECTORS)
+        cml_cpu_sectors_block_begin();
     c->active = 1;
 }
 
@@ -360,6 +364,8 @@ void cml_cpu_check_barrier(void)
     c->live = 0;
     if (cml_cpu_check_mode & CML_CPU_CHECK_BANKS)
         cml_cpu_banks_flush();
+    if (cml_cpu_check_mode & CML_CPU_CHECK_SECTORS)
+        cml_cpu_sectors_flush();
 }
 
 void cml_cpu_check_warp_sync(unsigned warp, unsigned go)
@@ -388,6 +394,8 @@ void cml_cpu_check_block_end(int completed)
         return;
     if (completed && (cml_cpu_check_mode & CML_CPU_CHECK_BANKS))
         cml_cpu_banks_flush();
+    if (completed && (cml_cpu_check_mode & CML_CPU_CHECK_SECTORS))
+        cml_cpu_sectors_flush();
     c->active = 0;
 }
 
@@ -410,6 +418,10 @@ static inline __attribute__((always_inline)) void access_hook(const volatile voi
     unsigned u = t.x + bd.x * (t.y + bd.y * t.z);
     if (shared && (cml_cpu_check_mode & CML_CPU_CHECK_BANKS))
         cml_cpu_banks_access(u, (uint32_t)a, (int)size, store, pc);
+    if ((cml_cpu_check_mode & CML_CPU_CHECK_SECTORS) && shared)
+        cml_cpu_sectors_anchor(u, a, (int)size, store, pc); /* numbers the passes of the global ones */
+    else if ((cml_cpu_check_mode & CML_CPU_CHECK_SECTORS) && cml_cpu_device_kind((const void *)a) == CML_CPU_GLOBAL)
+        cml_cpu_sectors_access(u, a, (int)size, store, pc);
     if ((cml_cpu_check_mode & CML_CPU_CHECK_RACE) && c->tab != NULL)
         race_access(c, a, size, store, u, pc, !shared);
 }
@@ -558,6 +570,7 @@ void __tsan_atomic_signal_fence(int mo)
 // ------------------------------------------------------------ start-up
 
 void cml_cpu_bank_counts_on(void) { cml_cpu_check_set_mode(cml_cpu_check_mode | CML_CPU_CHECK_BANKS); }
+void cml_cpu_sector_counts_on(void) { cml_cpu_check_set_mode(cml_cpu_check_mode | CML_CPU_CHECK_SECTORS); }
 
 void cml_cpu_check_set_mode(int mode)
 {
@@ -568,6 +581,8 @@ void cml_cpu_check_set_mode(int mode)
 
 void cml_cpu_banks_at_exit(void);
 void cml_cpu_banks_print_launches(void);
+void cml_cpu_sectors_at_exit(void);
+void cml_cpu_sectors_print_launches(void);
 
 __attribute__((constructor)) static void check_init(void)
 {
@@ -582,14 +597,20 @@ __attribute__((constructor)) static void check_init(void)
             mode |= CML_CPU_CHECK_RACE;
         else if (strcmp(tok, "banks") == 0)
             mode |= CML_CPU_CHECK_BANKS;
+        else if (strcmp(tok, "sectors") == 0)
+            mode |= CML_CPU_CHECK_SECTORS;
         else
-            fprintf(stderr, "cml-cpu: CML_CPU_CHECK: unknown check '%s' (race, banks)\n", tok);
+            fprintf(stderr, "cml-cpu: CML_CPU_CHECK: unknown check '%s' (race, banks, sectors)\n", tok);
     }
     if (mode & CML_CPU_CHECK_RACE)
         on_exit(race_at_exit, NULL);
     if (mode & CML_CPU_CHECK_BANKS) {
         atexit(cml_cpu_banks_at_exit);
         cml_cpu_banks_print_launches();
+    }
+    if (mode & CML_CPU_CHECK_SECTORS) {
+        atexit(cml_cpu_sectors_at_exit);
+        cml_cpu_sectors_print_launches();
     }
     cml_cpu_check_set_mode(mode);
 }

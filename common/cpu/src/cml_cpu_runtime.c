@@ -426,6 +426,35 @@ static allocation *payload_of(const void *p)
     return at > 0 && (const char *)p <= allocs[at - 1].ptr + allocs[at - 1].bytes ? &allocs[at - 1] : NULL;
 }
 
+/* The sector counts' question (cml_cpu_internal.h): which device memory p
+ * is in. A cudaMalloc allocation's payload is rounded up to 256 bytes, as a
+ * GPU's is; a variable is reached by its device view or, from kernels
+ * naming it, its holder (the host view). */
+static int kind_of(const allocation *a)
+{
+    return a->decl != NULL && strncmp(a->decl, "__constant__", 12) == 0 ? CML_CPU_CONSTANT : CML_CPU_GLOBAL;
+}
+
+int cml_cpu_device_kind(const void *p)
+{
+    const char *c = p;
+    size_t at = find_alloc(p);
+    if (at > 0) {
+        const allocation *a = &allocs[at - 1];
+        size_t bytes = a->decl != NULL ? a->bytes : (a->bytes + 255) / 256 * 256;
+        if (c < a->ptr + bytes)
+            return kind_of(a);
+    }
+    for (size_t r = 0; r < symbol_group.n_runs; ++r)
+        if (c >= symbol_group.run_at[r] && c < symbol_group.run_at[r] + symbol_group.run_len[r]) {
+            for (size_t i = 0; i < n_allocs; ++i)
+                if (allocs[i].shadow != NULL && c >= allocs[i].shadow && c < allocs[i].shadow + allocs[i].bytes)
+                    return kind_of(&allocs[i]);
+            break;
+        }
+    return CML_CPU_NOT_DEVICE;
+}
+
 void cml_cpu_device_open(const void *p)
 {
     pthread_mutex_lock(&state_lock);

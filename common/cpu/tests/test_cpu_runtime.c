@@ -1,7 +1,8 @@
 /* The CPU path's own tests: barriers, warp operations, atomics, the reports
- * (deadlock, out-of-bounds, watchdog, host pointer), the race check and the
- * bank counts, on the kernels in kernels.cu. Reports are checked by their
- * text, including the source line (found by its "mark:" comment). */
+ * (deadlock, out-of-bounds, watchdog, host pointer), the race check, the
+ * bank counts (on the kernels in kernels.cu) and the global-memory sector
+ * counts (sector_kernels.cu). Reports are checked by their text, including
+ * the source line (found by its "mark:" comment). */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <criterion/redirect.h>
@@ -12,14 +13,15 @@
 
 #include "../src/cml_cpu_internal.h"
 #include "kernels.h"
+#include "sector_kernels.h"
 
 #define CHECK(call) cr_assert_eq((call), cudaSuccess, "%s failed: %s", #call, cudaGetErrorString(call))
 
-/* "kernels.cu:N" for the line of kernels.cu that carries "mark:NAME". */
-static const char *line_of(const char *name, char *buf, size_t len)
+/* "FILE:N" for the line of the file at path that carries "mark:NAME". */
+static const char *line_in(const char *path, const char *name, char *buf, size_t len)
 {
-    FILE *f = fopen(CML_CPU_TEST_KERNELS, "r");
-    cr_assert_not_null(f, "cannot read %s", CML_CPU_TEST_KERNELS);
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "cannot read %s", path);
     char text[400], want[64];
     snprintf(want, sizeof want, "mark:%s", name);
     int n = 0, found = 0;
@@ -29,9 +31,17 @@ static const char *line_of(const char *name, char *buf, size_t len)
         found = m != NULL && (m[strlen(want)] == '\n' || m[strlen(want)] == '\0' || m[strlen(want)] == ' ');
     }
     fclose(f);
-    cr_assert(found, "no line marked %s in kernels.cu", want);
-    snprintf(buf, len, "kernels.cu:%d", n);
+    const char *base = strrchr(path, '/');
+    base = base != NULL ? base + 1 : path;
+    cr_assert(found, "no line marked %s in %s", want, base);
+    snprintf(buf, len, "%s:%d", base, n);
     return buf;
+}
+
+/* "kernels.cu:N" for the line of kernels.cu that carries "mark:NAME". */
+static const char *line_of(const char *name, char *buf, size_t len)
+{
+    return line_in(CML_CPU_TEST_KERNELS, name, buf, len);
 }
 
 /* Everything the test wrote on stderr so far (stderr redirected). */
@@ -404,14 +414,14 @@ Test(race, global_word_within_a_block, .init = cr_redirect_stderr)
 
 // ------------------------------------------------------------ bank counts
 
-/* The bank counts' report so far (free it). */
-static char *banks_report_text(void)
+/* A check's report so far (cml_cpu_banks_report, cml_cpu_sectors_report; free it). */
+static char *report_text(void (*report)(FILE *))
 {
     char *text = NULL;
     size_t len = 0;
     FILE *f = open_memstream(&text, &len);
     cr_assert_not_null(f);
-    cml_cpu_banks_report(f);
+    report(f);
     fclose(f);
     return text;
 }
@@ -454,7 +464,7 @@ Test(banks, lines_per_kernel_and_source_line)
 {
     unsigned long long ld, st;
     bank_conflicts(32, 32, 0, 64, &ld, &st);
-    char *text = banks_report_text();
+    char *text = report_text(cml_cpu_banks_report);
     char a[64], want[200];
     line_of("bank-read", a, sizeof a);
     cr_assert(strstr(text, a) != NULL, "a line for %s; the report reads:\n%s", a, text);
@@ -509,12 +519,185 @@ Test(banks, lanes_that_skip_a_pass_add_nothing)
     unsigned long long ld = 99, st = 99;
     cr_assert_eq(cml_cpu_bank_totals("skip_pass_kernel", &ld, &st), 0, "the kernel ran: its totals exist");
     cr_assert_eq(ld, 0, "both passes are conflict-free; lanes 0-3 skip the first: got %llu conflicts", ld);
-    char *text = banks_report_text();
+    char *text = report_text(cml_cpu_banks_report);
     char a[64], want[200];
     snprintf(want, sizeof want, "%s ld requests=4 wavefronts=4 conflicts=0\n", line_of("bank-skip", a, sizeof a));
     cr_expect(strstr(text, want) != NULL, "\"%s\" in:\n%s", want, text);
     free(text);
     cudaFree(dout);
+}
+
+// ------------------------------------------------------------ global-memory sector counts
+
+/* A device array of n seeded floats (no two alike), 256-byte aligned. */
+static float *device_floats(size_t n)
+{
+    float *h = malloc(n * sizeof *h);
+    cr_assert_not_null(h);
+    for (size_t i = 0; i < n; ++i)
+        h[i] = (float)(i * 7919 % 1000003) + 0.5f;
+    float *d = device_copy(h, n * sizeof *h);
+    free(h);
+    return d;
+}
+
+typedef struct sector_counts {
+    unsigned long long requests, sectors, ideal;
+} sector_counts;
+
+/* The counts of `kernel`'s loads (store 0) or stores so far; the kernel ran. */
+static sector_counts counts_of(const char *kernel, int store)
+{
+    sector_counts c = {0, 0, 0};
+    cr_assert_eq(cml_cpu_sector_counts(kernel, store, &c.requests, &c.sectors, &c.ideal), 0,
+                 "%s ran under the sector counts: its counts exist", kernel);
+    return c;
+}
+
+static void expect_counts(sector_counts got, unsigned long long requests, unsigned long long sectors,
+                          unsigned long long ideal, const char *what)
+{
+    cr_expect(got.requests == requests && got.sectors == sectors && got.ideal == ideal,
+              "%s: %llu requests, %llu sectors (ideal %llu); expected %llu, %llu (ideal %llu)", what, got.requests,
+              got.sectors, got.ideal, requests, sectors, ideal);
+}
+
+/* sector_load_kernel over 4 warps: `bytes`-byte elements at `stride`, lanes
+ * below `active`, from element `offset` of the array. */
+static void loads(int bytes, int stride, int active, int offset)
+{
+    cml_cpu_sector_counts_on(); /* the runners' way (a program's: CML_CPU_CHECK=sectors) */
+    size_t n = (size_t)4 * 32 * (size_t)stride * (size_t)bytes / 4 + 64;
+    float *in = device_floats(n), *out = device_poisoned(4 * 32 * (size_t)bytes);
+    CHECK(k_sector_loads((const char *)in + (size_t)offset * (size_t)bytes, out, bytes, stride, active));
+    cudaFree(in);
+    cudaFree(out);
+}
+
+/* The expected counts below are the ones Nsight Compute gives for the same
+ * kernels on a GPU (l1tex__t_sectors/requests_pipe_lsu_mem_global_op_ld/st,
+ * seen on an H200 with CUDA 13.0).
+ *
+ * 4 warps of 4-byte loads per stride: one request each, sectors per request
+ * as a GPU counts them (32 lanes, 128 bytes at stride 1: 4 sectors). The
+ * stores are consecutive: 4 sectors each. */
+static void expect_float_loads(int stride, unsigned long long per_request)
+{
+    loads(4, stride, 32, 0);
+    char what[64];
+    snprintf(what, sizeof what, "4-byte loads at stride %d", stride);
+    expect_counts(counts_of("sector_load_kernel", 0), 4, 4 * per_request, 16, what);
+    expect_counts(counts_of("sector_load_kernel", 1), 4, 16, 16, "consecutive 4-byte stores");
+}
+
+Test(sectors, stride_1_is_4_sectors_per_request) { expect_float_loads(1, 4); }
+Test(sectors, stride_2_is_8_sectors_per_request) { expect_float_loads(2, 8); }
+Test(sectors, stride_32_is_a_sector_per_lane) { expect_float_loads(32, 32); }
+/* 33 words apart: every lane in a sector of its own, as at stride 32. */
+Test(sectors, stride_33_is_a_sector_per_lane) { expect_float_loads(33, 32); }
+
+/* sector_load_kernel's loads (sectors, ideal) and its consecutive stores
+ * (sectors, ideal): 4 warps, one request each way. */
+static void expect_loads(int bytes, int active, int offset, unsigned long long ld, unsigned long long ld_ideal,
+                         unsigned long long st, const char *what)
+{
+    loads(bytes, 1, active, offset);
+    expect_counts(counts_of("sector_load_kernel", 0), 4, ld, ld_ideal, what);
+    expect_counts(counts_of("sector_load_kernel", 1), 4, st, st, "the consecutive stores");
+}
+
+/* 20 lanes of 4 bytes: 80 bytes from a sector's start, 3 sectors (the
+ * idle lanes add nothing), loads and stores alike. */
+Test(sectors, partial_warp_counts_its_lanes_only) { expect_loads(4, 20, 0, 12, 12, 12, "20 lanes' loads"); }
+
+/* An int2 and an int4 per lane: one request per warp each (g++ may take the
+ * vector apart into 4-byte loads; the counts make it one again, as nvcc's
+ * LDG.E.64 and LDG.E.128 are), 256 and 512 bytes: 8 and 16 sectors. */
+Test(sectors, eight_byte_elements_are_8_sectors_per_request) { expect_loads(8, 32, 0, 32, 32, 32, "int2 loads"); }
+Test(sectors, sixteen_byte_elements_are_16_sectors_per_request) { expect_loads(16, 32, 0, 64, 64, 64, "int4 loads"); }
+
+/* int4 loads from 16 bytes into the array (aligned for an int4, not to a
+ * sector): each warp's 512 bytes straddle 17 sectors, 16 of them the ideal.
+ * The stores start at a sector: 16. */
+Test(sectors, an_int4_array_16_bytes_off_a_sector_is_17_per_request)
+{
+    expect_loads(16, 32, 1, 68, 64, 64, "int4 loads at a 16-byte offset");
+}
+
+/* Stores apart, loads consecutive: each direction counted on its own. */
+Test(sectors, strided_stores_are_counted_apart_from_the_loads)
+{
+    cml_cpu_sector_counts_on();
+    float *in = device_floats(4 * 32), *out = device_poisoned(4 * 32 * 32 * sizeof(float));
+    CHECK(k_sector_stores(in, out, 32));
+    expect_counts(counts_of("sector_store_kernel", 0), 4, 16, 16, "consecutive loads");
+    expect_counts(counts_of("sector_store_kernel", 1), 4, 128, 16, "stores 32 words apart");
+    cudaFree(in);
+    cudaFree(out);
+}
+
+/* One load in a loop: 167 = 5 x 32 + 7 elements, 6 passes, the last of 7
+ * lanes (28 bytes: 1 sector). */
+Test(sectors, a_loop_is_a_request_per_pass_and_a_partial_last_pass)
+{
+    cml_cpu_sector_counts_on();
+    float *in = device_floats(167), *out = device_poisoned(32 * sizeof(float));
+    CHECK(k_sector_loop(in, out, 167));
+    expect_counts(counts_of("sector_loop_kernel", 0), 6, 21, 21, "167 elements in 6 passes");
+    expect_counts(counts_of("sector_loop_kernel", 1), 1, 4, 4, "one store per lane");
+    char *text = report_text(cml_cpu_sectors_report);
+    char at[80], want[200];
+    line_in(CML_CPU_TEST_SECTOR_KERNELS, "sector-loop", at, sizeof at);
+    snprintf(want, sizeof want, "%s ld requests=6 sectors=21 ideal=21 sectors/request=3.50 ideal/request=3.50\n", at);
+    cr_expect(strstr(text, want) != NULL, "\"%s\" in:\n%s", want, text);
+    cr_expect(strstr(text, "cml-cpu sectors: sector_loop_kernel total ld requests=6 sectors=21 ideal=21 st "
+                           "requests=1 sectors=4 ideal=4\n") != NULL,
+              "the kernel's total in:\n%s", text);
+    free(text);
+    cudaFree(in);
+    cudaFree(out);
+}
+
+/* Which lanes share an instruction, as on a GPU: the warp runs a loop's
+ * body once per trip with every lane still in it (sector_kernels.cu). */
+static void expect_passes(int which, const char *kernel, unsigned long long sectors, unsigned long long ideal,
+                          const char *what)
+{
+    cml_cpu_sector_counts_on();
+    float *in = device_floats(64), *out = device_poisoned(32 * sizeof(float));
+    CHECK(k_sector_passes(in, out, which));
+    expect_counts(counts_of(kernel, 0), 2, sectors, ideal, what);
+    cudaFree(in);
+    cudaFree(out);
+}
+
+Test(sectors, lanes_that_start_a_loop_late_share_its_first_trip)
+{
+    expect_passes(0, "sector_late_start_kernel", 9, 8, "lanes 0-3 from k = 1: 5 sectors, then 4");
+}
+
+Test(sectors, a_load_skipped_by_a_branch_leaves_its_trip_only)
+{
+    expect_passes(1, "sector_branch_kernel", 8, 8, "lanes 0-3 skip the first trip's load: 4 sectors, then 4");
+}
+
+Test(sectors, lanes_that_load_in_different_trips_make_different_requests)
+{
+    expect_passes(2, "sector_halves_kernel", 4, 4, "lanes 0-15 in the first trip, 16-31 in the second: 2 + 2");
+}
+
+/* __constant__, shared and local memory are not global: only the store counts. */
+Test(sectors, constant_shared_and_local_memory_are_left_out)
+{
+    cml_cpu_sector_counts_on();
+    float *out = device_poisoned(64 * sizeof(float));
+    CHECK(k_sector_not_global(out));
+    expect_counts(counts_of("sector_not_global_kernel", 0), 0, 0, 0, "no global load");
+    expect_counts(counts_of("sector_not_global_kernel", 1), 2, 8, 8, "64 consecutive stores");
+    unsigned long long r = 9;
+    cr_expect_eq(cml_cpu_sector_counts("no_such_kernel", 0, &r, NULL, NULL), -1, "a kernel that never ran");
+    cr_expect_eq(r, 0, "its counts are 0, got %llu", r);
+    cudaFree(out);
 }
 
 Test(reports, copy_to_a_host_pointer_as_device_memory, .init = cr_redirect_stderr)

@@ -2,7 +2,7 @@
  *
  * The library owns what every runner does the same way: the command line
  * (--step, --repeat, --json, --markdown, --check-only, --check-every-run,
- * --counters, --no-counters, --sweep, --list, --probe, --help), the help text, the device probe
+ * --counters, --no-counters, --sectors, --sweep, --list, --probe, --help), the help text, the device probe
  * and the no-GPU message, the seed, the check-then-time loop over the
  * steps, the copy-ceiling rows, the table, JSON and Markdown, the counters'
  * JSON, and the exit codes (CML_EXIT_*: 0 ok, 1 wrong result or CUDA
@@ -89,6 +89,7 @@ typedef struct cml_lab_counters {
 typedef struct cml_lab cml_lab;
 
 #define CML_LAB_MAX_INPUTS 4
+#define CML_LAB_MAX_WORDS 16
 
 /* The state of one run, handed to every callback. */
 typedef struct cml_lab_run {
@@ -99,6 +100,9 @@ typedef struct cml_lab_run {
     int host_only;               /* set by a lab option (lab 01's --model): no GPU part */
     int check_every_run;         /* --check-every-run: re-poison and verify every timed repeat */
     int sweep;                   /* --sweep (labs with sweep_size) */
+    int sectors;                 /* --sectors: check, then each launch's global sectors and requests */
+    const char *lab_words[CML_LAB_MAX_WORDS + 1]; /* the lab's own options as given (sizes), NULL-ended */
+    int nlab_words;
     size_t sweep_max;            /* --sweep-max BYTES: the largest size swept (0: the default) */
     struct {                     /* device inputs a kernel must leave alone (cml_lab_watch_input) */
         const cml_dbuf *buf;

@@ -1,5 +1,6 @@
 /* cml_ncu.h: hardware counters through Nsight Compute (ncu), for the labs
- * that teach something a counter shows (shared-memory bank conflicts).
+ * that teach something a counter shows (shared-memory bank conflicts,
+ * global-memory coalescing).
  *
  * A runner measures its own kernels by running itself again under ncu, in a
  * mode that launches each kernel of interest once (e.g. --check-only), and
@@ -18,11 +19,31 @@ extern "C" {
 
 #define CML_NCU_MAX_KERNELS 64
 #define CML_NCU_MAX_METRICS 4
+#define CML_NCU_MAX_LINES 64
 
 /* The shared-memory bank-conflict counters (conflicts = wavefronts beyond
  * the one a conflict-free access needs). */
 #define CML_NCU_SHARED_LD_CONFLICTS "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum"
 #define CML_NCU_SHARED_ST_CONFLICTS "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum"
+
+/* Global-memory coalescing: the 32-byte sectors that warp-level global
+ * loads and stores touched, and their requests (one per warp instruction);
+ * sectors per request is 4 for 32 lanes reading consecutive 4-byte words,
+ * 32 when every lane's word lies in a sector of its own. */
+#define CML_NCU_GLOBAL_LD_SECTORS "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum"
+#define CML_NCU_GLOBAL_LD_REQUESTS "l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum"
+#define CML_NCU_GLOBAL_ST_SECTORS "l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum"
+#define CML_NCU_GLOBAL_ST_REQUESTS "l1tex__t_requests_pipe_lsu_mem_global_op_st.sum"
+
+/* One source line's global loads or stores, summed over a run's launches
+ * of a kernel (the CPU path's sector counts give them; ncu's details page
+ * has none). */
+typedef struct cml_ncu_line {
+    char kernel[64];
+    char where[160];                          /* "file.cu:LINE", the path left out */
+    int store;
+    double requests, sectors, ideal;          /* ideal: the fewest sectors that hold the bytes */
+} cml_ncu_line;
 
 typedef struct cml_ncu_counts {
     int available;                            /* 1 when ncu profiled at least one launch */
@@ -31,6 +52,8 @@ typedef struct cml_ncu_counts {
     int nkernels;                             /* profiled launches, in launch order */
     char kernel[CML_NCU_MAX_KERNELS][64];     /* kernel name as ncu prints it, truncated */
     double value[CML_NCU_MAX_KERNELS][CML_NCU_MAX_METRICS]; /* -1 where ncu gave no value */
+    int nlines;                               /* CPU path, sector metrics: per source line */
+    cml_ncu_line line[CML_NCU_MAX_LINES];
 } cml_ncu_counts;
 
 /* Runs `ncu --clock-control none --csv --metrics m1,m2,... [--kernel-name
@@ -40,7 +63,11 @@ typedef struct cml_ncu_counts {
  * args is a NULL-terminated list; filter may be NULL (every kernel).
  * Returns 1 when counts are available; 0 otherwise, with out->reason saying
  * why (ncu not found, no permission for the counters, nothing profiled).
- * The program under ncu must not itself call cml_ncu_collect. */
+ * The program under ncu must not itself call cml_ncu_collect.
+ * On the CPU path (common/cpu) the runtime's counts stand in for ncu: the
+ * program runs with CML_CPU_CHECK=banks for the bank-conflict metrics or
+ * =sectors for the global ones (one kind a call; any other metric has no
+ * value, -1), and with sectors, out->line holds the source lines too. */
 int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
                     const char *filter, cml_ncu_counts *out);
 
