@@ -574,7 +574,10 @@ def sweep_chart(series, title, slide=False):
     def yof(v):
         return top + plot_h - v / ymax * plot_h
     _rate_grid(svg, left, plot_w, yof, ymax, tick)
-    b = lo
+    # Ticks at powers of 4 bytes (1 MiB, 4 MiB, ...) inside the measured
+    # range: a lab whose sizes are not powers of two (lab 05's cubes) still
+    # reads in whole MiB and GiB.
+    b = 4 ** math.ceil(math.log(lo, 4) - 1e-9)
     while b <= hi * 1.0001:
         svg.line(xof(b), yof(0), xof(b), yof(0) + 4, stroke="#555555")
         svg.text(xof(b), yof(0) + 17 * fs, _bytes_words(b), size=10, anchor="middle", fill="#555555")
