@@ -78,24 +78,6 @@ set(KIT_TEST_LABEL_SKIP "KIT-SKIP:")
 find_program(KIT_COMPUTE_SANITIZER compute-sanitizer HINTS "${CUDAToolkit_BIN_DIR}")
 find_program(KIT_NCU ncu HINTS "${CUDAToolkit_BIN_DIR}")
 
-# The labs whose reference steps' global-memory coalescing is held, on a GPU,
-# to the CPU path's counts (NN.reference.sectors_agree: common/test/
-# sectors_agree.c), at the manifest's first "sanitize" sizes: the same
-# sectors per request per kernel, exactly, but for the steps named in a
-# bound "STEPS:PERCENT:WHY" (no semicolon in WHY: a CMake list). The bounds
-# are what the two compilers make differently, seen on an H200 (CUDA 13.0).
-set(KIT_SECTORS_AGREE_LABS 04_reduction 05_stencil 06_transpose)
-set(KIT_SECTORS_BOUND_04_reduction "7,8:1:the grid is sized from the device (SMs x blocks per SM, on the CPU path \
-its workers), so the blocks' shares of the input and the second pass differ")
-# And on the CPU path alone (NN.cpu.reference.sectors, check_cpu_sectors.cmake):
-# a lab's runner arguments, then step:ld|st:sectors per request, as ncu gave
-# them for the same steps and sizes on a GPU.
-set(KIT_SECTORS_CPU_06_transpose "--rows 256 --cols 512"
-  "1:ld:4.00|1:st:4.00|2:ld:4.00|2:st:32.00|3:ld:4.00|3:st:4.00|4:st:4.00|5:st:4.00|6:ld:4.00|6:st:4.00")
-set(KIT_SECTORS_BOUND_05_stencil "2,5:3:nvcc runs a tile loop whose trips differ between a warp's lanes as its odd \
-trip first and then four trips at a time, so at the warp holding the tile's last cell other lanes share an \
-instruction than trip by trip")
-
 # kit_add_host_test(<name> SOURCES ... [LIBS ...] [DEFINITIONS ...])
 # A Criterion test executable that needs no GPU, registered with label "host".
 function(kit_add_host_test name)
@@ -472,13 +454,15 @@ function(kit_add_lab lab)
       "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${mistake_args}")
     # Coalescing on the GPU (ncu) against the CPU path's counts, every step
     # (a visible skip without a GPU, a CUDA build or Nsight Compute).
-    if(lab IN_LIST KIT_SECTORS_AGREE_LABS)
+    # Which labs, the bounds and the CPU path's expected figures: the
+    # manifest's "sectors" (cmake/KitManifest.cmake, docs/lab-manifest.md).
+    if(LAB_SECTORS_AGREE)
       set(gpu_runner "")
       if(KIT_HAVE_CUDA)
         set(gpu_runner "$<TARGET_FILE:${runner_ref}>")
       endif()
       set(bounds "")
-      foreach(b IN LISTS KIT_SECTORS_BOUND_${lab})
+      foreach(b IN LISTS LAB_SECTORS_BOUNDS)
         list(APPEND bounds --bound "${b}")
       endforeach()
       separate_arguments(sizes UNIX_COMMAND "${mistake_args}")
@@ -490,11 +474,9 @@ function(kit_add_lab lab)
         set_tests_properties(${lab}.reference.sectors_agree PROPERTIES ENVIRONMENT "CML_NCU=${KIT_NCU}")
       endif()
     endif()
-    if(DEFINED KIT_SECTORS_CPU_${lab})
-      list(GET KIT_SECTORS_CPU_${lab} 0 sizes)
-      list(GET KIT_SECTORS_CPU_${lab} 1 expect)
+    if(NOT LAB_SECTORS_CPU_EXPECT STREQUAL "")
       _kit_script_test(${lab}.cpu.reference.sectors check_cpu_sectors.cmake "cpu;reference"
-        "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${sizes}" "-DEXPECT=${expect}")
+        "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${LAB_SECTORS_CPU_ARGS}" "-DEXPECT=${LAB_SECTORS_CPU_EXPECT}")
     endif()
   endif()
 

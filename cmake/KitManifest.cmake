@@ -51,7 +51,9 @@ endfunction()
 
 # kit_read_manifest(<lab dir>): checks labs/<lab>/lab.json and sets, in the
 # caller's scope, LAB_JSON (the text), LAB_NAME, LAB_STEM, LAB_FILES,
-# LAB_MODEL, LAB_SANITIZE, LAB_CUDA_LIBRARIES, LAB_NVCC_FLAG_FILES (the files
+# LAB_MODEL, LAB_SANITIZE, LAB_CUDA_LIBRARIES, LAB_SECTORS_AGREE (0/1),
+# LAB_SECTORS_BOUNDS, LAB_SECTORS_CPU_ARGS, LAB_SECTORS_CPU_EXPECT (the
+# optional "sectors" object), LAB_NVCC_FLAG_FILES (the files
 # with "nvcc_flags"; each file's list in LAB_NVCC_FLAGS_<its name as a C
 # identifier>), LAB_NSTEPS and, per step k (1-based),
 # LAB_STEP_<k>_IDENT, LAB_STEP_<k>_FILE, LAB_STEP_<k>_TITLE.
@@ -111,6 +113,41 @@ function(kit_read_manifest lab_dir)
       _kit_manifest_fail("${path}" "\"cuda_libraries\" entry '${l}' must be a CUDA toolkit library name, as in CUDA::<name> (e.g. \"cublas\")")
     endif()
   endforeach()
+
+  # Coalescing held to measurements (cmake/Kit.cmake), optional:
+  # "sectors": {"gpu_agrees": true, "bounds": ["STEPS:PERCENT:WHY", ...],
+  #             "cpu_args": "<runner sizes>", "cpu_expect": "step:ld|st:sectors per request|..."}
+  # gpu_agrees: a GPU test (NN.reference.sectors_agree) holds Nsight Compute's
+  # sectors per request to the CPU path's, exactly but for the steps of a
+  # bound; cpu_args/cpu_expect: a CPU test (NN.cpu.reference.sectors) holds
+  # the CPU path's counts to figures ncu gave on a GPU.
+  set(sectors_agree 0)
+  set(sectors_bounds "")
+  set(sectors_cpu_args "")
+  set(sectors_cpu_expect "")
+  string(JSON type ERROR_VARIABLE err TYPE "${json}" sectors)
+  if(NOT err)
+    if(NOT type STREQUAL "OBJECT")
+      _kit_manifest_fail("${path}" "\"sectors\" must be an object (gpu_agrees, bounds, cpu_args, cpu_expect)")
+    endif()
+    _kit_json(sectors_agree "${json}" sectors gpu_agrees)
+    if(sectors_agree STREQUAL "ON")
+      set(sectors_agree 1)
+    else()
+      set(sectors_agree 0)
+    endif()
+    _kit_json_list(sectors_bounds "${json}" "sectors;bounds" "${path}")
+    foreach(b IN LISTS sectors_bounds)
+      if(NOT b MATCHES "^[1-9][0-9]*(,[1-9][0-9]*)*:[0-9]+(\\.[0-9]+)?:.+$")
+        _kit_manifest_fail("${path}" "\"sectors\" bound '${b}' must be STEPS:PERCENT:WHY (e.g. \"7,8:1:why\")")
+      endif()
+    endforeach()
+    _kit_json(sectors_cpu_args "${json}" sectors cpu_args)
+    _kit_json(sectors_cpu_expect "${json}" sectors cpu_expect)
+    if((sectors_cpu_args STREQUAL "") AND NOT (sectors_cpu_expect STREQUAL ""))
+      _kit_manifest_fail("${path}" "\"sectors\": \"cpu_expect\" needs \"cpu_args\" (the sizes it was measured at)")
+    endif()
+  endif()
 
   # Extra nvcc flags for one student file (e.g. a step's kernel in its own
   # file compiled with -maxrregcount=32): {"<file>.cu": ["<flag>", ...]}.
@@ -224,6 +261,10 @@ function(kit_read_manifest lab_dir)
   set(LAB_MODEL "${model}" PARENT_SCOPE)
   set(LAB_SANITIZE "${sanitize}" PARENT_SCOPE)
   set(LAB_CUDA_LIBRARIES "${cuda_libraries}" PARENT_SCOPE)
+  set(LAB_SECTORS_AGREE "${sectors_agree}" PARENT_SCOPE)
+  set(LAB_SECTORS_BOUNDS "${sectors_bounds}" PARENT_SCOPE)
+  set(LAB_SECTORS_CPU_ARGS "${sectors_cpu_args}" PARENT_SCOPE)
+  set(LAB_SECTORS_CPU_EXPECT "${sectors_cpu_expect}" PARENT_SCOPE)
   set(LAB_NSTEPS "${nsteps}" PARENT_SCOPE)
 endfunction()
 

@@ -1,7 +1,7 @@
 # The manifest checker (cmake/KitManifest.cmake) on manifests made here:
 # "nvcc_flags" read into LAB_NVCC_FLAG_FILES / LAB_NVCC_FLAGS_<file> when
 # well formed, and each malformed value refused with a message that names
-# it; a results entry with "handout": true refused while the handout has no
+# it; a malformed "sectors" object refused; a results entry with "handout": true refused while the handout has no
 # results region for its table. Run as: cmake -DSOURCE_DIR=<kit> -DWORK=<dir> -P manifest-checks.cmake
 # (the bad cases each run in a child cmake: a refusal is a FATAL_ERROR).
 cmake_minimum_required(VERSION 3.25...4.1)   # the kit's policies (IN_LIST, empty list elements)
@@ -18,6 +18,11 @@ if(NOT CASE)
     "two_in_one|\"nvcc_flags\": {\"spill.cu\": [\"-maxrregcount=32 -O3\"]}|is not one nvcc option"
     "shell|\"nvcc_flags\": {\"spill.cu\": [\"-O3$(id)\"]}|is not one nvcc option"
     "no_count|\"nvcc_flags\": {\"spill.cu\": [\"-maxrregcount=lots\"]}|needs a register count"
+    "sectors_good|${good}, \"sectors\": {\"gpu_agrees\": true, \"bounds\": [\"7,8:1:why\"], \"cpu_args\": \"--n 3\", \"cpu_expect\": \"1:ld:4.00\"}|"
+    "sectors_not_object|${good}, \"sectors\": [\"7,8:1:why\"]|\"sectors\" must be an object"
+    "sectors_bad_bound|${good}, \"sectors\": {\"gpu_agrees\": true, \"bounds\": [\"seven:1:why\"]}|must be STEPS:PERCENT:WHY"
+    "sectors_no_why|${good}, \"sectors\": {\"gpu_agrees\": true, \"bounds\": [\"7:1\"]}|must be STEPS:PERCENT:WHY"
+    "sectors_expect_alone|${good}, \"sectors\": {\"cpu_expect\": \"1:ld:4.00\"}|needs \"cpu_args\""
     "handout_marked|${good}, ${results}|"
     "handout_unmarked|${good}, ${results}|results:begin")
   set(failed 0)
