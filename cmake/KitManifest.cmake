@@ -42,6 +42,22 @@ function(_kit_json_list out json key path)
   set(${out} "${items}" PARENT_SCOPE)
 endfunction()
 
+# _kit_json_optional(<count var> <json> <key> OBJECT|ARRAY <path> <message>):
+# the members of an optional key (0 when it is absent); a value of another
+# type stops configure with <message>.
+function(_kit_json_optional out json key want path message)
+  set(${out} 0 PARENT_SCOPE)
+  string(JSON type ERROR_VARIABLE err TYPE "${json}" ${key})
+  if(err)
+    return()
+  endif()
+  if(NOT type STREQUAL want)
+    _kit_manifest_fail("${path}" "${message}")
+  endif()
+  string(JSON n LENGTH "${json}" ${key})
+  set(${out} ${n} PARENT_SCOPE)
+endfunction()
+
 # C string literal of a text (backslashes and quotes escaped).
 function(_kit_c_string out text)
   string(REPLACE "\\" "\\\\" text "${text}")
@@ -53,7 +69,8 @@ endfunction()
 # caller's scope, LAB_JSON (the text), LAB_NAME, LAB_STEM, LAB_FILES,
 # LAB_MODEL, LAB_SANITIZE, LAB_CUDA_LIBRARIES, LAB_SECTORS_AGREE (0/1),
 # LAB_SECTORS_BOUNDS, LAB_SECTORS_CPU_ARGS, LAB_SECTORS_CPU_EXPECT (the
-# optional "sectors" object), LAB_NVCC_FLAG_FILES (the files
+# optional "sectors" object), LAB_PICTURE_STEPS (the step of each optional
+# "pictures" entry, in order), LAB_NVCC_FLAG_FILES (the files
 # with "nvcc_flags"; each file's list in LAB_NVCC_FLAGS_<its name as a C
 # identifier>), LAB_NSTEPS and, per step k (1-based),
 # LAB_STEP_<k>_IDENT, LAB_STEP_<k>_FILE, LAB_STEP_<k>_TITLE.
@@ -154,41 +171,36 @@ function(kit_read_manifest lab_dir)
   # Every CUDA build of that file gets them (the lab's, its mistakes', the
   # grader's build of a submission); the CPU path has no use for them.
   set(flag_files "")
-  string(JSON type ERROR_VARIABLE err TYPE "${json}" nvcc_flags)
-  if(NOT err)
-    if(NOT type STREQUAL "OBJECT")
-      _kit_manifest_fail("${path}" "\"nvcc_flags\" must be an object: {\"<student file>.cu\": [\"<nvcc flag>\", ...]}")
-    endif()
-    string(JSON nf LENGTH "${json}" nvcc_flags)
-    if(nf GREATER 0)
-      math(EXPR last "${nf} - 1")
-      foreach(i RANGE ${last})
-        string(JSON f MEMBER "${json}" nvcc_flags ${i})
-        if(NOT f IN_LIST files OR NOT f MATCHES "\\.cu$")
-          _kit_manifest_fail("${path}" "\"nvcc_flags\" names '${f}', which is not one of the lab's .cu \"files\"")
+  _kit_json_optional(nf "${json}" nvcc_flags OBJECT "${path}"
+    "\"nvcc_flags\" must be an object: {\"<student file>.cu\": [\"<nvcc flag>\", ...]}")
+  if(nf GREATER 0)
+    math(EXPR last "${nf} - 1")
+    foreach(i RANGE ${last})
+      string(JSON f MEMBER "${json}" nvcc_flags ${i})
+      if(NOT f IN_LIST files OR NOT f MATCHES "\\.cu$")
+        _kit_manifest_fail("${path}" "\"nvcc_flags\" names '${f}', which is not one of the lab's .cu \"files\"")
+      endif()
+      string(JSON ft TYPE "${json}" nvcc_flags "${f}")
+      if(NOT ft STREQUAL "ARRAY")
+        _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}' must be a list of flags, e.g. [\"-maxrregcount=32\"]")
+      endif()
+      _kit_json_list(flags "${json}" "nvcc_flags;${f}" "${path}")
+      if(NOT flags)
+        _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}' is an empty list: leave the file out instead")
+      endif()
+      foreach(flag IN LISTS flags)
+        # one nvcc option per entry, without spaces or shell characters
+        if(NOT flag MATCHES "^--?[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,=+-]+)?$")
+          _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}': '${flag}' is not one nvcc option (e.g. \"-maxrregcount=32\"; one option per entry, no spaces)")
         endif()
-        string(JSON ft TYPE "${json}" nvcc_flags "${f}")
-        if(NOT ft STREQUAL "ARRAY")
-          _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}' must be a list of flags, e.g. [\"-maxrregcount=32\"]")
+        if(flag MATCHES "^--?(maxrregcount|maxrreg)=?(.*)$" AND NOT CMAKE_MATCH_2 MATCHES "^[1-9][0-9]*$")
+          _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}': '${flag}' needs a register count, e.g. -maxrregcount=32")
         endif()
-        _kit_json_list(flags "${json}" "nvcc_flags;${f}" "${path}")
-        if(NOT flags)
-          _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}' is an empty list: leave the file out instead")
-        endif()
-        foreach(flag IN LISTS flags)
-          # one nvcc option per entry, without spaces or shell characters
-          if(NOT flag MATCHES "^--?[A-Za-z][A-Za-z0-9_-]*(=[A-Za-z0-9_.,=+-]+)?$")
-            _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}': '${flag}' is not one nvcc option (e.g. \"-maxrregcount=32\"; one option per entry, no spaces)")
-          endif()
-          if(flag MATCHES "^--?(maxrregcount|maxrreg)=?(.*)$" AND NOT CMAKE_MATCH_2 MATCHES "^[1-9][0-9]*$")
-            _kit_manifest_fail("${path}" "\"nvcc_flags\" of '${f}': '${flag}' needs a register count, e.g. -maxrregcount=32")
-          endif()
-        endforeach()
-        string(MAKE_C_IDENTIFIER "${f}" fid)
-        set(LAB_NVCC_FLAGS_${fid} "${flags}" PARENT_SCOPE)
-        list(APPEND flag_files "${f}")
       endforeach()
-    endif()
+      string(MAKE_C_IDENTIFIER "${f}" fid)
+      set(LAB_NVCC_FLAGS_${fid} "${flags}" PARENT_SCOPE)
+      list(APPEND flag_files "${f}")
+    endforeach()
   endif()
   set(LAB_NVCC_FLAG_FILES "${flag_files}" PARENT_SCOPE)
 
@@ -223,7 +235,54 @@ function(kit_read_manifest lab_dir)
     set(LAB_STEP_${k}_IDENT "${ident}" PARENT_SCOPE)
     set(LAB_STEP_${k}_FILE "${file}" PARENT_SCOPE)
     set(LAB_STEP_${k}_TITLE "${title}" PARENT_SCOPE)
+    set(step_file_${k} "${file}")
   endforeach()
+
+  # Pictures of a step's memory access (optional): progress and the grader's
+  # feedback name the command `<stem>_run_cpu --step N --picture stepN.svg
+  # <args>` (the CPU path draws the step's worst shared and global access):
+  # "pictures": [{"step": N, "args": "<runner sizes>", "shows": "<one line>"}, ...]
+  set(picture_steps "")
+  _kit_json_optional(np "${json}" pictures ARRAY "${path}"
+    "\"pictures\" must be a list of {\"step\": N, \"args\": \"...\", \"shows\": \"...\"}")
+  if(np GREATER 0)
+    math(EXPR last "${np} - 1")
+    foreach(i RANGE ${last})
+      string(JSON et TYPE "${json}" pictures ${i})
+      if(NOT et STREQUAL "OBJECT")
+        _kit_manifest_fail("${path}" "\"pictures\" entry ${i} must be an object {\"step\": N, \"args\": \"...\", \"shows\": \"...\"}")
+      endif()
+      string(JSON st ERROR_VARIABLE no_step TYPE "${json}" pictures ${i} step)
+      _kit_json(pstep "${json}" pictures ${i} step)
+      if(no_step OR NOT st STREQUAL "NUMBER" OR NOT pstep MATCHES "^[1-9][0-9]*$" OR pstep GREATER nsteps)
+        _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: \"step\" must be the number of one of the lab's ${nsteps} steps (got '${pstep}')")
+      endif()
+      if(model AND step_file_${pstep} STREQUAL model)
+        _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: step ${pstep} is in the model file ${model}, which runs no kernel to draw")
+      endif()
+      string(JSON at ERROR_VARIABLE no_args TYPE "${json}" pictures ${i} args)
+      _kit_json(pargs "${json}" pictures ${i} args)
+      # the runner's size options only: the command adds --step and --picture,
+      # and progress prints it for a student to paste into a shell
+      if(no_args OR NOT at STREQUAL "STRING" OR NOT pargs MATCHES "^[A-Za-z0-9 ._,=-]*$")
+        _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: \"args\" must be a string of runner size options (letters, digits, spaces and . _ , = -), e.g. \"--rows 256 --cols 512\"")
+      endif()
+      if(pargs MATCHES "(^| )--(step|picture|then|json|markdown)( |=|$)")
+        _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: \"args\" '${pargs}' must hold the sizes only: the command adds --step and --picture")
+      endif()
+      string(JSON wt ERROR_VARIABLE no_shows TYPE "${json}" pictures ${i} shows)
+      _kit_json(shows "${json}" pictures ${i} shows)
+      string(STRIP "${shows}" shows_stripped)
+      if(no_shows OR NOT wt STREQUAL "STRING" OR shows_stripped STREQUAL "")
+        _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: \"shows\" must say in one line what the picture shows")
+      endif()
+      string(LENGTH "${shows}" shows_len)
+      if(shows MATCHES "\n" OR shows_len GREATER 120)
+        _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: \"shows\" must be one line of at most 120 characters")
+      endif()
+      list(APPEND picture_steps ${pstep})
+    endforeach()
+  endif()
 
   # A results page whose table goes into the handout (handout: true): the
   # runner replaces only the handout's marked region; without the markers
@@ -266,6 +325,7 @@ function(kit_read_manifest lab_dir)
   set(LAB_SECTORS_CPU_ARGS "${sectors_cpu_args}" PARENT_SCOPE)
   set(LAB_SECTORS_CPU_EXPECT "${sectors_cpu_expect}" PARENT_SCOPE)
   set(LAB_NSTEPS "${nsteps}" PARENT_SCOPE)
+  set(LAB_PICTURE_STEPS "${picture_steps}" PARENT_SCOPE)
 endfunction()
 
 # kit_write_step_header(<file>): the lab's step table for C, from the

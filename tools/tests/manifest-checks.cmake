@@ -1,12 +1,17 @@
 # The manifest checker (cmake/KitManifest.cmake) on manifests made here:
 # "nvcc_flags" read into LAB_NVCC_FLAG_FILES / LAB_NVCC_FLAGS_<file> when
 # well formed, and each malformed value refused with a message that names
-# it; a malformed "sectors" object refused; a results entry with "handout": true refused while the handout has no
+# it; a malformed "sectors" object refused; "pictures" read into
+# LAB_PICTURE_STEPS, and a malformed entry refused (not a list or object, a
+# step that is not the lab's or is the model's, shell characters or --step in
+# its args, no one-line "shows"); a results entry with "handout": true refused while the handout has no
 # results region for its table. Run as: cmake -DSOURCE_DIR=<kit> -DWORK=<dir> -P manifest-checks.cmake
 # (the bad cases each run in a child cmake: a refusal is a FATAL_ERROR).
 cmake_minimum_required(VERSION 3.25...4.1)   # the kit's policies (IN_LIST, empty list elements)
 if(NOT CASE)
   set(good "\"nvcc_flags\": {\"spill.cu\": [\"-maxrregcount=32\", \"-Xptxas=-warn-spills\"]}")
+  set(pic1 "{\"step\": 1, \"args\": \"--n 3 --size2 30x7\", \"shows\": \"a warp's loads\"}")
+  set(pic2 "{\"step\": 1, \"args\": \"\", \"shows\": \"the same at the default sizes\"}")
   set(results "\"results\": [{\"page\": \"\", \"args\": \"\", \"handout\": true, \"json\": false, \"what\": \"w\"}]")
   set(cases
     "good|${good}|"
@@ -24,7 +29,18 @@ if(NOT CASE)
     "sectors_no_why|${good}, \"sectors\": {\"gpu_agrees\": true, \"bounds\": [\"7:1\"]}|must be STEPS:PERCENT:WHY"
     "sectors_expect_alone|${good}, \"sectors\": {\"cpu_expect\": \"1:ld:4.00\"}|needs \"cpu_args\""
     "handout_marked|${good}, ${results}|"
-    "handout_unmarked|${good}, ${results}|results:begin")
+    "handout_unmarked|${good}, ${results}|results:begin"
+    "pictures_good|${good}, \"pictures\": [${pic1}, ${pic2}]|"
+    "pictures_not_list|${good}, \"pictures\": ${pic1}|\"pictures\" must be a list"
+    "pictures_entry_not_object|${good}, \"pictures\": [\"--n 3\"]|entry 0 must be an object"
+    "pictures_step_zero|${good}, \"pictures\": [{\"step\": 0, \"args\": \"--n 3\", \"shows\": \"w\"}]|one of the lab's 2 steps"
+    "pictures_step_past_the_last|${good}, \"pictures\": [{\"step\": 3, \"args\": \"--n 3\", \"shows\": \"w\"}]|one of the lab's 2 steps"
+    "pictures_step_as_text|${good}, \"pictures\": [{\"step\": \"1\", \"args\": \"--n 3\", \"shows\": \"w\"}]|one of the lab's 2 steps"
+    "pictures_model_step|${good}, \"pictures\": [{\"step\": 2, \"args\": \"--n 3\", \"shows\": \"w\"}]|model file host.c"
+    "pictures_shell_args|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--n 3; rm x\", \"shows\": \"w\"}]|runner size options"
+    "pictures_args_with_step|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--step 2 --n 3\", \"shows\": \"w\"}]|must hold the sizes only"
+    "pictures_no_shows|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--n 3\"}]|\"shows\" must say"
+    "pictures_two_lines|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--n 3\", \"shows\": \"one\\ntwo\"}]|must be one line")
   set(failed 0)
   foreach(c IN LISTS cases)
     string(REPLACE "|" ";" parts "${c}")
@@ -46,15 +62,27 @@ if(NOT CASE)
     else()
       file(WRITE "${dir}/README.md" "# a handout\n\nno results region\n")
     endif()
+    # step 2 is in the model file (a host-only step, no kernel to draw) where a case needs one
+    set(model "")
+    set(step2_file "main.cu")
+    if(name STREQUAL "pictures_model_step")
+      set(model "host.c")
+      set(step2_file "host.c")
+    endif()
     file(WRITE "${dir}/lab.json" "{\"name\": \"99_manifest\", \"title\": \"t\", \"summary\": \"s\", \"stem\": \"m\",
- \"files\": [\"main.cu\", \"spill.cu\", \"host.c\"], \"model\": \"\", \"sanitize\": [\"--n 3\"],
- \"steps\": [{\"num\": 1, \"ident\": \"a\", \"file\": \"main.cu\", \"title\": \"t\"}], ${extra}}\n")
+ \"files\": [\"main.cu\", \"spill.cu\", \"host.c\"], \"model\": \"${model}\", \"sanitize\": [\"--n 3\"],
+ \"steps\": [{\"num\": 1, \"ident\": \"a\", \"file\": \"main.cu\", \"title\": \"t\"},
+  {\"num\": 2, \"ident\": \"b\", \"file\": \"${step2_file}\", \"title\": \"t\"}], ${extra}}\n")
     execute_process(COMMAND "${CMAKE_COMMAND}" "-DSOURCE_DIR=${SOURCE_DIR}" "-DCASE=${dir}"
                             -P "${CMAKE_CURRENT_LIST_FILE}"
                     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
     string(REGEX REPLACE "[ \n]+" " " err "${err}")   # CMake wraps its messages
     if(want STREQUAL "")
-      if(NOT rc EQUAL 0 OR NOT out MATCHES "spill.cu=-maxrregcount=32;-Xptxas=-warn-spills")
+      set(want_out "spill.cu=-maxrregcount=32;-Xptxas=-warn-spills")
+      if(name STREQUAL "pictures_good")
+        set(want_out "pictures of steps 1;1")
+      endif()
+      if(NOT rc EQUAL 0 OR NOT out MATCHES "${want_out}")
         message(SEND_ERROR "${name}: a good manifest was not read: ${out}${err}")
         set(failed 1)
       else()
@@ -79,3 +107,6 @@ foreach(f IN LISTS LAB_NVCC_FLAG_FILES)
   string(MAKE_C_IDENTIFIER "${f}" fid)
   message(STATUS "${f}=${LAB_NVCC_FLAGS_${fid}}")
 endforeach()
+if(LAB_PICTURE_STEPS)
+  message(STATUS "pictures of steps ${LAB_PICTURE_STEPS}")
+endif()
