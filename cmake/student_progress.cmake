@@ -2,8 +2,10 @@
 #              [-DBUILD_DIR=<build>] -P student_progress.cmake
 # A student's progress: runs the lab's test binaries on the student's files
 # and prints one line per step of the manifest (done; not yet, or BROKEN where
-# an earlier run here had it done, with the step's first message in full; or
-# not tested with the reason), then how many steps are done.
+# an earlier run here had it done, with the step's first message in full and,
+# where the manifest has a picture of the step, the command that draws its
+# memory access; or not tested with the reason), then how many steps are
+# done, and the picture command of the last done step that has one.
 # Exits non-zero until every step of the lab is tested and passes.
 cmake_policy(VERSION 3.25)   # a script (-P) starts with old policies: if(IN_LIST) needs this
 include("${CMAKE_CURRENT_LIST_DIR}/KitCriterionJson.cmake")
@@ -65,6 +67,50 @@ if(on_cpu)
 else()
   message("${lab}: your files in labs/${lab}/")
 endif()
+# A step's picture (the manifest's "pictures", docs/lab-manifest.md): the
+# CPU path's runner of these files draws the step's worst shared and global
+# access. Where a GPU ran the tests that runner is not built yet: the command
+# builds it first.
+string(JSON stem ERROR_VARIABLE no_stem GET "${manifest}" stem)
+get_filename_component(kit "${MANIFEST}" DIRECTORY)
+get_filename_component(kit "${kit}/../.." ABSOLUTE)
+set(build_shown "build")
+if(BUILD_DIR)
+  file(RELATIVE_PATH build_shown "${kit}" "${BUILD_DIR}")
+  if(build_shown MATCHES "^\\.\\./")   # outside the kit: its full path
+    set(build_shown "${BUILD_DIR}")
+  endif()
+endif()
+set(picture_prefix "./${build_shown}/")
+if(IS_ABSOLUTE "${build_shown}")
+  set(picture_prefix "${build_shown}/")
+endif()
+if(NOT on_cpu)
+  set(picture_prefix "cmake --build ${build_shown} --target ${stem}_run_cpu && ${picture_prefix}")
+endif()
+string(JSON npictures ERROR_VARIABLE no_pictures LENGTH "${manifest}" pictures)
+if(no_pictures OR no_stem)
+  set(npictures 0)
+endif()
+# picture_command(<out> <step>): the command of the step's first picture, "" if none.
+function(picture_command out num)
+  set(${out} "" PARENT_SCOPE)
+  if(npictures EQUAL 0)
+    return()
+  endif()
+  math(EXPR lastp "${npictures} - 1")
+  foreach(p RANGE ${lastp})
+    string(JSON pstep GET "${manifest}" pictures ${p} step)
+    if(pstep EQUAL num)
+      string(JSON pargs GET "${manifest}" pictures ${p} args)
+      string(STRIP "${picture_prefix}${stem}_run_cpu --step ${num} --picture step${num}.svg ${pargs}" cmd)
+      set(${out} "${cmd}" PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
+endfunction()
+set(done_picture "")
+
 # The steps done on an earlier run here: a step done and then broken says so.
 set(state "${WORK}/steps-done-before.txt")
 set(done_before "")
@@ -140,6 +186,12 @@ foreach(s RANGE ${last})
   if(nfail GREATER 0 AND NOT first STREQUAL "")
     message("      first: ${first}")
   endif()
+  picture_command(picture ${num})
+  if(picture AND nfail GREATER 0)
+    message("      see its memory access: ${picture}")
+  elseif(picture)
+    set(done_picture "${num}|${picture}")
+  endif()
 endforeach()
 list(APPEND done_before ${done_now})
 list(REMOVE_DUPLICATES done_before)
@@ -158,21 +210,26 @@ if(skip_why)
 endif()
 # The lab's runner for the path the tests ran on (the race hints above and the
 # handout name it: <stem>_run_cpu on the CPU path), built now if it is not.
-string(JSON stem ERROR_VARIABLE no_stem GET "${manifest}" stem)
 if(BUILD_DIR AND NOT no_stem AND (on_cpu OR gpu_ran))
   set(runner "${BUILD_DIR}/${stem}_run")
   if(on_cpu)
     string(APPEND runner "_cpu")
   endif()
   kit_build_on_demand("${runner}" built why)
-  get_filename_component(kit "${MANIFEST}" DIRECTORY)
-  get_filename_component(kit "${kit}/../.." ABSOLUTE)
   file(RELATIVE_PATH shown "${kit}" "${runner}")
   if(built)
     message("  the runner: ./${shown} --step N checks and times a step (--help says more)")
   else()
     message("  the runner ./${shown} does not build: ${why}")
   endif()
+endif()
+# The last done step with a picture, once: its tests passed, but they check
+# results, not how the kernel meets the banks and sectors.
+if(done_picture)
+  string(REPLACE "|" ";" done_picture "${done_picture}")
+  list(GET done_picture 0 num)
+  list(GET done_picture 1 picture)
+  message("  the tests check results, not memory access: see step ${num}'s with ${picture}")
 endif()
 # A step that could not be tested is not done: the run fails (it is never
 # reported as skipped, which CTest would count among the passed tests).
