@@ -17,7 +17,7 @@ import tomllib
 from pathlib import Path
 
 from .kitdesc import kit_description
-from .labtypes import Lab, LabError, Mistake, Step, Targets
+from .labtypes import Lab, LabError, Mistake, Picture, Step, Targets
 from .rubric import CounterCheck, Rubric, RubricError, build_rubric, default_rubric_data, load_rubric, merge
 
 # names this module defined before labtypes.py and kitdesc.py were split from it: importable from here still
@@ -38,6 +38,18 @@ def _steps(d: dict) -> tuple[Step, ...]:
     if not steps or nums != list(range(1, len(nums) + 1)):
         raise LabError(f"{d['name']}: steps are {nums}, expected 1..{len(nums)}")
     return steps
+
+
+def _pictures(d: dict) -> tuple[Picture, ...]:
+    """The manifest's optional pictures of steps' memory access (checked by
+    the build's cmake/KitManifest.cmake; here only their shape)."""
+    pics = d.get("pictures") or []
+    if not isinstance(pics, list) or not all(isinstance(p, dict) for p in pics):
+        raise LabError(f"{d['name']}: \"pictures\" must be a list of {{step, args, shows}}")
+    try:
+        return tuple(Picture(int(p["step"]), str(p.get("args", "")), str(p.get("shows", ""))) for p in pics)
+    except (KeyError, TypeError, ValueError) as e:
+        raise LabError(f"{d['name']}: a \"pictures\" entry without a step number ({e})") from e
 
 
 def _counter_checks(d: dict, rubric: Rubric) -> tuple[CounterCheck, ...]:
@@ -137,7 +149,7 @@ def make_lab(kit: Path, d: dict, rubric_dir: Path | None, override: dict | None)
               sanitize=tuple(d["sanitize"]) or ("",), counter_checks=_counter_checks(d, rubric),
               kernels=d["kernels"], suite=d["suite"],
               targets=Targets(t["runner"], t["tests"], t.get("model_tests", ""), t.get("ref_suffix", "_ref")),
-              dir=d["dir"], solution_dir=d["solution_dir"])
+              dir=d["dir"], solution_dir=d["solution_dir"], pictures=_pictures(d))
     rubric.check_steps([s.num for s in steps], [c.step for c in lab.counter_checks])
     mistakes = load_mistakes(kit / d["solution_dir"] / "mistakes.toml", d["kernel_file"]) if d["solution_dir"] else ()
     lab.mistakes = _with_overrides(mistakes, rubric, name) if mistakes else ()

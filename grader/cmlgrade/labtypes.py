@@ -1,5 +1,5 @@
 """What a lab is to the grader (labs.py makes each one): its steps, the
-catalogue's mistakes, its build targets and the Lab itself, with what
+catalogue's mistakes, the pictures of its steps' memory access, its build targets and the Lab itself, with what
 follows from them (the targets to build and their reference's names, the
 runner's arguments for the sanitizers, a Criterion suite's step, the
 points the rubric can give). Nothing here reads a file."""
@@ -36,6 +36,14 @@ class Mistake:
 
 
 @dataclass(frozen=True)
+class Picture:
+    """A step whose memory access the CPU path draws (the manifest's "pictures")."""
+    step: int
+    args: str    # the runner's size options for a quick CPU-path run
+    shows: str   # one line: what the reference's picture shows
+
+
+@dataclass(frozen=True)
 class Targets:
     runner: str
     tests: str
@@ -63,6 +71,7 @@ class Lab:
     harness: str = ""   # the kit-only checker's harness target (checker.py), set by the pipeline
     extra_targets: tuple[str, ...] = ()   # built for the object checks only (the CUDA kernels on the CPU path)
     cpu: bool = False   # graded on the CPU path (no GPU here): the *_cpu test programs and runner
+    pictures: tuple[Picture, ...] = ()   # the manifest's pictures of steps' memory access
 
     @property
     def kernel_file(self) -> str:
@@ -77,6 +86,18 @@ class Lab:
             if s.num == num:
                 return s
         return None
+
+    def picture_command(self, num: int) -> str:
+        """The command that draws step `num`'s memory access from the
+        student's own kernel on the CPU path (no GPU needed), in a build
+        folder build/ (the runner built first: beside a CUDA build it is left
+        out of the default build); "" where the manifest has no picture of it."""
+        for p in self.pictures:
+            if p.step == num:
+                runner = self.targets.runner + "_cpu"
+                return (f"cmake --build build --target {runner} && ./build/{runner} --step {num} "
+                        f"--picture step{num}.svg {p.args}").rstrip()
+        return ""
 
     def step_of_suite(self, suite: str) -> int | None:
         m = re.fullmatch(suite_regex(self.suite), suite)

@@ -555,6 +555,22 @@ class CounterScoreTests(unittest.TestCase):
         it = item(ls, "bank conflicts step 4 padded")
         self.assertEqual(it.status, "failed")
         self.assertTrue(any("padded_tile_indexed_without_the_padding" in f for f in it.feedback))
+        # one more line names the manifest's picture of the step (the CPU path draws the student's access)
+        pic = next(p for p in self.lab.pictures if p.step == 4)
+        want = f"./build/transpose_run_cpu --step 4 --picture step4.svg {pic.args}"
+        lines = [f for f in it.feedback if "--picture" in f]
+        self.assertEqual(len(lines), 1, it.feedback)
+        self.assertTrue(lines[0].endswith(want), lines[0])
+        # a passing check names none
+        ok = item(ls, "bank conflicts step 5 swizzled")
+        self.assertEqual(ok.status, "passed")
+        self.assertFalse(any("--picture" in f for f in ok.feedback), ok.feedback)
+
+    def test_a_step_without_a_picture_names_none(self):
+        lab = LABS["09_shared_sort"]   # pictures of step 1 only; its counters check steps 1 and 2
+        self.assertTrue(lab.picture_command(1).endswith(
+            f"--step 1 --picture step1.svg {next(p.args for p in lab.pictures if p.step == 1)}"))
+        self.assertEqual(lab.picture_command(2), "")
 
     def with_reference(self, mine: dict, theirs: dict):
         run = lab_run(self.lab, all_tests(self.lab))
