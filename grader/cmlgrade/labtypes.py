@@ -87,17 +87,21 @@ class Lab:
                 return s
         return None
 
+    def picture(self, num: int) -> Picture | None:
+        """The manifest's first picture of step `num`, if any."""
+        return next((p for p in self.pictures if p.step == num), None)
+
     def picture_command(self, num: int) -> str:
         """The command that draws step `num`'s memory access from the
         student's own kernel on the CPU path (no GPU needed), in a build
         folder build/ (the runner built first: beside a CUDA build it is left
         out of the default build); "" where the manifest has no picture of it."""
-        for p in self.pictures:
-            if p.step == num:
-                runner = self.targets.runner + "_cpu"
-                return (f"cmake --build build --target {runner} && ./build/{runner} --step {num} "
-                        f"--picture step{num}.svg {p.args}").rstrip()
-        return ""
+        p = self.picture(num)
+        if p is None:
+            return ""
+        runner = self.targets.runner + "_cpu"
+        return (f"cmake --build build --target {runner} && ./build/{runner} --step {num} "
+                f"--picture step{num}.svg {p.args}").rstrip()
 
     def step_of_suite(self, suite: str) -> int | None:
         m = re.fullmatch(suite_regex(self.suite), suite)

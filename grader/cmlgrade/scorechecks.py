@@ -175,9 +175,10 @@ def _counter_items(lab: Lab, run: LabRun, ref: LabRun, test_items: list[Item]) -
             line = f"step {chk.step} {step.ident if step else ''}: shared-load bank conflicts {v:.0f}"
             fb = [chk.feedback or f"expected {want}"] + _catalogue_lines(
                 lab, run, "counters", chk.step, lambda m: not m.expect_message or re.search(m.expect_message, line))
-            if lab.picture_command(chk.step):   # see which lane meets which bank (not needed to grade)
+            pic = lab.picture(chk.step)
+            if pic is not None:   # which lane meets which bank (not needed to grade)
                 fb.append(f"see the step's shared-memory access, lane by lane (the CPU path, no GPU needed): "
-                          f"{lab.picture_command(chk.step)}")
+                          f"{lab.picture_command(chk.step)} (the reference's picture: {pic.shows})")
             items.append(Item(name, "counters", chk.points, 0.0, "failed", cr.visibility, fb, detail))
     return items
 

@@ -557,7 +557,7 @@ class CounterScoreTests(unittest.TestCase):
         self.assertTrue(any("padded_tile_indexed_without_the_padding" in f for f in it.feedback))
         # one more line names the manifest's picture of the step (the CPU path draws the student's access)
         pic = next(p for p in self.lab.pictures if p.step == 4)
-        want = f"./build/transpose_run_cpu --step 4 --picture step4.svg {pic.args}"
+        want = f"./build/transpose_run_cpu --step 4 --picture step4.svg {pic.args} (the reference's picture: {pic.shows})"
         lines = [f for f in it.feedback if "--picture" in f]
         self.assertEqual(len(lines), 1, it.feedback)
         self.assertTrue(lines[0].endswith(want), lines[0])
