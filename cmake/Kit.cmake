@@ -456,16 +456,34 @@ function(kit_add_lab lab)
     # (a visible skip without a GPU, a CUDA build or Nsight Compute).
     # Which labs, the bounds and the CPU path's expected figures: the
     # manifest's "sectors" (cmake/KitManifest.cmake, docs/lab-manifest.md).
+    set(gpu_runner "")
+    if(KIT_HAVE_CUDA)
+      set(gpu_runner "$<TARGET_FILE:${runner_ref}>")
+    endif()
+    set(bounds "")
+    foreach(b IN LISTS LAB_SECTORS_BOUNDS)
+      list(APPEND bounds --bound "${b}")
+    endforeach()
+    separate_arguments(sizes UNIX_COMMAND "${mistake_args}")
+    # The same comparison for every lab, as tools/gpu-verify access runs it
+    # (cmake/access_page.cmake): the runners, sizes and bounds the test
+    # would use, whether or not the manifest holds the lab to it.
+    set(agrees 0)
     if(LAB_SECTORS_AGREE)
-      set(gpu_runner "")
-      if(KIT_HAVE_CUDA)
-        set(gpu_runner "$<TARGET_FILE:${runner_ref}>")
-      endif()
-      set(bounds "")
-      foreach(b IN LISTS LAB_SECTORS_BOUNDS)
-        list(APPEND bounds --bound "${b}")
-      endforeach()
-      separate_arguments(sizes UNIX_COMMAND "${mistake_args}")
+      set(agrees 1)
+    endif()
+    file(GENERATE OUTPUT "${PROJECT_BINARY_DIR}/kit/access/${lab}.cmake" CONTENT
+"# Written by cmake/Kit.cmake at configure: ${lab}'s comparison for cmake/access_page.cmake.
+set(ACCESS_LAB [==[${lab}]==])
+set(ACCESS_TOOL [==[$<TARGET_FILE:kit_sectors_agree>]==])
+set(ACCESS_GPU_RUNNER [==[${gpu_runner}]==])
+set(ACCESS_CPU_RUNNER [==[$<TARGET_FILE:${runner_cpu_ref}>]==])
+set(ACCESS_SIZES [==[${mistake_args}]==])
+set(ACCESS_BOUNDS [==[${LAB_SECTORS_BOUNDS}]==])
+set(ACCESS_AGREES ${agrees})
+set(ACCESS_NCU [==[${KIT_NCU}]==])
+")
+    if(LAB_SECTORS_AGREE)
       add_test(NAME ${lab}.reference.sectors_agree COMMAND kit_sectors_agree "${gpu_runner}"
         "$<TARGET_FILE:${runner_cpu_ref}>" ${bounds} -- ${sizes})
       set_tests_properties(${lab}.reference.sectors_agree PROPERTIES LABELS "gpu;reference"
