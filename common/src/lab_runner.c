@@ -449,9 +449,25 @@ static int sectors_only(cml_lab_run *r)
     int rc = lab->prepare(r);
     if (rc != CML_EXIT_OK)
         return rc;
+    /* Steps before the rows (lab 01's probe) are checked by before_rows, as
+     * in --check-only, not one by one: all of them pass or none. */
+    int first_row = lab->first_row_step > 0 ? lab->first_row_step : lab->first_gpu_step, before_wrong = 0;
+    if (lab->before_rows && first_row > lab->first_gpu_step) {
+        int keep = r->args.check_only;
+        r->args.check_only = 1;
+        before_wrong = lab->before_rows(r);
+        r->args.check_only = keep;
+    }
     for (int s = lab->first_gpu_step; s <= lab->nsteps && s < 32; ++s) {
         if (!cml_lab_selected(r, s))
             continue;
+        if (s < first_row) {
+            measured[s] = before_wrong == 0;
+            wrong += before_wrong != 0;
+            if (before_wrong)
+                snprintf(why[s], sizeof why[s], "not measured: its check failed (the lines above)");
+            continue;
+        }
         cml_row row;
         memset(&row, 0, sizeof row);
         if (!cml_lab_check(r, s, &row)) {  /* a wrong step is never measured as if it worked */
