@@ -456,16 +456,34 @@ function(kit_add_lab lab)
     # (a visible skip without a GPU, a CUDA build or Nsight Compute).
     # Which labs, the bounds and the CPU path's expected figures: the
     # manifest's "sectors" (cmake/KitManifest.cmake, docs/lab-manifest.md).
+    set(gpu_runner "")
+    if(KIT_HAVE_CUDA)
+      set(gpu_runner "$<TARGET_FILE:${runner_ref}>")
+    endif()
+    set(bounds "")
+    foreach(b IN LISTS LAB_SECTORS_BOUNDS)
+      list(APPEND bounds --bound "${b}")
+    endforeach()
+    separate_arguments(sizes UNIX_COMMAND "${mistake_args}")
+    # The same comparison for every lab, as tools/gpu-verify access runs it
+    # (cmake/access_page.cmake): the runners, sizes and bounds the test
+    # would use, whether or not the manifest holds the lab to it.
+    set(agrees 0)
     if(LAB_SECTORS_AGREE)
-      set(gpu_runner "")
-      if(KIT_HAVE_CUDA)
-        set(gpu_runner "$<TARGET_FILE:${runner_ref}>")
-      endif()
-      set(bounds "")
-      foreach(b IN LISTS LAB_SECTORS_BOUNDS)
-        list(APPEND bounds --bound "${b}")
-      endforeach()
-      separate_arguments(sizes UNIX_COMMAND "${mistake_args}")
+      set(agrees 1)
+    endif()
+    file(GENERATE OUTPUT "${PROJECT_BINARY_DIR}/kit/access/${lab}.cmake" CONTENT
+"# Written by cmake/Kit.cmake at configure: ${lab}'s comparison for cmake/access_page.cmake.
+set(ACCESS_LAB [==[${lab}]==])
+set(ACCESS_TOOL [==[$<TARGET_FILE:kit_sectors_agree>]==])
+set(ACCESS_GPU_RUNNER [==[${gpu_runner}]==])
+set(ACCESS_CPU_RUNNER [==[$<TARGET_FILE:${runner_cpu_ref}>]==])
+set(ACCESS_SIZES [==[${mistake_args}]==])
+set(ACCESS_BOUNDS [==[${LAB_SECTORS_BOUNDS}]==])
+set(ACCESS_AGREES ${agrees})
+set(ACCESS_NCU [==[${KIT_NCU}]==])
+")
+    if(LAB_SECTORS_AGREE)
       add_test(NAME ${lab}.reference.sectors_agree COMMAND kit_sectors_agree "${gpu_runner}"
         "$<TARGET_FILE:${runner_cpu_ref}>" ${bounds} -- ${sizes})
       set_tests_properties(${lab}.reference.sectors_agree PROPERTIES LABELS "gpu;reference"
@@ -475,8 +493,31 @@ function(kit_add_lab lab)
       endif()
     endif()
     if(NOT LAB_SECTORS_CPU_EXPECT STREQUAL "")
+      # The bank conflicts beside the sectors: the manifest's "counters"
+      # expectations (zero, nonzero) of the two bank-conflict metrics.
+      set(bank_expect "")
+      string(JSON ncounters ERROR_VARIABLE err LENGTH "${LAB_JSON}" counters)
+      if(NOT err AND ncounters GREATER 0)
+        math(EXPR last_counter "${ncounters} - 1")
+        foreach(i RANGE ${last_counter})
+          string(JSON metric GET "${LAB_JSON}" counters ${i} metric)
+          string(JSON nexpect ERROR_VARIABLE err LENGTH "${LAB_JSON}" counters ${i} expect)
+          if(err OR NOT metric MATCHES "^l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_(ld|st)\\.sum$")
+            continue()
+          endif()
+          set(dir "${CMAKE_MATCH_1}")
+          math(EXPR last_expect "${nexpect} - 1")
+          foreach(j RANGE ${last_expect})
+            string(JSON step MEMBER "${LAB_JSON}" counters ${i} expect ${j})
+            string(JSON kind GET "${LAB_JSON}" counters ${i} expect ${step})
+            list(APPEND bank_expect "${step}:${dir}:${kind}")
+          endforeach()
+        endforeach()
+      endif()
+      list(JOIN bank_expect "|" bank_expect)
       _kit_script_test(${lab}.cpu.reference.sectors check_cpu_sectors.cmake "cpu;reference"
-        "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${LAB_SECTORS_CPU_ARGS}" "-DEXPECT=${LAB_SECTORS_CPU_EXPECT}")
+        "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${LAB_SECTORS_CPU_ARGS}" "-DEXPECT=${LAB_SECTORS_CPU_EXPECT}"
+        "-DBANKS=${bank_expect}")
     endif()
   endif()
 

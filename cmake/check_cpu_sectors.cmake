@@ -1,11 +1,17 @@
 # Usage: cmake -DRUNNER=<lab runner built on the CPU path> -DARGS="<args>"
-#              -DEXPECT="<step>:<ld|st>:<sectors per request>|..." -P check_cpu_sectors.cmake
+#              -DEXPECT="<step>:<ld|st>:<sectors per request>|..."
+#              [-DBANKS="<step>:<ld|st>:<zero|nonzero>|..."] -P check_cpu_sectors.cmake
 # The CPU path's runner with --sectors: `RUNNER --sectors --json ARGS` must
 # exit 0, measure every step it lists, and give each listed step's kernels
 # (their launches summed) the expected global-memory sectors per request, to
 # two decimals: the numbers Nsight Compute gave for the same steps and
 # sizes on a GPU (an H200), so a change to the CPU path's counts that parts
-# from a GPU's shows here, without one.
+# from a GPU's shows here, without one. Every launch carries its
+# shared-memory bank conflicts (ld_bank_conflicts, st_bank_conflicts: the
+# runtime's bank model, never null on the CPU path), and each BANKS entry's
+# step, its launches summed, has none (zero) or some (nonzero) in that
+# direction: the manifest's "counters" expectations of the bank-conflict
+# metrics (cmake/Kit.cmake passes them).
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 execute_process(COMMAND "${RUNNER}" --sectors --json ${args}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 800)
@@ -62,6 +68,45 @@ foreach(want IN LISTS EXPECT)
   message("step ${step} ${dir}: ${got} sectors per request (${sectors} sectors, ${requests} requests), expected ${ratio}")
   if(NOT got STREQUAL ratio)
     list(APPEND problems "step ${step} ${dir}: ${got} sectors per request, expected ${ratio} (a GPU's)")
+  endif()
+endforeach()
+if(nlaunches GREATER 0)
+  math(EXPR lastl "${nlaunches} - 1")
+  foreach(k RANGE ${lastl})
+    foreach(key ld_bank_conflicts st_bank_conflicts)
+      string(JSON type ERROR_VARIABLE jerr TYPE "${out}" launches ${k} ${key})
+      if(NOT type STREQUAL "NUMBER")
+        string(JSON s GET "${out}" launches ${k} step)
+        list(APPEND problems "step ${s}'s launch ${k}: \"${key}\" is ${type}${jerr}, not a count")
+      endif()
+    endforeach()
+  endforeach()
+endif()
+string(REPLACE "|" ";" BANKS "${BANKS}")
+foreach(want IN LISTS BANKS)
+  string(REPLACE ":" ";" want "${want}")
+  list(GET want 0 step)
+  list(GET want 1 dir)
+  list(GET want 2 kind)
+  set(conflicts 0)
+  set(launches 0)
+  if(nlaunches GREATER 0)
+    foreach(k RANGE ${lastl})
+      string(JSON s GET "${out}" launches ${k} step)
+      string(JSON c ERROR_VARIABLE jerr GET "${out}" launches ${k} ${dir}_bank_conflicts)
+      if(s EQUAL step AND c MATCHES "^[0-9]+$")
+        math(EXPR conflicts "${conflicts} + ${c}")
+        math(EXPR launches "${launches} + 1")
+      endif()
+    endforeach()
+  endif()
+  message("step ${step} ${dir}: ${conflicts} shared-memory bank conflicts (${launches} launches), expected ${kind}")
+  if(launches EQUAL 0)
+    list(APPEND problems "step ${step} ${dir}: no launch with bank conflicts counted")
+  elseif(kind STREQUAL "zero" AND NOT conflicts EQUAL 0)
+    list(APPEND problems "step ${step} ${dir}: ${conflicts} bank conflicts, expected none")
+  elseif(kind STREQUAL "nonzero" AND conflicts EQUAL 0)
+    list(APPEND problems "step ${step} ${dir}: no bank conflicts, expected some")
   endif()
 endforeach()
 if(problems)

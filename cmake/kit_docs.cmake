@@ -68,7 +68,10 @@ One folder per GPU, one page per lab (and data type or shape), each written
 by the lab's reference runner on that GPU (`<stem>_run_ref --markdown FILE`,
 and `--json` for the `.json` files) and dated. Nothing here is typed by
 hand: the pages come from `tools/gpu-verify results` (see its `--help`), and
-this index from `cmake -DMODE=write -P cmake/kit_docs.cmake`.
+this index from `cmake -DMODE=write -P cmake/kit_docs.cmake`. A folder's
+`access.md` (`tools/gpu-verify access`) sets every lab's global-memory
+sectors per request and shared-memory bank conflicts, as Nsight Compute
+measured them on that GPU, beside the CPU path's counts of the same kernels.
 ")
 file(GLOB gpu_dirs LIST_DIRECTORIES true "${SOURCE_DIR}/docs/results/*")
 list(SORT gpu_dirs)
@@ -88,6 +91,15 @@ foreach(dir IN LISTS gpu_dirs)
   set(links "")
   foreach(page IN LISTS pages)
     file(STRINGS "${dir}/${page}" first LIMIT_COUNT 1)
+    if(page STREQUAL "access.md")  # every lab's, from cmake/access_page.cmake
+      if(NOT first MATCHES "^# Memory access on (.+): the CPU path against Nsight Compute$")
+        message(FATAL_ERROR "docs/results/${gpu_dir}/access.md does not open with '# Memory access on <GPU>: the CPU "
+                            "path against Nsight Compute': not the page tools/gpu-verify access writes")
+      endif()
+      set(gpu_name "${CMAKE_MATCH_1}")
+      string(APPEND links "\n  - [every lab's memory access: the CPU path against Nsight Compute](${gpu_dir}/access.md)")
+      continue()
+    endif()
     if(first MATCHES "^# ([0-9][0-9]_[a-z0-9_]+) on (.+)$")
       set(lab "${CMAKE_MATCH_1}")
       set(gpu_name "${CMAKE_MATCH_2}")

@@ -143,12 +143,13 @@ static void help(const cml_lab *lab)
     }
 #ifdef CML_CPU_BACKEND
     option_line("--sectors", "check the steps, then print each launch's global loads and\n"
-                             "stores: requests, 32-byte sectors, sectors per request, and\n"
-                             "per source line the ideal (emulated: CML_CPU_CHECK=sectors)");
+                             "stores: requests, 32-byte sectors, sectors per request, its\n"
+                             "shared-memory bank conflicts, and per source line the ideal\n"
+                             "(emulated: CML_CPU_CHECK=sectors,banks)");
 #else
     option_line("--sectors", "check the steps, then print each launch's global loads and\n"
                              "stores: requests, 32-byte sectors and sectors per request,\n"
-                             "read by Nsight Compute (ncu)");
+                             "and its shared-memory bank conflicts, read by Nsight Compute (ncu)");
 #endif
     if (lab->sweep_size) {
 #ifdef CML_CPU_BACKEND
@@ -314,9 +315,12 @@ int cml_lab_ncu(const cml_lab_run *r, unsigned steps, const char *const *args, c
 #define EMULATED CML_LAB_EMULATED
 #define EMULATED_TEXT (CML_LAB_EMULATED ? "true" : "false")
 
+/* One ncu run (on the CPU path one run under CML_CPU_CHECK=sectors,banks)
+ * gives all six: coalescing, and the bank conflicts beside it. */
 static const char *const sector_metrics[] = {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS,
-                                             CML_NCU_GLOBAL_ST_REQUESTS, CML_NCU_GLOBAL_ST_SECTORS};
-enum { LD_REQUESTS, LD_SECTORS, ST_REQUESTS, ST_SECTORS };
+                                             CML_NCU_GLOBAL_ST_REQUESTS, CML_NCU_GLOBAL_ST_SECTORS,
+                                             CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_SHARED_ST_CONFLICTS};
+enum { LD_REQUESTS, LD_SECTORS, ST_REQUESTS, ST_SECTORS, LD_CONFLICTS, ST_CONFLICTS, N_SECTOR_METRICS };
 
 /* A kernel's name as ncu prints it ("void k<256u, int>(const T1 *, T1 *,
  * unsigned long)") or the CPU path does ("k<256u,int>"), the same way for
@@ -350,6 +354,13 @@ static void print_direction(const char *op, double requests, double sectors)
                per_request(sectors, requests));
 }
 
+/* "ld 84" or "ld not measured": one direction's shared-memory bank conflicts. */
+static void print_conflicts(const char *op, double conflicts)
+{
+    char c[32];
+    printf("%s %s", op, conflicts < 0.0 ? "not measured" : cml_with_commas(conflicts, c, sizeof c));
+}
+
 static void json_value(FILE *out, const char *key, double v)
 {
     if (v >= 0.0)
@@ -377,6 +388,8 @@ static void print_step_sectors(const cml_lab_run *r, int step, const cml_ncu_cou
             json_value(stdout, "ld_sectors", v[LD_SECTORS]);
             json_value(stdout, "st_requests", v[ST_REQUESTS]);
             json_value(stdout, "st_sectors", v[ST_SECTORS]);
+            json_value(stdout, "ld_bank_conflicts", v[LD_CONFLICTS]);
+            json_value(stdout, "st_bank_conflicts", v[ST_CONFLICTS]);
             printf("}");
             continue;
         }
@@ -384,6 +397,10 @@ static void print_step_sectors(const cml_lab_run *r, int step, const cml_ncu_cou
         print_direction("ld", v[LD_REQUESTS], v[LD_SECTORS]);
         printf("; ");
         print_direction("st", v[ST_REQUESTS], v[ST_SECTORS]);
+        printf("; shared-memory bank conflicts: ");
+        print_conflicts("ld", v[LD_CONFLICTS]);
+        printf(", ");
+        print_conflicts("st", v[ST_CONFLICTS]);
         printf("\n");
     }
 }
@@ -415,9 +432,11 @@ static void print_step_lines(const cml_lab_run *r, int step, const cml_ncu_count
 }
 
 /* --sectors: each chosen step checked once here, then measured alone in a
- * run of this program under ncu (on the CPU path: CML_CPU_CHECK=sectors),
+ * run of this program under ncu (on the CPU path: CML_CPU_CHECK=sectors,banks),
  * `--check-only --step N` and the lab's own options as given. Text: a line
- * per launch, then (CPU path) per source line; JSON: {"lab", "emulated",
+ * per launch (its global sectors and shared-memory bank conflicts, the
+ * latter reported, never compared), then (CPU path) per source line; JSON:
+ * {"lab", "emulated",
  * "metrics", "steps": [{"step", "ident", "available", "reason"}],
  * "launches": [...], "lines": [...]}, one launch or line a line. */
 static int sectors_only(cml_lab_run *r)
@@ -430,9 +449,25 @@ static int sectors_only(cml_lab_run *r)
     int rc = lab->prepare(r);
     if (rc != CML_EXIT_OK)
         return rc;
+    /* Steps before the rows (lab 01's probe) are checked by before_rows, as
+     * in --check-only, not one by one: all of them pass or none. */
+    int first_row = lab->first_row_step > 0 ? lab->first_row_step : lab->first_gpu_step, before_wrong = 0;
+    if (lab->before_rows && first_row > lab->first_gpu_step) {
+        int keep = r->args.check_only;
+        r->args.check_only = 1;
+        before_wrong = lab->before_rows(r);
+        r->args.check_only = keep;
+    }
     for (int s = lab->first_gpu_step; s <= lab->nsteps && s < 32; ++s) {
         if (!cml_lab_selected(r, s))
             continue;
+        if (s < first_row) {
+            measured[s] = before_wrong == 0;
+            wrong += before_wrong != 0;
+            if (before_wrong)
+                snprintf(why[s], sizeof why[s], "not measured: its check failed (the lines above)");
+            continue;
+        }
         cml_row row;
         memset(&row, 0, sizeof row);
         if (!cml_lab_check(r, s, &row)) {  /* a wrong step is never measured as if it worked */
@@ -451,13 +486,13 @@ static int sectors_only(cml_lab_run *r)
     const char *const *words = r->lab_words;
     for (int s = 1; s < 32; ++s)
         if (measured[s])
-            measured[s] = cml_lab_ncu(r, 1u << (s - 1), words, sector_metrics, 4, NULL, 0, &c[s], why[s],
-                                      sizeof why[s]);
+            measured[s] = cml_lab_ncu(r, 1u << (s - 1), words, sector_metrics, N_SECTOR_METRICS, NULL, 0, &c[s],
+                                      why[s], sizeof why[s]);
     if (r->args.json) {
         printf("{\"lab\": ");
         cml_json_string(stdout, lab->name);
         printf(", \"emulated\": %s, \"metrics\": [", EMULATED_TEXT);
-        for (int m = 0; m < 4; ++m)
+        for (int m = 0; m < N_SECTOR_METRICS; ++m)
             printf("%s\"%s\"", m ? ", " : "", sector_metrics[m]);
         printf("],\n \"steps\": [");
         int listed = 0;
@@ -495,10 +530,12 @@ static int sectors_only(cml_lab_run *r)
     }
     if (EMULATED)
         printf("(emulated: the CPU path's counts of every global access (CML_CPU_CHECK=sectors), grouped into warp "
-               "instructions;\nideal: the fewest 32-byte sectors that hold the bytes the lanes touched)\n");
+               "instructions;\nideal: the fewest 32-byte sectors that hold the bytes the lanes touched; bank "
+               "conflicts:\nthe runtime's bank model (CML_CPU_CHECK=banks), wavefronts beyond one per request)\n");
     else
-        printf("(Nsight Compute: %s, %s and their _st twins; per source line\nand the ideal: %s_cpu --sectors, "
-               "the CPU path's counts)\n", sector_metrics[LD_SECTORS], sector_metrics[LD_REQUESTS], lab->prog);
+        printf("(Nsight Compute: %s, %s,\n%s and their _st twins; per source line\nand the ideal: %s_cpu "
+               "--sectors, the CPU path's counts)\n", sector_metrics[LD_SECTORS], sector_metrics[LD_REQUESTS],
+               sector_metrics[LD_CONFLICTS], lab->prog);
     return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
 }
 

@@ -187,38 +187,14 @@ static int append_program(char *cmd, size_t cap, const char *exe, const char *co
     return ok;
 }
 
-/* Runs cmd through the shell and returns everything it printed (malloc'd,
- * NUL-terminated), its wait status in *status; NULL with out->reason set
- * when it cannot start or the output cannot be held. */
+/* cml_run_read, with out->reason set when it gives nothing. */
 static char *run_and_read(const char *cmd, int *status, cml_ncu_counts *out, const char *what)
 {
-    FILE *pipe = popen(cmd, "r");
-    if (pipe == NULL) {
-        snprintf(out->reason, sizeof out->reason, "cannot start %s", what);
-        return NULL;
-    }
-    size_t cap = 1 << 16, len = 0;
-    char *text = malloc(cap);
-    size_t got;
-    while (text && (got = fread(text + len, 1, cap - len - 1, pipe)) > 0) {
-        len += got;
-        if (len + 1 == cap) {
-            char *bigger = realloc(text, cap * 2);
-            if (bigger == NULL) {
-                free(text);
-                text = NULL;
-                break;
-            }
-            text = bigger;
-            cap *= 2;
-        }
-    }
-    *status = pclose(pipe);
-    if (text == NULL) {
-        snprintf(out->reason, sizeof out->reason, "out of memory reading the output of %s", what);
-        return NULL;
-    }
-    text[len] = '\0';
+    *status = -1;
+    char *text = cml_run_read(cmd, status);
+    if (text == NULL)
+        snprintf(out->reason, sizeof out->reason, "%s %s",
+                 *status == -1 ? "cannot start" : "out of memory reading the output of", what);
     return text;
 }
 
@@ -233,7 +209,9 @@ static char *run_and_read(const char *cmd, int *status, cml_ncu_counts *out, con
  * totals only ("cml-cpu banks: <kernel> total ld conflicts=<C> ..."): then
  * each step of the "--step" list runs alone and its matching kernels'
  * totals, summed, are one launch (right for a step that launches its kernel
- * once). A metric the check does not count has no value (-1). */
+ * once). A metric the check does not count has no value (-1). Metrics of
+ * both kinds: one run under CML_CPU_CHECK=sectors,banks, whose two kinds of
+ * launch lines (one of each per launch) are paired in order. */
 typedef struct stand_in {
     const char *check;                       /* its CML_CPU_CHECK name */
     const char *what;                        /* for messages */
@@ -246,16 +224,18 @@ typedef struct stand_in {
 #define BANKS_TAG "cml-cpu banks: "
 #define SECTORS_TAG "cml-cpu sectors: "
 #define SECTOR_FIELDS "ld requests=%lld sectors=%lld ideal=%lld st requests=%lld sectors=%lld ideal=%lld"
+/* In the order their launch lines are read: the sector counts (a line for
+ * every launch) first, then the bank counts are paired with them. */
 static const stand_in stand_ins[] = {
-    {"banks", "bank accounting", BANKS_TAG, BANKS_TAG "launch %63s ld conflicts=%lld st conflicts=%lld",
-     BANKS_TAG "%63s total ld conflicts=%lld st conflicts=%lld", 2,
-     {CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_SHARED_ST_CONFLICTS}},
     {"sectors", "sector counts", SECTORS_TAG, SECTORS_TAG "launch %63s " SECTOR_FIELDS,
      SECTORS_TAG "%63s total " SECTOR_FIELDS, 6,
      {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS, NULL, CML_NCU_GLOBAL_ST_REQUESTS,
       CML_NCU_GLOBAL_ST_SECTORS, NULL}},
+    {"banks", "bank accounting", BANKS_TAG, BANKS_TAG "launch %63s ld conflicts=%lld st conflicts=%lld",
+     BANKS_TAG "%63s total ld conflicts=%lld st conflicts=%lld", 2,
+     {CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_SHARED_ST_CONFLICTS}},
 };
-enum { N_STAND_INS = sizeof stand_ins / sizeof stand_ins[0] };
+enum { N_STAND_INS = sizeof stand_ins / sizeof stand_ins[0], BANKS_KIND = 1 };
 
 static int counts_metric(const stand_in *si, const char *metric)
 {
@@ -282,12 +262,22 @@ static double metric_of(const stand_in *si, const char *metric, const long long 
     return -1.0;
 }
 
-static void add_launch(const stand_in *si, const char *kernel, const long long *field, const char *const *metrics,
-                       int nmetrics, cml_ncu_counts *out)
+/* The k-th launch of this kind: a new launch, or, when another kind's
+ * lines made it already (the same kernel), its metrics added to it. */
+static void add_launch(const stand_in *si, int k, const char *kernel, const long long *field,
+                       const char *const *metrics, int nmetrics, cml_ncu_counts *out)
 {
+    if (k < out->nkernels) {
+        if (strcmp(out->kernel[k], kernel) != 0)
+            return;  /* not the same launch: its values stay unknown (-1) */
+        for (int m = 0; m < nmetrics; ++m)
+            if (counts_metric(si, metrics[m]))
+                out->value[k][m] = metric_of(si, metrics[m], field);
+        return;
+    }
     if (out->nkernels == CML_NCU_MAX_KERNELS)
         return;
-    int k = out->nkernels++;
+    k = out->nkernels++;
     snprintf(out->kernel[k], sizeof out->kernel[k], "%s", kernel);
     for (int m = 0; m < CML_NCU_MAX_METRICS; ++m)
         out->value[k][m] = m < nmetrics ? metric_of(si, metrics[m], field) : -1.0;
@@ -324,6 +314,7 @@ static void parse_lines(const stand_in *si, const char *text, int per_launch, co
     const char *form = per_launch ? si->launch_form : si->total_form;
     long long sum[6] = {0};
     char first[64] = "";
+    int nth = 0;  /* this kind's launches so far */
     for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL) {
         char kernel[64];
         long long f[6] = {0};
@@ -333,7 +324,7 @@ static void parse_lines(const stand_in *si, const char *text, int per_launch, co
             !kernel_wanted(kernel, filter, have_re ? &re : NULL))
             continue;
         if (per_launch) {
-            add_launch(si, kernel, f, metrics, nmetrics, out);
+            add_launch(si, nth++, kernel, f, metrics, nmetrics, out);
             continue;
         }
         if (first[0] == '\0')
@@ -342,43 +333,42 @@ static void parse_lines(const stand_in *si, const char *text, int per_launch, co
             sum[k] += f[k];
     }
     if (!per_launch && first[0])
-        add_launch(si, first, sum, metrics, nmetrics, out);
+        add_launch(si, out->nkernels, first, sum, metrics, nmetrics, out);
     if (have_re)
         regfree(&re);
     out->nmetrics = nmetrics;
 }
 
-/* The check's lines of one run of exe with args (stderr; stdout dropped). */
-static char *check_run(const stand_in *si, const char *exe, const char *const *args, cml_ncu_counts *out)
+/* The checks' lines of one run of exe with args (stderr; stdout dropped):
+ * the stand-ins of the bits of `kinds`. */
+static char *check_run(unsigned kinds, const char *exe, const char *const *args, cml_ncu_counts *out)
 {
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "CML_CPU_CHECK=%s", si->check);
+    char cmd[8192] = "CML_CPU_CHECK=", what[64] = "";
+    for (int k = 0, n = 0; k < N_STAND_INS; ++k)
+        if (kinds & (1u << k)) {
+            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), "%s%s", n ? "," : "", stand_ins[k].check);
+            snprintf(what + strlen(what), sizeof what - strlen(what), "%s%s", n++ ? " and " : "the CPU path's ",
+                     stand_ins[k].what);
+        }
     if (!append_program(cmd, sizeof cmd, exe, args)) {
         snprintf(out->reason, sizeof out->reason, "the command line is too long");
         return NULL;
     }
     strncat(cmd, " 2>&1 >/dev/null", sizeof cmd - strlen(cmd) - 1);
     int status = 0;
-    char what[64];
-    snprintf(what, sizeof what, "the CPU path's %s", si->what);
     return run_and_read(cmd, &status, out, what);
 }
 
-/* The stand-in that counts the metrics: all of them of one kind. */
-static const stand_in *stand_in_for(const char *const *metrics, int nmetrics, cml_ncu_counts *out)
+/* The stand-ins that count the metrics, a bit each; none: the bank run
+ * (every value -1). */
+static unsigned kinds_for(const char *const *metrics, int nmetrics)
 {
-    const stand_in *found = NULL;
+    unsigned kinds = 0;
     for (int k = 0; k < N_STAND_INS; ++k)
         for (int m = 0; m < nmetrics; ++m)
-            if (counts_metric(&stand_ins[k], metrics[m])) {
-                if (found != NULL && found != &stand_ins[k]) {
-                    snprintf(out->reason, sizeof out->reason,
-                             "the CPU path counts bank conflicts and sectors in separate runs: ask for one kind");
-                    return NULL;
-                }
-                found = &stand_ins[k];
-            }
-    return found != NULL ? found : &stand_ins[0]; /* none it counts: the bank run, every value -1 */
+            if (counts_metric(&stand_ins[k], metrics[m]))
+                kinds |= 1u << k;
+    return kinds != 0 ? kinds : 1u << BANKS_KIND;
 }
 
 int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
@@ -386,18 +376,22 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
 {
     if (!start_counts(out, nmetrics))
         return 0;
-    const stand_in *si = stand_in_for(metrics, nmetrics, out);
-    if (si == NULL)
-        return 0;
-    char *text = check_run(si, exe, args, out);
+    unsigned kinds = kinds_for(metrics, nmetrics);
+    char *text = check_run(kinds, exe, args, out);
     if (text == NULL)
         return 0;
-    char launch_tag[64];
-    snprintf(launch_tag, sizeof launch_tag, "%slaunch ", si->tag);
-    if (strstr(text, launch_tag) != NULL) {
-        parse_lines(si, text, 1, metrics, nmetrics, filter, out);
-    } else {
-        /* Totals only: each step of the "--step" list alone. */
+    const stand_in *si = &stand_ins[__builtin_ctz(kinds)];  /* the first kind: the messages' */
+    int any_launch = 0;
+    for (int k = 0; k < N_STAND_INS; ++k) {
+        char launch_tag[64];
+        snprintf(launch_tag, sizeof launch_tag, "%slaunch ", stand_ins[k].tag);
+        if ((kinds & (1u << k)) && strstr(text, launch_tag) != NULL) {
+            parse_lines(&stand_ins[k], text, 1, metrics, nmetrics, filter, out);
+            any_launch = 1;
+        }
+    }
+    if (!any_launch && (kinds & (kinds - 1)) == 0) {
+        /* Totals only (one kind): each step of the "--step" list alone. */
         const char *one[32];
         int n = 0, at = -1;
         for (int k = 0; args && args[k] && n < 31; ++k) {
@@ -414,7 +408,7 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
         for (char *save = NULL, *step = at >= 0 ? strtok_r(list, ",", &save) : NULL; step;
              step = strtok_r(NULL, ",", &save)) {
             one[at] = step;
-            char *part = check_run(si, exe, one, out);
+            char *part = check_run(kinds, exe, one, out);
             if (part == NULL)
                 break;
             parse_lines(si, part, 0, metrics, nmetrics, filter, out);
@@ -433,7 +427,7 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     else if (out->reason[0] == '\0')
         snprintf(out->reason, sizeof out->reason,
                  "the CPU path's %s (CML_CPU_CHECK=%s) reported no launch of the lab's kernels", si->what,
-                 si->check);
+                 (kinds & (kinds - 1)) == 0 ? si->check : "sectors,banks");
     return out->available;
 }
 #else

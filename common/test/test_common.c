@@ -473,13 +473,32 @@ Test(ncu, reads_the_cpu_paths_sector_lines_per_launch_and_source_line)
               c.line[0].ideal);
 }
 
-Test(ncu, counts_bank_conflicts_and_sectors_in_separate_runs)
+/* Both kinds at once (the runners' --sectors): one run under
+ * CML_CPU_CHECK=sectors,banks, each launch's bank line paired with its
+ * sector line in order; a launch without a bank line keeps -1 there. */
+Test(ncu, counts_bank_conflicts_and_sectors_in_one_run_paired_per_launch)
 {
-    const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_GLOBAL_LD_SECTORS};
-    const char *args[] = {"-c", "exit 0", NULL};
+    const char *metrics[] = {CML_NCU_GLOBAL_LD_SECTORS, CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_SHARED_ST_CONFLICTS};
+    const char *args[] = {
+        "-c",
+        "case \"$CML_CPU_CHECK\" in sectors,banks) ;; *) echo \"wrong check: $CML_CPU_CHECK\" >&2; exit 1;; esac; "
+        "echo 'cml-cpu sectors: launch tile_kernel ld requests=4 sectors=16 ideal=16 st requests=4 sectors=16 "
+        "ideal=16' >&2; "
+        "echo 'cml-cpu banks: launch tile_kernel ld conflicts=124 st conflicts=0' >&2; "
+        "echo 'cml-cpu sectors: launch padded_kernel ld requests=4 sectors=20 ideal=16 st requests=0 sectors=0 "
+        "ideal=0' >&2; "
+        "echo 'cml-cpu banks: launch padded_kernel ld conflicts=0 st conflicts=3' >&2; "
+        "echo 'cml-cpu sectors: launch copy_kernel ld requests=4 sectors=16 ideal=16 st requests=4 sectors=16 "
+        "ideal=16' >&2",
+        NULL};
     cml_ncu_counts c;
-    cr_expect_eq(cml_ncu_collect("/bin/sh", args, metrics, 2, NULL, &c), 0);
-    cr_expect(strstr(c.reason, "separate runs") != NULL, "reason: %s", c.reason);
+    cr_assert_eq(cml_ncu_collect("/bin/sh", args, metrics, 3, NULL, &c), 1, "reason: %s", c.reason);
+    cr_assert_eq(c.nkernels, 3, "three launches, got %d", c.nkernels);
+    const double want[3][3] = {{16, 124, 0}, {20, 0, 3}, {16, -1, -1}};
+    for (int k = 0; k < 3; ++k)
+        for (int m = 0; m < 3; ++m)
+            cr_expect(c.value[k][m] == want[k][m], "launch %d (%s), %s: got %g, want %g", k + 1, c.kernel[k],
+                      metrics[m], c.value[k][m], want[k][m]);
 }
 
 Test(ncu, says_so_when_the_cpu_path_has_no_bank_model)
@@ -799,12 +818,22 @@ Test(lab_runner, sectors_measures_each_checked_step_under_ncu_with_the_labs_opti
         "\"7\",\"(256, 1, 1)\",\"(4, 1, 1)\",\"0\",\"9.0\",\"m\",\"l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum\","
         "\"\",\"36\"\n";
     strncat(csv, poison, sizeof csv - strlen(csv) - 1);
+    static const char conflicts[] =  /* the load's bank conflicts; none for the stores: not measured */
+        "\"12\",\"1619\",\"reduction_run_ref\",\"127.0.0.1\",\"void reduce_kernel3<int>(const T1 *, T1 *, unsigned long)\","
+        "\"1\",\"7\",\"(512, 1, 1)\",\"(1954, 1, 1)\",\"0\",\"9.0\",\"Command line profiler metrics\","
+        "\"l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum\",\"\",\"1,084\"\n";
+    char *second = strstr(csv, "\"12\""); /* among the launch's rows (one ID, one launch) */
+    cr_assert_not_null(second);
+    static char rest[4096];
+    snprintf(rest, sizeof rest, "%s", second);
+    snprintf(second, sizeof csv - (size_t)(second - csv), "%s%s", conflicts, rest);
     fake_ncu(script, sizeof script, args_file, csv);
     gpu_present = 1;
     int rc = run_fake(out, sizeof out, "--sectors --size 9");
     cr_expect_eq(rc, CML_EXIT_FAIL, "step 3 is wrong: exit 1\n%s", out);
     cr_expect(strstr(out, "step 2 gpu_ok: reduce_kernel3<int>: ld 31,251 requests, 125,001 sectors, 4.00 per "
-                          "request; st 1,954 requests, 1,954 sectors, 1.00 per request\n") != NULL,
+                          "request; st 1,954 requests, 1,954 sectors, 1.00 per request; shared-memory bank "
+                          "conflicts: ld 1,084, st not measured\n") != NULL,
               "the launch's line:\n%s", out);
     cr_expect(strstr(out, "cml_fill32") == NULL, "the kit's own kernels are left out:\n%s", out);
     cr_expect(strstr(out, "step 3 gpu_wrong: sectors not available: not measured: expected 1, got 2\n") != NULL,
@@ -814,12 +843,14 @@ Test(lab_runner, sectors_measures_each_checked_step_under_ncu_with_the_labs_opti
     cr_assert(f != NULL && fgets(given, sizeof given, f) != NULL, "the fake ncu ran");
     fclose(f);
     cr_expect(strstr(given, "l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum") != NULL &&
+                  strstr(given, "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum") != NULL &&
                   strstr(given, "--check-only --step 2 --size 9") != NULL,
               "ncu's arguments: the metrics, then the step alone with the lab's options: %s", given);
     rc = run_fake(out, sizeof out, "--sectors --json --step 2");
     cr_expect_eq(rc, CML_EXIT_OK, "%s", out);
     cr_expect(strstr(out, "{\"step\": 2, \"ident\": \"gpu_ok\", \"kernel\": \"reduce_kernel3<int>\", \"ld_requests\": "
-                          "31251, \"ld_sectors\": 125001, \"st_requests\": 1954, \"st_sectors\": 1954}") != NULL,
+                          "31251, \"ld_sectors\": 125001, \"st_requests\": 1954, \"st_sectors\": 1954, "
+                          "\"ld_bank_conflicts\": 1084, \"st_bank_conflicts\": null}") != NULL,
               "the launch in the JSON:\n%s", out);
     cr_expect(strstr(out, "\"emulated\": false") != NULL, "%s", out);
     unlink(args_file);

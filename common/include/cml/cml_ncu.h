@@ -18,7 +18,7 @@ extern "C" {
 #endif
 
 #define CML_NCU_MAX_KERNELS 64
-#define CML_NCU_MAX_METRICS 4
+#define CML_NCU_MAX_METRICS 6
 #define CML_NCU_MAX_LINES 64
 
 /* The shared-memory bank-conflict counters (conflicts = wavefronts beyond
@@ -66,8 +66,10 @@ typedef struct cml_ncu_counts {
  * The program under ncu must not itself call cml_ncu_collect.
  * On the CPU path (common/cpu) the runtime's counts stand in for ncu: the
  * program runs with CML_CPU_CHECK=banks for the bank-conflict metrics or
- * =sectors for the global ones (one kind a call; any other metric has no
- * value, -1), and with sectors, out->line holds the source lines too. */
+ * =sectors for the global ones (both kinds in one call: one run under
+ * CML_CPU_CHECK=sectors,banks, its launch lines paired in order; any other
+ * metric has no value, -1), and with sectors, out->line holds the source
+ * lines too. */
 int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
                     const char *filter, cml_ncu_counts *out);
 
@@ -80,6 +82,12 @@ int cml_self_exe(char *buf, size_t len);
  * separators ("1,024"). Returns the number of launches found. Exposed for
  * host tests; cml_ncu_collect calls it. */
 int cml_ncu_parse_csv(const char *text, const char *const *metrics, int nmetrics, cml_ncu_counts *out);
+
+/* Runs cmd through the shell (popen) and returns all it printed on stdout,
+ * malloc'd and NUL-terminated, and its wait status (as pclose gives it) in
+ * *status; NULL when it cannot start or the output cannot be held. Shared
+ * by the ncu runs here and kit_sectors_agree (common/src/run_read.c). */
+char *cml_run_read(const char *cmd, int *status);
 
 #ifdef __cplusplus
 }
