@@ -8,10 +8,12 @@
 // 16 bytes per access, COPY_UNROLL accesses in flight per thread: each block
 // copies one chunk of COPY_UNROLL x COPY_THREADS int4, thread t the elements
 // t, t + COPY_THREADS, ... of it (every warp access one coalesced 512-byte
-// run), all loads before any store. On an H200 at 1 GiB this form reached
-// 0.968x cudaMemcpy where one wave of blocks striding over the array with one
-// int4 at a time reached 0.925x (the kit's measurement, 2026-11-29).
-enum { COPY_THREADS = 256, COPY_UNROLL = 4, COPY_CHUNK = COPY_THREADS * COPY_UNROLL };
+// run), all loads before any store. On an H200 (the kit's measurement,
+// 2026-11-29, cudaMemcpy timed before and after each form) 1024 threads x 2
+// reached 0.982x cudaMemcpy at 1 GiB and 0.992x at 512 MiB, where 256 x 4
+// reached 0.957x and 0.963x, 512 x 8 0.978x and 0.983x, and one wave of
+// blocks striding over the array one int4 at a time 0.925x.
+enum { COPY_THREADS = 1024, COPY_UNROLL = 2, COPY_CHUNK = COPY_THREADS * COPY_UNROLL };
 
 __global__ void __launch_bounds__(COPY_THREADS)
 cml_copy16_kernel(const int4 *__restrict__ in, int4 *__restrict__ out, size_t n)
