@@ -357,7 +357,7 @@ static const char *const style =
     "  .used { fill: #2f62b3; }\n"
     "  .line128 { fill: none; stroke: #1d1f23; stroke-width: 1.5; }\n"
     "  .wire { stroke: #4f79b8; stroke-opacity: 0.85; }\n"
-    "  .rule { stroke: #c5cbd3; }\n"
+    "  .rule { fill: #c5cbd3; }\n"
     "  @media (prefers-color-scheme: dark) {\n"
     "    .bg { fill: #15171b; }\n"
     "    .fg, .code { fill: #e4e6ea; }\n"
@@ -371,7 +371,7 @@ static const char *const style =
     "    .used { fill: #8db4f2; }\n"
     "    .line128 { stroke: #e4e6ea; }\n"
     "    .wire { stroke: #8db4f2; }\n"
-    "    .rule { stroke: #3a414d; }\n"
+    "    .rule { fill: #3a414d; }\n"
     "  }\n"
     "</style>\n";
 
@@ -736,7 +736,7 @@ int cml_access_svg(FILE *out, const char *title, const cml_access *shared, const
         return -1;
     double y = TITLE_H + 14;
     y = shared ? shared_panel(mem, shared, y) : none_panel(mem, "shared", none_shared, y);
-    fprintf(mem, "<line x1=\"16\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" class=\"rule\"/>\n", y - 8, W - 16, y - 8);
+    fprintf(mem, "<rect x=\"16\" y=\"%.1f\" width=\"%d\" height=\"1\" class=\"rule\"/>\n", y - 8, W - 32);
     y = global ? global_panel(mem, global, y + 14) : none_panel(mem, "global", none_global, y + 14);
     text_at(mem, 16, y + 4, "dim", 11, NULL, footer);
     fclose(mem);
