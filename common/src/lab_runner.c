@@ -231,7 +231,7 @@ static void picture_args(const cml_lab_run *r, int argc, char **argv)
                     strlen(w);
         fprintf(stderr, " %s%s%s%s", plain ? "" : "'", w, i == 0 ? "_cpu" : "", plain ? "" : "'");
     }
-    fprintf(stderr, "\n(build it with: cmake --build build --target %s_cpu)\n", lab->prog);
+    fprintf(stderr, "\n(build it with: cmake --build build --target %s_cpu)\n", r->args.prog);
     exit(CML_EXIT_USAGE);
 }
 
@@ -1057,7 +1057,8 @@ int cml_lab_main(const cml_lab *lab, void *data, size_t data_size, int argc, cha
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0 || strcmp(a, "--counters") == 0 ||
             strcmp(a, "--sectors") == 0 || strcmp(a, "--picture") == 0) {
-            fprintf(stderr, "%s: %s does not go with --then (one JSON document, page or counters run a process)\n",
+            fprintf(stderr, "%s: %s does not go with --then (one JSON document, page, counters or picture run a "
+                    "process)\n",
                     argc > 0 ? argv[0] : lab->prog, a);
             return CML_EXIT_USAGE;
         }
