@@ -344,6 +344,16 @@ enum { W = 1000, LEFT = 84, PITCH = 28, CELL = 24, TITLE_H = 40 };
 static const char *const style =
     "<style>\n"
     "  text { font-family: 'DejaVu Sans', Verdana, Arial, sans-serif; }\n"
+    "  .m { text-anchor: middle; } .e { text-anchor: end; }\n"
+    "  .t8 { font-size: 8px; } .t9 { font-size: 9px; } .t10 { font-size: 10px; } .t11 { font-size: 11px; }\n"
+    "  .t12 { font-size: 12px; } .t13 { font-size: 13px; } .t14 { font-size: 14px; } .t15 { font-size: 15px; }\n"
+    "  .t18 { font-size: 18px; }\n"
+    "  .n { fill: #ffffff; font-size: 11px; font-weight: bold; text-anchor: middle; }\n"
+    "  .w { stroke-width: 1.3; stroke-opacity: 0.8; }\n"
+    "  .s1 { stroke: #2e9e52; } .s2 { stroke: #d9a400; } .s3 { stroke: #ec7a12; }\n"
+    "  .s4 { stroke: #de4a26; } .s5 { stroke: #c4213a; } .s6 { stroke: #8e1346; }\n"
+    "  .f1 { fill: #2e9e52; } .f2 { fill: #d9a400; } .f3 { fill: #ec7a12; }\n"
+    "  .f4 { fill: #de4a26; } .f5 { fill: #c4213a; } .f6 { fill: #8e1346; } .fb { fill: #7b3fc4; }\n"
     "  .bg { fill: #ffffff; }\n"
     "  .fg { fill: #1d1f23; }\n"
     "  .dim { fill: #5c6470; }\n"
@@ -356,7 +366,7 @@ static const char *const style =
     "  .fetched { fill: #b9cdec; }\n"
     "  .used { fill: #2f62b3; }\n"
     "  .line128 { fill: none; stroke: #1d1f23; stroke-width: 1.5; }\n"
-    "  .wire { stroke: #4f79b8; stroke-opacity: 0.85; }\n"
+    "  .wire { stroke: #4f79b8; stroke-opacity: 0.85; stroke-width: 1.2; }\n"
     "  .rule { fill: #c5cbd3; }\n"
     "  @media (prefers-color-scheme: dark) {\n"
     "    .bg { fill: #15171b; }\n"
@@ -375,19 +385,20 @@ static const char *const style =
     "  }\n"
     "</style>\n";
 
-/* A bank's fill by its conflict degree (mid-tones: readable on light and dark). */
-static const char *degree_colour(int degree)
+/* A bank's colour by its conflict degree, the k of the style's sK (stroke)
+ * and fK (fill) classes: 1, 2, 3-4, 5-8, 9-16, 17-32 (mid-tones, readable
+ * on light and dark). */
+static int degree_class(int degree)
 {
-    return degree <= 1 ? "#2e9e52" : degree == 2 ? "#d9a400" : degree <= 4 ? "#ec7a12" : degree <= 8 ? "#de4a26"
-         : degree <= 16 ? "#c4213a" : "#8e1346";
+    return degree <= 1 ? 1 : degree == 2 ? 2 : degree <= 4 ? 3 : degree <= 8 ? 4 : degree <= 16 ? 5 : 6;
 }
 
 static double lane_x(int lane) { return LEFT + lane * PITCH + CELL / 2.0; }
 
 static void text_at(FILE *out, double x, double y, const char *cls, int size, const char *anchor, const char *s)
 {
-    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"%s\" font-size=\"%d\"%s%s%s>", x, y, cls, size,
-            anchor ? " text-anchor=\"" : "", anchor ? anchor : "", anchor ? "\"" : "");
+    fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"%s t%d%s\">", x, y, cls, size,
+            anchor == NULL ? "" : strcmp(anchor, "end") == 0 ? " e" : " m");
     xml_text(out, s);
     fputs("</text>\n", out);
 }
@@ -522,11 +533,10 @@ static double shared_panel(FILE *out, const cml_access *a, double y)
                 while (slot < ph.nwords[b] && ph.word[b][slot] != w)
                     ++slot;
                 double x2 = LEFT + b * PITCH + (slot + 0.5) * CELL / ph.nwords[b];
-                fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"1.3\" "
-                        "stroke-opacity=\"0.8\" data-lane=\"%d\" data-bank=\"%d\" data-word=\"%lld\" "
-                        "data-broadcast=\"%d\"/>\n",
-                        lane_x(lane), ly + 20, x2, by, degree_colour(ph.nwords[b]), lane, b, w,
-                        ph.users[b][slot] > 1);
+                fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"w s%d\" data-lane=\"%d\" "
+                        "data-bank=\"%d\" data-word=\"%lld\"%s/>\n",
+                        lane_x(lane), ly + 20, x2, by, degree_class(ph.nwords[b]), lane, b, w,
+                        ph.users[b][slot] > 1 ? " data-broadcast=\"1\"" : "");
             }
         }
         for (int lane = 0; lane < WARP; ++lane)
@@ -535,16 +545,15 @@ static double shared_panel(FILE *out, const cml_access *a, double y)
             double x = LEFT + b * PITCH;
             int n = ph.nwords[b];
             if (n > 0)
-                fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"30\" rx=\"2\" class=\"bank\" "
-                        "fill=\"%s\" data-bank=\"%d\" data-words=\"%d\"/>\n", x, by, CELL, degree_colour(n), b, n);
+                fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"30\" rx=\"2\" class=\"bank f%d\" "
+                        "data-bank=\"%d\" data-words=\"%d\"/>\n", x, by, CELL, degree_class(n), b, n);
             else
                 fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%d\" height=\"30\" rx=\"2\" class=\"bank empty\" "
                         "data-bank=\"%d\" data-words=\"0\"/>\n", x, by, CELL, b);
             char num[32];
             if (n > 0) {
                 snprintf(num, sizeof num, "%d", n);
-                fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" font-size=\"11\" font-weight=\"bold\" text-anchor=\"middle\" "
-                        "fill=\"#ffffff\">%s</text>\n", x + CELL / 2.0, by + 20, num);
+                fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"n\">%s</text>\n", x + CELL / 2.0, by + 20, num);
             }
             snprintf(num, sizeof num, "%d", b);
             text_at(out, x + CELL / 2.0, by + 42, "dim", 9, "middle", num);
@@ -552,13 +561,11 @@ static double shared_panel(FILE *out, const cml_access *a, double y)
                 snprintf(num, sizeof num, "w%lld", ph.word[b][0]);
                 text_at(out, x + CELL / 2.0, by + 53, "dim", 8, "middle", num);
             }
-            for (int i = 0; i < n; ++i) { /* each distinct word: a dot where its lanes meet */
-                double cx = x + (i + 0.5) * CELL / n;
-                int users = ph.users[b][i];
-                fprintf(out, "<circle cx=\"%.2f\" cy=\"%.1f\" r=\"%s\" fill=\"%s\" class=\"word\" data-bank=\"%d\" "
-                        "data-word=\"%lld\" data-lanes=\"%d\"/>\n",
-                        cx, by, users > 1 ? "3.5" : n > 8 ? "1" : "2", users > 1 ? "#7b3fc4" : degree_colour(n), b,
-                        ph.word[b][i], users);
+            for (int i = 0; i < n; ++i) { /* a word two lanes or more share: a dot where they meet */
+                if (ph.users[b][i] > 1)
+                    fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" class=\"fb\" data-bank=\"%d\" "
+                            "data-word=\"%lld\" data-lanes=\"%d\"/>\n",
+                            x + (i + 0.5) * CELL / n, by, b, ph.word[b][i], ph.users[b][i]);
             }
         }
         char say[300];
@@ -572,11 +579,12 @@ static double shared_panel(FILE *out, const cml_access *a, double y)
     static const char *const label[] = {"1 word: no conflict", "2-way", "3-4-way", "5-8-way", "9-16-way", "17-32-way"};
     double x = 16;
     for (int k = 0; k < 6; ++k) {
-        fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>\n", x, y, degree_colour(shown[k]));
+        fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" class=\"f%d\"/>\n", x, y,
+                degree_class(shown[k]));
         text_at(out, x + 19, y + 10, "fg", 11, NULL, label[k]);
         x += 19 + 8.0 * (double)strlen(label[k]) + 14;
     }
-    fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" fill=\"#7b3fc4\"/>\n", x + 5, y + 6);
+    fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3.5\" class=\"fb\"/>\n", x + 5, y + 6);
     text_at(out, x + 14, y + 10, "fg", 11, NULL, "a word read by 2+ lanes: broadcast, no extra cost");
     text_at(out, 16, y + 28, "dim", 11, NULL,
             "A bank's number = how many different 4-byte words its lanes touch in one phase: each costs a wavefront. "
@@ -664,7 +672,7 @@ static double global_panel(FILE *out, const cml_access *a, double y)
             continue;
         double mid = (double)(first % LINE) + a->size / 2.0;
         double x2 = xs[i] + lw * (mid > LINE ? LINE : mid) / LINE;
-        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.2f\" y2=\"%.1f\" class=\"wire\" stroke-width=\"1.2\" "
+        fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"wire\" "
                 "data-lane=\"%d\" data-offset=\"%lld\" data-sector=\"%lld\"/>\n",
                 lane_x(lane), ly + 20, x2, sy, lane, first, first / SECTOR);
     }
@@ -696,7 +704,7 @@ static double global_panel(FILE *out, const cml_access *a, double y)
         if (lw >= 44)
             text_at(out, xs[i] + lw / 2, sy + 44, "dim", 10, "middle", label);
         else
-            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"dim\" font-size=\"9\" transform=\"rotate(60 %.1f %.1f)\">%s"
+            fprintf(out, "<text x=\"%.1f\" y=\"%.1f\" class=\"dim t9\" transform=\"rotate(60 %.1f %.1f)\">%s"
                     "</text>\n", xs[i] + lw / 2, sy + 38, xs[i] + lw / 2, sy + 38, label);
         if (i > 0 && lines[i] != lines[i - 1] + 1)
             text_at(out, xs[i] - gap_w / 2 - pad / 2, sy + 20, "dim", 12, "middle", "…");
