@@ -645,8 +645,9 @@ static double global_panel(FILE *out, const cml_access *a, double y)
             a->count, a->ideal, per, ideal, a->worst_count, a->worst_ideal, sectors, nlines, bytes_used, sectors * SECTOR);
     y = caption(out, a, y, "Global memory", "sectors");
     char buf[200];
-    snprintf(buf, sizeof buf, "%d bytes used of %d fetched (%d sector%s of 32 bytes in %d line%s of 128 bytes)",
-             bytes_used, sectors * SECTOR, sectors, sectors == 1 ? "" : "s", nlines, nlines == 1 ? "" : "s");
+    const char *moved = a->store ? "written" : "fetched"; /* a store moves whole sectors too */
+    snprintf(buf, sizeof buf, "%d bytes used of %d %s (%d sector%s of 32 bytes in %d line%s of 128 bytes)",
+             bytes_used, sectors * SECTOR, moved, sectors, sectors == 1 ? "" : "s", nlines, nlines == 1 ? "" : "s");
     text_at(out, 16, y, "fg", 12, NULL, buf);
     double ly = y + 12, sy = ly + 20 + 96;
     const double span = WARP * PITCH - (PITCH - CELL), gap_w = 14, pad = 4;
@@ -712,7 +713,8 @@ static double global_panel(FILE *out, const cml_access *a, double y)
     }
     y = sy + (lw >= 44 ? 60 : 84);
     fprintf(out, "<rect x=\"16\" y=\"%.1f\" width=\"18\" height=\"12\" class=\"sector fetched\"/>\n", y);
-    text_at(out, 40, y + 10, "fg", 11, NULL, "sector fetched (32 bytes)");
+    snprintf(buf, sizeof buf, "sector %s (32 bytes)", moved);
+    text_at(out, 40, y + 10, "fg", 11, NULL, buf);
     fprintf(out, "<rect x=\"200\" y=\"%.1f\" width=\"18\" height=\"12\" class=\"used\"/>\n", y);
     text_at(out, 224, y + 10, "fg", 11, NULL, "bytes the lanes use");
     fprintf(out, "<rect x=\"360\" y=\"%.1f\" width=\"18\" height=\"12\" class=\"line128\"/>\n", y);

@@ -651,10 +651,13 @@ static int picture_only(cml_lab_run *r)
 {
     const cml_lab *lab = r->lab;
     int step = __builtin_ctz(r->args.steps) + 1;
-    char records[] = "/tmp/cml_picture_XXXXXX", log[] = "/tmp/cml_picture_log_XXXXXX", why[300] = "";
+    const char *tmp = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] != '\0' ? getenv("TMPDIR") : "/tmp";
+    char records[1024], log[1024], why[300] = "";
+    snprintf(records, sizeof records, "%s/cml_picture_XXXXXX", tmp);
+    snprintf(log, sizeof log, "%s/cml_picture_log_XXXXXX", tmp);
     int fd1 = mkstemp(records), fd2 = fd1 >= 0 ? mkstemp(log) : -1;
     if (fd1 < 0 || fd2 < 0) {
-        cml_lab_say(r, "--picture: cannot make a temporary file in /tmp");
+        cml_lab_say(r, "--picture: cannot make a temporary file in %s (TMPDIR)", tmp);
         if (fd1 >= 0) {
             close(fd1);
             unlink(records);
