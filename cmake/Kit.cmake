@@ -519,6 +519,20 @@ set(ACCESS_NCU [==[${KIT_NCU}]==])
         "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${LAB_SECTORS_CPU_ARGS}" "-DEXPECT=${LAB_SECTORS_CPU_EXPECT}"
         "-DBANKS=${bank_expect}")
     endif()
+    # The access picture end to end (--picture, common/cpu/README.md): lab
+    # 06's plain tile (step 3) drawn at 32-way, its padded tile (step 4) at
+    # degree 1, at the manifest's CPU sector sizes; the SVG parsed as XML
+    # where Python 3 is found.
+    if(lab STREQUAL "06_transpose")
+      find_program(KIT_PYTHON3 python3)
+      set(python_arg "")
+      if(KIT_PYTHON3)
+        set(python_arg "-DPYTHON=${KIT_PYTHON3}")
+      endif()
+      _kit_script_test(${lab}.cpu.reference.picture check_cpu_picture.cmake "cpu;reference"
+        "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${LAB_SECTORS_CPU_ARGS}"
+        "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/picture" ${python_arg})
+    endif()
   endif()
 
   # The catalogue of classic mistakes: each one built from the solution and

@@ -2,10 +2,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cml/cml_lab_runner.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "cml/cml_access_picture.h"
 #include "cml/cml_args.h"
 #include "cml/cml_check.h"
 #include "cml/cml_rng.h"
@@ -151,6 +155,17 @@ static void help(const cml_lab *lab)
                              "stores: requests, 32-byte sectors and sectors per request,\n"
                              "and its shared-memory bank conflicts, read by Nsight Compute (ncu)");
 #endif
+#ifdef CML_CPU_BACKEND
+    option_line("--picture FILE", "with one --step N: check it, run it again counting every\n"
+                                  "access, and draw its worst shared-memory request (32 lanes\n"
+                                  "against the 32 banks) and its worst global one (lanes\n"
+                                  "against 32-byte sectors) as an SVG (emulated)");
+#else
+    char picture[160];
+    snprintf(picture, sizeof picture, "the access picture is made by the CPU path: this prints\n"
+                                      "the command (%s_cpu, the same words) and exits 2", lab->prog);
+    option_line("--picture FILE", picture);
+#endif
     if (lab->sweep_size) {
 #ifdef CML_CPU_BACKEND
         option_line("--sweep", "time one step (--step N, default the last) at sizes\n"
@@ -174,6 +189,51 @@ static void help(const cml_lab *lab)
            lab->notes ? lab->notes : "Data are seeded: set CML_SEED to change them.");
     for (int s = 0; s < lab->nsteps; ++s)
         step_line(lab, &lab->steps[s], 0);
+}
+
+/* ------------------------------------------------------------ --picture (options) */
+
+/* --picture: one step, alone but for --step and the lab's sizes. On a GPU
+ * build nothing is drawn (the lanes' addresses come from the CPU path): it
+ * prints the CPU path's command with the same words and exits 2. */
+static void picture_args(const cml_lab_run *r, int argc, char **argv)
+{
+    const cml_lab *lab = r->lab;
+    const char *with = r->args.json ? "--json" : r->sectors ? "--sectors" : r->counters ? "--counters"
+                     : r->sweep ? "--sweep" : r->args.nmarkdown ? "--markdown" : r->args.check_only ? "--check-only"
+                     : r->host_only ? "a host-only mode" : NULL;
+    if (with != NULL) {
+        cml_lab_say(r, "--picture draws one step's accesses on its own: not with %s (with --step N and the sizes "
+                    "only)", with);
+        usage(stderr);
+        exit(CML_EXIT_USAGE);
+    }
+    int n = __builtin_popcount(r->args.steps), step = n == 1 ? __builtin_ctz(r->args.steps) + 1 : 0;
+    if (n != 1) {
+        cml_lab_say(r, "--picture draws one step: give exactly one, e.g. --step %d (not %s)", lab->nsteps,
+                    n == 0 ? "none" : "a list or all");
+        usage(stderr);
+        exit(CML_EXIT_USAGE);
+    }
+    if (step < lab->first_gpu_step) {
+        cml_lab_say(r, "--picture: step %d runs no kernel (a host step); steps %d-%d do", step, lab->first_gpu_step,
+                    lab->nsteps);
+        exit(CML_EXIT_USAGE);
+    }
+    if (CML_LAB_EMULATED)
+        return;
+    /* the GPU build: the exact command on the CPU path */
+    fflush(stdout);
+    fprintf(stderr, "%s: the lane picture (--picture) is made by the CPU path, which sees every lane's address; "
+            "this GPU build draws nothing. Run:\n ", r->args.prog);
+    for (int i = 0; i < argc; ++i) {
+        const char *w = argv[i];
+        int plain = w[0] != '\0' && strspn(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
+                    strlen(w);
+        fprintf(stderr, " %s%s%s%s", plain ? "" : "'", w, i == 0 ? "_cpu" : "", plain ? "" : "'");
+    }
+    fprintf(stderr, "\n(build it with: cmake --build build --target %s_cpu)\n", r->args.prog);
+    exit(CML_EXIT_USAGE);
 }
 
 /* ------------------------------------------------------------ options */
@@ -204,6 +264,11 @@ static void parse(cml_lab_run *r, int argc, char **argv)
             r->no_counters = 1;
         } else if (strcmp(a, "--sectors") == 0) {
             r->sectors = 1;
+        } else if (strcmp(a, "--picture") == 0) {
+            if (v == NULL || v[0] == '\0' || v[0] == '-')
+                cml_runner_bad_arg(&r->args, a, v, "the SVG file to write, like step3.svg");
+            r->picture = v;
+            ++i;
         } else if (lab->sweep_size && strcmp(a, "--sweep") == 0) {
             r->sweep = 1;
         } else if (lab->sweep_size && strcmp(a, "--sweep-max") == 0) {
@@ -229,6 +294,8 @@ static void parse(cml_lab_run *r, int argc, char **argv)
         usage(stderr);
         exit(CML_EXIT_USAGE);
     }
+    if (r->picture)
+        picture_args(r, argc, argv);
     if (r->sweep_max && !r->sweep) {
         cml_lab_say(r, "--sweep-max goes with --sweep");
         usage(stderr);
@@ -539,6 +606,155 @@ static int sectors_only(cml_lab_run *r)
     return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
 }
 
+/* ------------------------------------------------------------ --picture */
+
+/* Runs this program again, `--check-only --step N` and the lab's words,
+ * with CML_CPU_PICTURE=records (the CPU runtime counts banks and sectors as
+ * under CML_CPU_CHECK=banks,sectors, and writes each source line's worst
+ * warp instruction there at exit); its output goes to log. Returns its
+ * exit status, or -1 with why. */
+static int picture_run(const cml_lab_run *r, int step, const char *records, const char *log, char *why, size_t len)
+{
+    char self[4096], num[16];
+    if (!cml_self_exe(self, sizeof self)) {
+        snprintf(why, len, "cannot find this program's own path to run it again");
+        return -1;
+    }
+    snprintf(num, sizeof num, "%d", step);
+    const char *argv[CML_LAB_MAX_WORDS + 6] = {self, "--check-only", "--step", num};
+    int n = 4;
+    for (int k = 0; k < r->nlab_words; ++k)
+        argv[n++] = r->lab_words[k];
+    argv[n] = NULL;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(why, len, "cannot start a run of this program (fork failed)");
+        return -1;
+    }
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_TRUNC);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        unsetenv("CML_CPU_CHECK"); /* the picture's counts alone: no report lines, no race check's status */
+        setenv("CML_CPU_PICTURE", records, 1);
+        char *words[CML_LAB_MAX_WORDS + 6];
+        memcpy(words, argv, sizeof words);  /* execv's type; it changes none of them */
+        execv(self, words);
+        _exit(127);
+    }
+    int status = 0;
+    if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status)) {
+        snprintf(why, len, "the counting run of step %d ended abnormally", step);
+        return -1;
+    }
+    return WEXITSTATUS(status);
+}
+
+/* The tail of a run's output (its last lines), to say why it failed. */
+static void print_tail(const char *path)
+{
+    FILE *in = fopen(path, "r");
+    if (in == NULL)
+        return;
+    char text[2048];
+    fseek(in, 0, SEEK_END);
+    long size = ftell(in);
+    fseek(in, size > (long)sizeof text - 1 ? size - (long)sizeof text + 1 : 0, SEEK_SET);
+    size_t got = fread(text, 1, sizeof text - 1, in);
+    text[got] = '\0';
+    fclose(in);
+    fprintf(stderr, "%s", text);
+}
+
+static void print_picture_line(const char *space, const cml_access *a)
+{
+    char headline[400], n[32];
+    const char *where = strrchr(a->where, '/');
+    cml_access_headline(a, headline, sizeof headline);
+    printf("  %s: %s %s in %s: %s; the line ran %s times\n", space, where ? where + 1 : a->where,
+           a->store ? "st" : "ld", a->kernel, headline, cml_with_commas((double)a->instructions, n, sizeof n));
+}
+
+/* --picture FILE (CPU path): the step run again, `--check-only --step N`
+ * with every access counted (picture_run: its check is the step's check,
+ * and a wrong step is never drawn as if it worked); its worst shared and
+ * worst global warp instruction (the kit's own cml_* kernels left out)
+ * drawn into FILE (common/src/access_picture.c), and a summary printed. */
+static int picture_only(cml_lab_run *r)
+{
+    const cml_lab *lab = r->lab;
+    int step = __builtin_ctz(r->args.steps) + 1;
+    const char *tmp = getenv("TMPDIR") != NULL && getenv("TMPDIR")[0] != '\0' ? getenv("TMPDIR") : "/tmp";
+    char records[1024], log[1024], why[300] = "";
+    snprintf(records, sizeof records, "%s/cml_picture_XXXXXX", tmp);
+    snprintf(log, sizeof log, "%s/cml_picture_log_XXXXXX", tmp);
+    int fd1 = mkstemp(records), fd2 = fd1 >= 0 ? mkstemp(log) : -1;
+    if (fd1 < 0 || fd2 < 0) {
+        cml_lab_say(r, "--picture: cannot make a temporary file in %s (TMPDIR)", tmp);
+        if (fd1 >= 0) {
+            close(fd1);
+            unlink(records);
+        }
+        return CML_EXIT_FAIL;
+    }
+    close(fd1);
+    close(fd2);
+    int status = picture_run(r, step, records, log, why, sizeof why);
+    cml_access_list list = {NULL, 0};
+    if (status == 0 && !cml_access_read(records, &list, why, sizeof why))
+        status = -1;
+    if (status == CML_EXIT_FAIL) {
+        cml_lab_say(r, "step %d %s is wrong or failed (no picture of a wrong step); its check said:", step,
+                    cml_lab_ident(r, step));
+        print_tail(log);
+    } else if (status != 0) {
+        if (why[0] == '\0')
+            snprintf(why, sizeof why, "exit %d", status);
+        cml_lab_say(r, "--picture: the counting run of step %d failed (%s); its last output:", step, why);
+        print_tail(log);
+    }
+    unlink(records);
+    unlink(log);
+    if (status != 0)
+        return CML_EXIT_FAIL;
+    const cml_access *shared = cml_access_worst(&list, 1, "cml_"), *global = cml_access_worst(&list, 0, "cml_");
+    char title[300], none_shared[200], none_global[200], footer[600];
+    snprintf(title, sizeof title, "%s step %d (%s): the worst shared-memory and global-memory requests", lab->name,
+             step, cml_lab_ident(r, step));
+    snprintf(none_shared, sizeof none_shared, "Step %d made no shared-memory access: nothing to draw against the banks.",
+             step);
+    snprintf(none_global, sizeof none_global, "Step %d's kernels made no global-memory load or store.", step);
+    int at = snprintf(footer, sizeof footer, "Made by %s --step %d --picture from its run on the CPU path "
+                      "(emulated: every access counted, CML_CPU_PICTURE)", r->args.prog, step);
+    for (int k = 0; k < r->nlab_words && at > 0 && (size_t)at < sizeof footer; ++k)
+        at += snprintf(footer + at, sizeof footer - (size_t)at, "%s%s", k ? " " : ". Sizes: ", r->lab_words[k]);
+    FILE *out = fopen(r->picture, "w");
+    int written = out != NULL && cml_access_svg(out, title, shared, global, none_shared, none_global, footer) == 0;
+    if (out != NULL && fclose(out) != 0)
+        written = 0;
+    if (!written) {
+        cml_lab_say(r, "--picture: cannot write %s", r->picture);
+        cml_access_free(&list);
+        return CML_EXIT_FAIL;
+    }
+    printf("step %d %s: the worst accesses, drawn in %s\n", step, cml_lab_ident(r, step), r->picture);
+    if (shared)
+        print_picture_line("shared", shared);
+    else
+        printf("  shared: none (the step made no shared-memory access)\n");
+    if (global)
+        print_picture_line("global", global);
+    else
+        printf("  global: none\n");
+    printf("(emulated: the CPU path's bank model and sector counts; open %s in a browser)\n", r->picture);
+    cml_access_free(&list);
+    return CML_EXIT_OK;
+}
+
 static int counters_only(cml_lab_run *r)
 {
     static cml_lab_counters c;
@@ -790,6 +1006,8 @@ static int run_once(const cml_lab *lab, void *data, int argc, char **argv)
                        "CPU path every time is emulated, so nothing is written");
         return CML_EXIT_USAGE;
     }
+    if (r->picture)
+        return picture_only(r);
     if (r->sweep)
         return cml_lab_sweep(r);
     if (r->sectors)
@@ -878,8 +1096,9 @@ int cml_lab_main(const cml_lab *lab, void *data, size_t data_size, int argc, cha
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0 || strcmp(a, "--counters") == 0 ||
-            strcmp(a, "--sectors") == 0) {
-            fprintf(stderr, "%s: %s does not go with --then (one JSON document, page or counters run a process)\n",
+            strcmp(a, "--sectors") == 0 || strcmp(a, "--picture") == 0) {
+            fprintf(stderr, "%s: %s does not go with --then (one JSON document, page, counters or picture run a "
+                    "process)\n",
                     argc > 0 ? argv[0] : lab->prog, a);
             return CML_EXIT_USAGE;
         }

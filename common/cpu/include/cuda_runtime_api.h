@@ -213,6 +213,15 @@ int cml_cpu_sector_counts(const char *kernel, int store, unsigned long long *req
  * does from the start, without its lines). */
 void cml_cpu_sector_counts_on(void);
 
+/* Access pictures (CML_CPU_PICTURE=<file>, common/cpu/README.md "Access
+ * pictures"): switches the bank and sector counts on from here on, and with
+ * them the record of each source line's worst warp instruction (its 32
+ * lanes' addresses); cml_cpu_picture_write writes the records of every
+ * launch so far to path (the file a runner's --picture draws; returns 0, or
+ * -1 after a message when it cannot). */
+void cml_cpu_picture_on(void);
+int cml_cpu_picture_write(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -77,14 +77,21 @@ static int extra_cost(const cml_cpu_warp_insn *in, unsigned lane, uintptr_t addr
 }
 
 /* Without a model the requests still count (the grader's technique check
- * reads them); wavefronts are then taken as the requests. */
+ * reads them); wavefronts are then taken as the requests. The third value
+ * counts the warp instructions (a picture's "the line ran N times"). Under
+ * CML_CPU_CHECK_PICTURE the worst instruction per code address is kept:
+ * the most wavefronts, then the most lanes. */
 static void count(const cml_cpu_warp_insn *in, void *ctx)
 {
     int w = model != NULL ? wavefronts(in) : in->size / 4;
-    if (w > 0)
+    if (w <= 0)
+        return;
+    cml_cpu_tally_stat *st =
         cml_cpu_tally_add(ctx, in->pc, in->store,
                           (const unsigned long long[CML_CPU_TALLY_VALUES]){(unsigned long long)in->size / 4,
-                                                                         (unsigned long long)w, 0});
+                                                                         (unsigned long long)w, 1});
+    if (cml_cpu_check_mode & CML_CPU_CHECK_PICTURE)
+        cml_cpu_worst_keep(st, in, (const long long[3]){w, __builtin_popcount(in->mask), 0}, 1);
 }
 
 void cml_cpu_banks_flush(void)
@@ -170,6 +177,8 @@ static void total(FILE *out, const char *kernel, const unsigned long long sum[2]
 
 void cml_cpu_banks_at_exit(void);
 void cml_cpu_banks_at_exit(void) { cml_cpu_banks_report(stderr); }
+
+void cml_cpu_banks_picture(FILE *out) { cml_cpu_tally_picture(&tally, out, "shared"); }
 
 void cml_cpu_banks_report(FILE *out)
 {

@@ -584,11 +584,8 @@ void cml_cpu_banks_print_launches(void);
 void cml_cpu_sectors_at_exit(void);
 void cml_cpu_sectors_print_launches(void);
 
-__attribute__((constructor)) static void check_init(void)
+static void check_from_env(const char *env)
 {
-    const char *env = getenv("CML_CPU_CHECK");
-    if (env == NULL || *env == '\0')
-        return;
     char buf[128];
     snprintf(buf, sizeof buf, "%s", env);
     int mode = 0;
@@ -613,4 +610,12 @@ __attribute__((constructor)) static void check_init(void)
         cml_cpu_sectors_print_launches();
     }
     cml_cpu_check_set_mode(mode);
+}
+
+__attribute__((constructor)) static void check_init(void)
+{
+    const char *env = getenv("CML_CPU_CHECK");
+    if (env != NULL && *env != '\0')
+        check_from_env(env);
+    cml_cpu_picture_init(); /* CML_CPU_PICTURE adds its bits to those */
 }

@@ -17,7 +17,7 @@
 
 /* CML_CPU_CHECK, read once at start-up: 0 (no check: every hook below is
  * skipped and the access callbacks return after one test), or these bits. */
-enum { CML_CPU_CHECK_RACE = 1, CML_CPU_CHECK_BANKS = 2, CML_CPU_CHECK_SECTORS = 4 };
+enum { CML_CPU_CHECK_RACE = 1, CML_CPU_CHECK_BANKS = 2, CML_CPU_CHECK_SECTORS = 4, CML_CPU_CHECK_PICTURE = 8 };
 extern int cml_cpu_check_mode;
 /* Switches the checks on or off (the runtime's own tests; a program uses
  * CML_CPU_CHECK, which also prints the summaries at exit). */
@@ -87,6 +87,7 @@ typedef struct cml_cpu_access {
 typedef struct cml_cpu_warp_insn {
     void *pc;
     int store, size;
+    unsigned warp;        /* the warp's index in the block */
     uint32_t mask;
     uintptr_t addr[32];
 } cml_cpu_warp_insn;
@@ -146,10 +147,30 @@ void cml_cpu_warp_log_flush(cml_cpu_warp_log *log, cml_cpu_insn_cost_fn cost, cm
  * ideal sectors) under (pc, store); after a grid, the launching thread
  * moves them under the kernel's name. */
 enum { CML_CPU_TALLY_VALUES = 3 };
+
+/* The worst warp instruction seen at one code address (CML_CPU_PICTURE,
+ * cml_cpu_picture.c): its score (compared in order, larger is worse; e.g.
+ * wavefronts, then active lanes), where it ran, and its lanes' addresses
+ * relative to `base` (shared: the start of its __shared__ variable, named
+ * by decl; global: a 128-byte aligned address at or below its lowest). */
+typedef struct cml_cpu_worst {
+    int have;
+    long long score[3];
+    unsigned long long order;  /* ties: the lowest linear block index wins */
+    cml_cpu_uint3 block;
+    unsigned warp;
+    int size;
+    uint32_t mask;
+    uintptr_t base;
+    const char *decl;          /* shared only; a static string, or NULL */
+    long long offset[32];      /* valid where mask has the lane */
+} cml_cpu_worst;
+
 typedef struct cml_cpu_tally_stat {
     void *pc;
     int store;
     unsigned long long v[CML_CPU_TALLY_VALUES];
+    cml_cpu_worst *worst;      /* NULL unless CML_CPU_CHECK_PICTURE */
 } cml_cpu_tally_stat;
 
 typedef struct cml_cpu_tally_worker { /* one worker thread's share */
@@ -163,6 +184,7 @@ typedef struct cml_cpu_tally_result {
     void *pc;     /* NULL: a marker that the kernel ran */
     int store;
     unsigned long long v[CML_CPU_TALLY_VALUES];
+    cml_cpu_worst *worst;      /* NULL unless CML_CPU_CHECK_PICTURE */
 } cml_cpu_tally_result;
 
 typedef struct cml_cpu_tally {
@@ -180,7 +202,9 @@ typedef struct cml_cpu_tally {
 
 /* The calling worker's share of t, made (zeroed) and registered the first time. */
 cml_cpu_tally_worker *cml_cpu_tally_join(cml_cpu_tally *t);
-void cml_cpu_tally_add(cml_cpu_tally_worker *w, void *pc, int store, const unsigned long long v[CML_CPU_TALLY_VALUES]);
+/* Returns the worker's entry of (pc, store), valid until the next call. */
+cml_cpu_tally_stat *cml_cpu_tally_add(cml_cpu_tally_worker *w, void *pc, int store,
+                                      const unsigned long long v[CML_CPU_TALLY_VALUES]);
 /* After a grid: every worker's counts go under `kernel`; launch[store][k]
  * gets this launch's sums of loads (0) and stores (1). Returns the
  * kernel's name as the tally keeps it (spaces removed; valid from then on). */
@@ -198,9 +222,46 @@ typedef void (*cml_cpu_tally_line_fn)(FILE *out, const char *kernel, const char 
 typedef void (*cml_cpu_tally_total_fn)(FILE *out, const char *kernel,
                                        const unsigned long long sum[2][CML_CPU_TALLY_VALUES]);
 void cml_cpu_tally_report(cml_cpu_tally *t, FILE *out, cml_cpu_tally_line_fn line, cml_cpu_tally_total_fn total);
+/* The results summed per kernel, source line ("file:line", "" for the
+ * marker that a kernel ran) and direction, each line's worst instruction
+ * kept (have 0 when none was recorded), sorted by kernel, then file and
+ * line; *n_lines of them (malloc'd: free it; NULL when out of memory).
+ * Call with t->lock held. */
+typedef struct cml_cpu_tally_line {
+    const char *kernel;
+    char where[600];
+    int store;
+    unsigned long long v[CML_CPU_TALLY_VALUES];
+    cml_cpu_worst worst;
+} cml_cpu_tally_line;
+cml_cpu_tally_line *cml_cpu_tally_lines(cml_cpu_tally *t, size_t *n_lines);
 /* A file named by the environment variable `var` (opened once, to append),
  * or NULL: the grader's per-launch logs. */
 FILE *cml_cpu_tally_log(cml_cpu_tally *t, const char *var);
+
+// ------------------------------------------------------------ pictures (cml_cpu_picture.c)
+
+/* Under CML_CPU_CHECK_PICTURE: keeps `in` in st->worst when its score is
+ * higher (a tie goes to the lower block of the grid; within a block, the
+ * first). shared: the lanes' offsets are taken from their __shared__
+ * variable's start (cml_cpu_shared_var_of); else from a 128-byte aligned base.
+ * Called on the worker thread that runs the block. */
+void cml_cpu_worst_keep(cml_cpu_tally_stat *st, const cml_cpu_warp_insn *in, const long long score[3], int shared);
+/* Keeps in *into whichever of the two is worse (from may be NULL). */
+void cml_cpu_worst_merge(cml_cpu_worst *into, const cml_cpu_worst *from);
+/* The shared variable of the calling worker that holds addr (compared on
+ * its low 32 bits, as the bank counts keep shared addresses): 1 with its
+ * start's low 32 bits and its declaration ("__shared__ float tile[32][33]",
+ * or "extern __shared__ (dynamic)"); 0 when none does. */
+int cml_cpu_shared_var_of(uint32_t addr, uint32_t *start, const char **decl);
+/* The picture records of one tally (per kernel, source line and
+ * direction: counts summed, the worst instruction kept) as lines of the
+ * CML_CPU_PICTURE file; space "shared" or "global". */
+void cml_cpu_tally_picture(cml_cpu_tally *t, FILE *out, const char *space);
+void cml_cpu_banks_picture(FILE *out);
+/* CML_CPU_PICTURE=<file> read at start-up: the recording on, <file> written at exit. */
+void cml_cpu_picture_init(void);
+void cml_cpu_sectors_picture(FILE *out);
 
 /* 1 when pc lies in one of the access callbacks (__tsan_read4 & co.). */
 int cml_cpu_in_access_hook(const void *pc);

@@ -1281,6 +1281,28 @@ void *cml_cpu_static_shared(size_t bytes, size_t align, const char *decl)
     return p;
 }
 
+int cml_cpu_shared_var_of(uint32_t addr, uint32_t *start, const char **decl)
+{
+    const worker *w = self;
+    if (w == NULL)
+        return 0;
+    for (size_t k = 0; k < w->n_arrays; ++k) {
+        uint32_t lo = (uint32_t)(uintptr_t)w->arrays[k].ptr;
+        if (addr - lo < w->arrays[k].bytes) {
+            *start = lo;
+            *decl = w->arrays[k].decl;
+            return 1;
+        }
+    }
+    uint32_t dyn = (uint32_t)(uintptr_t)w->dyn_ptr;
+    if (w->dyn_ptr != NULL && addr - dyn < w->dyn_bytes) {
+        *start = dyn;
+        *decl = "extern __shared__ (dynamic)";
+        return 1;
+    }
+    return 0;
+}
+
 static grid *running_grid; /* for reports from fibers (one grid at a time) */
 
 /* The fiber f stops (waits or has exited): the next ready fiber after it

@@ -89,7 +89,12 @@ static void count(const cml_cpu_warp_insn *in, void *ctx)
     unsigned long long bytes = (unsigned long long)distinct(addrs, n_addrs) * (unsigned)in->size;
     unsigned long long v[CML_CPU_TALLY_VALUES] = {1, (unsigned long long)distinct(sectors, n_sectors),
                                                   (bytes + SECTOR_BYTES - 1) / SECTOR_BYTES};
-    cml_cpu_tally_add(ctx, in->pc, in->store, v);
+    cml_cpu_tally_stat *st = cml_cpu_tally_add(ctx, in->pc, in->store, v);
+    /* a picture's worst instruction: the most sectors beyond the ideal, then the most sectors, then lanes */
+    if (cml_cpu_check_mode & CML_CPU_CHECK_PICTURE)
+        cml_cpu_worst_keep(st, in, (const long long[3]){(long long)(v[SECTORS] - v[IDEAL]), (long long)v[SECTORS],
+                                                        n_addrs},
+                           0);
 }
 
 void cml_cpu_sectors_flush(void)
@@ -150,6 +155,8 @@ static void total(FILE *out, const char *kernel, const unsigned long long v[2][C
 }
 
 void cml_cpu_sectors_report(FILE *out) { cml_cpu_tally_report(&tally, out, line, total); }
+
+void cml_cpu_sectors_picture(FILE *out) { cml_cpu_tally_picture(&tally, out, "global"); }
 
 void cml_cpu_sectors_at_exit(void);
 void cml_cpu_sectors_at_exit(void) { cml_cpu_sectors_report(stderr); }

@@ -181,6 +181,7 @@ static cml_cpu_warp_insn *instructions(cml_cpu_warp_log *log, const cml_cpu_acce
         ins[k].pc = acc[0].pc;
         ins[k].store = acc[0].store;
         ins[k].size = acc[0].size;
+        ins[k].warp = acc[0].linear / 32;
         ins[k].mask = 0;
     }
     return ins;
@@ -504,7 +505,8 @@ cml_cpu_tally_worker *cml_cpu_tally_join(cml_cpu_tally *t)
     return w;
 }
 
-void cml_cpu_tally_add(cml_cpu_tally_worker *w, void *pc, int store, const unsigned long long v[CML_CPU_TALLY_VALUES])
+cml_cpu_tally_stat *cml_cpu_tally_add(cml_cpu_tally_worker *w, void *pc, int store,
+                                      const unsigned long long v[CML_CPU_TALLY_VALUES])
 {
     size_t i = 0;
     while (i < w->n_stats && !(w->stats[i].pc == pc && w->stats[i].store == store))
@@ -512,10 +514,11 @@ void cml_cpu_tally_add(cml_cpu_tally_worker *w, void *pc, int store, const unsig
     if (i == w->n_stats) {
         if (w->n_stats == w->cap_stats)
             w->stats = grow_array(w->stats, &w->cap_stats, sizeof *w->stats, "checks");
-        w->stats[w->n_stats++] = (cml_cpu_tally_stat){pc, store, {0}};
+        w->stats[w->n_stats++] = (cml_cpu_tally_stat){pc, store, {0}, NULL};
     }
     for (int k = 0; k < CML_CPU_TALLY_VALUES; ++k)
         w->stats[i].v[k] += v[k];
+    return &w->stats[i];
 }
 
 static char *squeeze(const char *s) /* a kernel's name without spaces */
@@ -538,7 +541,7 @@ static cml_cpu_tally_result *result_of(cml_cpu_tally *t, const char *name, void 
             return &t->results[r];
     if (t->n_results == t->cap_results)
         t->results = grow_array(t->results, &t->cap_results, sizeof *t->results, t->tag);
-    t->results[t->n_results] = (cml_cpu_tally_result){strdup(name), pc, store, {0}};
+    t->results[t->n_results] = (cml_cpu_tally_result){strdup(name), pc, store, {0}, NULL};
     return &t->results[t->n_results++];
 }
 
@@ -552,12 +555,19 @@ const char *cml_cpu_tally_grid_end(cml_cpu_tally *t, const char *kernel,
     for (size_t s = 0; s < t->n_workers; ++s) {
         cml_cpu_tally_worker *w = t->workers[s];
         for (size_t i = 0; i < w->n_stats; ++i) {
-            const cml_cpu_tally_stat *st = &w->stats[i];
+            cml_cpu_tally_stat *st = &w->stats[i];
             cml_cpu_tally_result *r = result_of(t, name, st->pc, st->store);
             for (int k = 0; k < CML_CPU_TALLY_VALUES; ++k) {
                 r->v[k] += st->v[k];
                 launch[st->store ? 1 : 0][k] += st->v[k];
             }
+            if (st->worst != NULL && r->worst == NULL) { /* a picture's worst instruction: handed over */
+                r->worst = st->worst;
+            } else if (st->worst != NULL) {
+                cml_cpu_worst_merge(r->worst, st->worst);
+                free(st->worst);
+            }
+            st->worst = NULL;
         }
         w->n_stats = 0;
     }
@@ -601,13 +611,6 @@ int cml_cpu_tally_sum(cml_cpu_tally *t, const char *kernel, int store, unsigned 
     return found ? 0 : -1;
 }
 
-typedef struct line_total {
-    const char *kernel;
-    char where[600];
-    int store;
-    unsigned long long v[CML_CPU_TALLY_VALUES];
-} line_total;
-
 /* "file:line": by file, then by line number (line 41 before line 162). */
 static int by_where(const char *x, const char *y)
 {
@@ -622,17 +625,16 @@ static int by_where(const char *x, const char *y)
 
 static int by_kernel_line(const void *a, const void *b)
 {
-    const line_total *x = a, *y = b;
+    const cml_cpu_tally_line *x = a, *y = b;
     int c = strcmp(x->kernel, y->kernel);
     if (c == 0)
         c = by_where(x->where, y->where);
     return c != 0 ? c : x->store - y->store;
 }
 
-void cml_cpu_tally_report(cml_cpu_tally *t, FILE *out, cml_cpu_tally_line_fn line, cml_cpu_tally_total_fn total)
+cml_cpu_tally_line *cml_cpu_tally_lines(cml_cpu_tally *t, size_t *n_lines)
 {
-    pthread_mutex_lock(&t->lock);
-    line_total *lines = calloc(t->n_results + 1, sizeof *lines);
+    cml_cpu_tally_line *lines = calloc(t->n_results + 1, sizeof *lines);
     size_t n = 0;
     for (size_t r = 0; r < t->n_results && lines != NULL; ++r) {
         const cml_cpu_tally_result *res = &t->results[r];
@@ -655,9 +657,20 @@ void cml_cpu_tally_report(cml_cpu_tally *t, FILE *out, cml_cpu_tally_line_fn lin
         }
         for (int i = 0; i < CML_CPU_TALLY_VALUES; ++i)
             lines[k].v[i] += res->v[i];
+        cml_cpu_worst_merge(&lines[k].worst, res->worst);
     }
-    if (lines != NULL) {
+    if (lines != NULL)
         qsort(lines, n, sizeof *lines, by_kernel_line);
+    *n_lines = lines != NULL ? n : 0;
+    return lines;
+}
+
+void cml_cpu_tally_report(cml_cpu_tally *t, FILE *out, cml_cpu_tally_line_fn line, cml_cpu_tally_total_fn total)
+{
+    pthread_mutex_lock(&t->lock);
+    size_t n = 0;
+    cml_cpu_tally_line *lines = cml_cpu_tally_lines(t, &n);
+    if (lines != NULL) {
         unsigned long long sum[2][CML_CPU_TALLY_VALUES] = {{0}};
         for (size_t k = 0; k < n; ++k) {
             if (lines[k].where[0] != '\0') {

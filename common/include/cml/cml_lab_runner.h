@@ -104,6 +104,7 @@ typedef struct cml_lab_run {
     const char *lab_words[CML_LAB_MAX_WORDS + 1]; /* the lab's own options as given (sizes), NULL-ended */
     int nlab_words;
     size_t sweep_max;            /* --sweep-max BYTES: the largest size swept (0: the default) */
+    const char *picture;         /* --picture FILE: one step's worst accesses drawn as an SVG (CPU path) */
     struct {                     /* device inputs a kernel must leave alone (cml_lab_watch_input) */
         const cml_dbuf *buf;
         const char *name;
