@@ -535,6 +535,39 @@ set(ACCESS_NCU [==[${KIT_NCU}]==])
     endif()
   endif()
 
+  # The access pictures of the handouts and decks (docs/pictures/<lab>_stepN.svg),
+  # one per step the manifest's "pictures" names (its first entry for a step):
+  # drawn by the reference's run on the CPU path; the test fails when the
+  # kept ones are not what it draws now, the target `pictures` writes them.
+  string(JSON npictures ERROR_VARIABLE err LENGTH "${LAB_JSON}" pictures)
+  if(NOT err AND npictures GREATER 0)
+    set(entries "")
+    set(steps_drawn "")
+    math(EXPR last "${npictures} - 1")
+    foreach(i RANGE ${last})
+      string(JSON pstep GET "${LAB_JSON}" pictures ${i} step)
+      string(JSON pargs ERROR_VARIABLE err GET "${LAB_JSON}" pictures ${i} args)
+      if(err)
+        set(pargs "")
+      endif()
+      if(NOT pstep IN_LIST steps_drawn)
+        list(APPEND steps_drawn ${pstep})
+        list(APPEND entries "${pstep}|${pargs}")
+      endif()
+    endforeach()
+    list(JOIN entries "@" entries)
+    set(picture_args "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DLAB=${lab}" "-DENTRIES=${entries}"
+      "-DDIR=${PROJECT_SOURCE_DIR}/docs/pictures" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/pictures")
+    _kit_script_test(${lab}.cpu.reference.pictures kit_pictures.cmake "cpu;reference" ${picture_args})
+    add_custom_target(pictures_${lab}
+      COMMAND "${CMAKE_COMMAND}" -DMODE=write ${picture_args} -P "${PROJECT_SOURCE_DIR}/cmake/kit_pictures.cmake"
+      DEPENDS ${runner_cpu_ref} VERBATIM)
+    if(NOT TARGET pictures)
+      add_custom_target(pictures)
+    endif()
+    add_dependencies(pictures pictures_${lab})
+  endif()
+
   # The catalogue of classic mistakes: each one built from the solution and
   # proven to be caught by the tests or by a sanitizer (on the CPU path: by
   # the tests, the CPU race check, its bounds report or its bank counts).

@@ -3,9 +3,14 @@
 # (labs/*/lab.json) and the results pages on disk:
 #   - README.md, the block between "<!-- labs:begin" and "<!-- labs:end -->":
 #     one table row per lab;
-#   - docs/results/README.md, whole: one line per GPU folder, a link per page.
+#   - docs/results/README.md, whole: one line per GPU folder, a link per page;
+#   - each handout of a lab whose manifest has "pictures" (labs/<lab>/README.md),
+#     the block between "<!-- pictures:begin" and "<!-- pictures:end -->": the
+#     reference's access pictures (docs/pictures/, cmake/kit_pictures.cmake)
+#     and the command that draws the student's own.
 # MODE=write rewrites them; MODE=check (the default, the kit's test
 # kit.docs_match_manifests) fails and says what differs.
+cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
 if(NOT SOURCE_DIR)
   get_filename_component(SOURCE_DIR "${CMAKE_CURRENT_LIST_DIR}/.." ABSOLUTE)
 endif()
@@ -142,6 +147,89 @@ if(no_page)
   string(APPEND index "\nNo GPU results page yet (made by `tools/gpu-verify results` on a GPU machine):\n${no_page}\n")
 endif()
 
+
+# ---------------------------------------------------------------- handout pictures
+# For a lab with "pictures": one paragraph per step (its first entry), the
+# picture the reference draws and the command that draws the student's own.
+set(handouts_new "")
+set(handouts_old "")
+set(handout_paths "")
+foreach(m IN LISTS manifests)
+  file(READ "${m}" json)
+  string(JSON npic ERROR_VARIABLE err LENGTH "${json}" pictures)
+  if(err OR npic EQUAL 0)
+    continue()
+  endif()
+  string(JSON name GET "${json}" name)
+  string(JSON stem GET "${json}" stem)
+  set(handout "${SOURCE_DIR}/labs/${name}/README.md")
+  set(pbegin "<!-- pictures:begin (made from labs/${name}/lab.json and docs/pictures/: cmake -DMODE=write -P cmake/kit_docs.cmake) -->")
+  set(pend "<!-- pictures:end -->")
+  file(READ "${handout}" text)
+  string(FIND "${text}" "${pbegin}" pb)
+  string(FIND "${text}" "${pend}" pe)
+  if(pb LESS 0 OR pe LESS pb)
+    message(FATAL_ERROR "labs/${name}/README.md has no block between\n  ${pbegin}\nand\n  ${pend}\n"
+                        "for the access pictures its manifest names (\"pictures\")")
+  endif()
+  set(body "
+Drawn by the kit from the reference solution's run on the CPU path
+(`docs/pictures/`): for each step, one warp's worst shared-memory request
+(its 32 lanes against the 32 banks, conflicts coloured) and its worst
+global-memory request (the lanes against 32-byte sectors and 128-byte
+lines). Draw your own kernel's with the command under each: no GPU
+needed; open the SVG in a browser.
+")
+  set(seen "")
+  math(EXPR last "${npic} - 1")
+  foreach(i RANGE ${last})
+    string(JSON step GET "${json}" pictures ${i} step)
+    if(step IN_LIST seen)
+      continue()
+    endif()
+    list(APPEND seen ${step})
+    string(JSON shows GET "${json}" pictures ${i} shows)
+    string(JSON args ERROR_VARIABLE err GET "${json}" pictures ${i} args)
+    if(err)
+      set(args "")
+    endif()
+    set(ident "")
+    string(JSON nsteps LENGTH "${json}" steps)
+    math(EXPR slast "${nsteps} - 1")
+    foreach(k RANGE ${slast})
+      string(JSON num GET "${json}" steps ${k} num)
+      if(num EQUAL step)
+        string(JSON ident GET "${json}" steps ${k} ident)
+      endif()
+    endforeach()
+    set(svg "docs/pictures/${name}_step${step}.svg")
+    if(NOT EXISTS "${SOURCE_DIR}/${svg}")
+      message(FATAL_ERROR "${svg} is missing (labs/${name}/lab.json names a picture of step ${step}): "
+                          "cmake --build build --target pictures draws it")
+    endif()
+    set(cmd "cmake --build build --target ${stem}_run_cpu && ./build/${stem}_run_cpu --step ${step} --picture step${step}.svg")
+    if(args)
+      string(APPEND cmd " ${args}")
+    endif()
+    string(APPEND body "
+**Step ${step} (${ident})**: ${shows}.
+
+![${name} step ${step}: ${shows}](../../${svg})
+
+<!-- doc-check: skip=\"draws your own step ${step}, which the untouched skeleton has not written yet\" -->
+
+    ${cmd}
+")
+  endforeach()
+  string(LENGTH "${pbegin}" pblen)
+  math(EXPR pbody "${pb} + ${pblen}")
+  string(SUBSTRING "${text}" 0 ${pbody} phead)
+  string(SUBSTRING "${text}" ${pe} -1 ptail)
+  list(APPEND handout_paths "${handout}")
+  set_property(GLOBAL PROPERTY KIT_HANDOUT_OLD_${name} "${text}")
+  set_property(GLOBAL PROPERTY KIT_HANDOUT_NEW_${name} "${phead}\n${body}\n${ptail}")
+endforeach()
+
 # ---------------------------------------------------------------- check or write
 set(problems "")
 if(NOT readme STREQUAL new_readme)
@@ -155,6 +243,18 @@ endif()
 if(NOT old_index STREQUAL index)
   string(APPEND problems "  docs/results/README.md differs from the pages in docs/results/\n")
 endif()
+foreach(handout IN LISTS handout_paths)
+  get_filename_component(hdir "${handout}" DIRECTORY)
+  get_filename_component(hlab "${hdir}" NAME)
+  get_property(hold GLOBAL PROPERTY KIT_HANDOUT_OLD_${hlab})
+  get_property(hnew GLOBAL PROPERTY KIT_HANDOUT_NEW_${hlab})
+  if(NOT hold STREQUAL hnew)
+    string(APPEND problems "  labs/${hlab}/README.md: its access pictures differ from the manifest's \"pictures\"\n")
+    if(MODE STREQUAL "write")
+      file(WRITE "${handout}" "${hnew}")
+    endif()
+  endif()
+endforeach()
 if(MODE STREQUAL "write")
   if(NOT readme STREQUAL new_readme)
     file(WRITE "${SOURCE_DIR}/README.md" "${new_readme}")
@@ -162,10 +262,10 @@ if(MODE STREQUAL "write")
   if(NOT old_index STREQUAL index)
     file(WRITE "${index_path}" "${index}")
   endif()
-  message("kit_docs: README.md and docs/results/README.md are up to date")
+  message("kit_docs: README.md, docs/results/README.md and the handouts' pictures are up to date")
 elseif(problems)
   message(FATAL_ERROR "kit_docs: the docs that list the labs are out of date:\n${problems}"
                       "Rewrite them with: cmake -DMODE=write -P cmake/kit_docs.cmake")
 else()
-  message("kit_docs: README.md's lab table and docs/results/README.md match the manifests and pages")
+  message("kit_docs: README.md's lab table, docs/results/README.md and the handouts' pictures match the manifests and pages")
 endif()

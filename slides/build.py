@@ -198,10 +198,31 @@ def lab_results(lab, m):
     return out
 
 
+def lab_pictures(lab, m):
+    """The lab's access pictures (docs/pictures/<lab>_stepN.svg, drawn by the
+    kit from the reference's run on the CPU path), in the manifest's order,
+    one per step: for a slide each, with the command that draws a student's own."""
+    out, seen = [], set()
+    idents = {s["num"]: s.get("ident", "") for s in (m or {}).get("steps", [])}
+    for p in (m or {}).get("pictures", []):
+        step = p["step"]
+        path = os.path.join(ROOT, "docs", "pictures", f"{lab}_step{step}.svg")
+        if step in seen or not os.path.exists(path):
+            continue
+        seen.add(step)
+        with open(path, encoding="utf-8") as f:
+            svg = f.read()
+        args = p.get("args", "")
+        cmd = f"./build/{m['stem']}_run_cpu --step {step} --picture step{step}.svg" + (f" {args}" if args else "")
+        out.append({"step": step, "ident": idents.get(step, ""), "shows": p["shows"], "svg": svg,
+                    "path": os.path.relpath(path, ROOT), "command": cmd})
+    return out
+
+
 def deck_inputs(deck):
     ms = manifests()
     name = os.path.basename(deck)[:-4]
-    kit = {"deck": name, "labs": ms, "lab": None, "code": {}, "results": [], "sweeps": [], "mistakes": [],
+    kit = {"deck": name, "labs": ms, "lab": None, "code": {}, "results": [], "sweeps": [], "pictures": [], "mistakes": [],
            "all_results": {lab: lab_results(lab, m) for lab, m in ms.items()}}
     if name in ms:
         kit["lab"] = ms[name]
@@ -209,6 +230,7 @@ def deck_inputs(deck):
         kit["code"] = lab_code(ms[name])
         kit["results"] = kit["all_results"][name]
         kit["sweeps"] = lab_sweeps(name, ms[name])
+        kit["pictures"] = lab_pictures(name, ms[name])
     elif not name.startswith("00_"):
         raise SystemExit(f"slides: {deck}: no labs/{name}/lab.json (a lab deck is named after its lab)")
     return {"kit": json.dumps(kit, sort_keys=True, ensure_ascii=False)}

@@ -656,7 +656,8 @@ def pages(results=RESULTS):
     for gpu in sorted(os.listdir(results)):
         d = os.path.join(results, gpu)
         if os.path.isdir(d):
-            out += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".md")]
+            # every lab's runner page; access.md (tools/gpu-verify access) is a table, not a runner's page
+            out += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".md") and f != "access.md"]
     return out
 
 

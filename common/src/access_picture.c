@@ -719,9 +719,11 @@ static double global_panel(FILE *out, const cml_access *a, double y)
     text_at(out, 224, y + 10, "fg", 11, NULL, "bytes the lanes use");
     fprintf(out, "<rect x=\"360\" y=\"%.1f\" width=\"18\" height=\"12\" class=\"line128\"/>\n", y);
     text_at(out, 384, y + 10, "fg", 11, NULL, "128-byte line (labels: bytes from the first)");
-    text_at(out, 16, y + 28, "dim", 11, NULL,
-            "Ideal: the fewest sectors that hold the bytes used (32 lanes x 4 consecutive bytes = 128 bytes = "
-            "4 sectors). Only touched lines are drawn; ... marks lines skipped.");
+    char ideal_note[200]; /* the coalesced case at this request's access size */
+    snprintf(ideal_note, sizeof ideal_note, "Ideal: the fewest sectors that hold the bytes used (32 lanes x %d consecutive "
+             "bytes = %d bytes = %d sectors). Only touched lines are drawn; ... marks lines skipped.", a->size,
+             32 * a->size, (32 * a->size + SECTOR - 1) / SECTOR);
+    text_at(out, 16, y + 28, "dim", 11, NULL, ideal_note);
     fputs("</g>\n", out);
     return y + 44;
 }
