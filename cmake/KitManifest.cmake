@@ -70,7 +70,8 @@ endfunction()
 # LAB_MODEL, LAB_SANITIZE, LAB_CUDA_LIBRARIES, LAB_SECTORS_AGREE (0/1),
 # LAB_SECTORS_BOUNDS, LAB_SECTORS_CPU_ARGS, LAB_SECTORS_CPU_EXPECT (the
 # optional "sectors" object), LAB_PICTURE_STEPS (the step of each optional
-# "pictures" entry, in order), LAB_NVCC_FLAG_FILES (the files
+# "pictures" entry, in order), LAB_PROFILE_PAGES (the "page" of each
+# optional "profiles" entry), LAB_NVCC_FLAG_FILES (the files
 # with "nvcc_flags"; each file's list in LAB_NVCC_FLAGS_<its name as a C
 # identifier>), LAB_NSTEPS and, per step k (1-based),
 # LAB_STEP_<k>_IDENT, LAB_STEP_<k>_FILE, LAB_STEP_<k>_TITLE.
@@ -313,7 +314,65 @@ function(kit_read_manifest lab_dir)
     endforeach()
   endif()
 
+  # What limits a step, measured by Nsight Compute (optional): pages that
+  # `<stem>_run_ref --profile <args> --markdown docs/results/<gpu>/<lab><page>.md`
+  # writes (cmake/results_pages.cmake):
+  # "profiles": [{"page": "_profile...", "args": "--step N <sizes>", "what": "<one line>"}, ...]
+  set(result_pages "")
+  string(JSON nresults ERROR_VARIABLE no_results LENGTH "${json}" results)
+  if(NOT no_results AND nresults GREATER 0)
+    math(EXPR last "${nresults} - 1")
+    foreach(i RANGE ${last})
+      _kit_json(rp "${json}" results ${i} page)
+      list(APPEND result_pages "${rp}")
+    endforeach()
+  endif()
+  set(profile_pages "")
+  _kit_json_optional(nprof "${json}" profiles ARRAY "${path}"
+    "\"profiles\" must be a list of {\"page\": \"_profile...\", \"args\": \"--step N ...\", \"what\": \"...\"}")
+  if(nprof GREATER 0)
+    math(EXPR last "${nprof} - 1")
+    foreach(i RANGE ${last})
+      string(JSON et TYPE "${json}" profiles ${i})
+      if(NOT et STREQUAL "OBJECT")
+        _kit_manifest_fail("${path}" "\"profiles\" entry ${i} must be an object {\"page\": \"_profile...\", \"args\": \"--step N ...\", \"what\": \"...\"}")
+      endif()
+      _kit_json(ppage "${json}" profiles ${i} page)
+      if(NOT ppage MATCHES "^_profile[a-z0-9_]*$")
+        _kit_manifest_fail("${path}" "\"profiles\" entry ${i}: \"page\" '${ppage}' must start with _profile and hold lower-case letters, digits and _ (the page is docs/results/<gpu>/${name}<page>.md)")
+      endif()
+      if(ppage IN_LIST profile_pages OR ppage IN_LIST result_pages)
+        _kit_manifest_fail("${path}" "\"profiles\" entry ${i}: \"page\" '${ppage}' is already a page of this lab")
+      endif()
+      string(JSON at ERROR_VARIABLE no_args TYPE "${json}" profiles ${i} args)
+      _kit_json(pargs "${json}" profiles ${i} args)
+      if(no_args OR NOT at STREQUAL "STRING" OR NOT pargs MATCHES "^[A-Za-z0-9 ._,=-]*$")
+        _kit_manifest_fail("${path}" "\"profiles\" entry ${i}: \"args\" must be a string of runner options (letters, digits, spaces and . _ , = -), e.g. \"--step 6 --size3 513x511x509\"")
+      endif()
+      if(pargs MATCHES "(^| )--(profile|markdown|json|then|check-only|sectors|counters|sweep|sweep-max)( |=|$)")
+        _kit_manifest_fail("${path}" "\"profiles\" entry ${i}: \"args\" '${pargs}' must hold --step and the sizes only: the command adds --profile and --markdown")
+      endif()
+      set(pstep ${nsteps})
+      if(pargs MATCHES "(^| )--step( |=)([^ ]*)")
+        set(pstep "${CMAKE_MATCH_3}")
+        if(NOT pstep MATCHES "^[1-9][0-9]*$" OR pstep GREATER nsteps)
+          _kit_manifest_fail("${path}" "\"profiles\" entry ${i}: --step '${pstep}' must be one of the lab's ${nsteps} steps (one step a page)")
+        endif()
+      endif()
+      if(model AND step_file_${pstep} STREQUAL model)
+        _kit_manifest_fail("${path}" "\"profiles\" entry ${i}: step ${pstep} is in the model file ${model}, which runs no kernel to measure")
+      endif()
+      _kit_json(pwhat "${json}" profiles ${i} what)
+      string(STRIP "${pwhat}" what_stripped)
+      if(what_stripped STREQUAL "" OR pwhat MATCHES "\n")
+        _kit_manifest_fail("${path}" "\"profiles\" entry ${i}: \"what\" must say in one line what the page measures (the results index shows it)")
+      endif()
+      list(APPEND profile_pages "${ppage}")
+    endforeach()
+  endif()
+
   set(LAB_JSON "${json}" PARENT_SCOPE)
+  set(LAB_PROFILE_PAGES "${profile_pages}" PARENT_SCOPE)
   set(LAB_NAME "${name}" PARENT_SCOPE)
   set(LAB_STEM "${stem}" PARENT_SCOPE)
   set(LAB_FILES "${files}" PARENT_SCOPE)

@@ -50,20 +50,23 @@ string(SUBSTRING "${readme}" ${e} -1 tail)
 set(new_readme "${head}\n${rows}${tail}")
 
 # ---------------------------------------------------------------- results index
-# A page's line: the text of its manifest entry ("what"), or its file name.
+# A page's line: the text of its manifest entry ("what", of a "results" or
+# a "profiles" entry), or its file name.
 function(_page_what lab suffix out)
   set(what "")
   file(READ "${SOURCE_DIR}/labs/${lab}/lab.json" json)
-  string(JSON n ERROR_VARIABLE err LENGTH "${json}" results)
-  if(NOT err AND n GREATER 0)
-    math(EXPR last "${n} - 1")
-    foreach(i RANGE ${last})
-      string(JSON page GET "${json}" results ${i} page)
-      if(page STREQUAL suffix)
-        string(JSON what GET "${json}" results ${i} what)
-      endif()
-    endforeach()
-  endif()
+  foreach(list results profiles)
+    string(JSON n ERROR_VARIABLE err LENGTH "${json}" ${list})
+    if(NOT err AND n GREATER 0)
+      math(EXPR last "${n} - 1")
+      foreach(i RANGE ${last})
+        string(JSON page GET "${json}" ${list} ${i} page)
+        if(page STREQUAL suffix)
+          string(JSON what GET "${json}" ${list} ${i} what)
+        endif()
+      endforeach()
+    endif()
+  endforeach()
   set(${out} "${what}" PARENT_SCOPE)
 endfunction()
 
@@ -77,6 +80,10 @@ this index from `cmake -DMODE=write -P cmake/kit_docs.cmake`. A folder's
 `access.md` (`tools/gpu-verify access`) sets every lab's global-memory
 sectors per request and shared-memory bank conflicts, as Nsight Compute
 measured them on that GPU, beside the CPU path's counts of the same kernels.
+A lab's `_profile` pages (`<stem>_run_ref --profile`) say what limits its
+last step there, as Nsight Compute measured it: DRAM bytes against the bytes
+the step must move, DRAM throughput, L2 hits, sectors per request, occupancy,
+issue slots and the top warp stalls.
 ")
 file(GLOB gpu_dirs LIST_DIRECTORIES true "${SOURCE_DIR}/docs/results/*")
 list(SORT gpu_dirs)

@@ -4,7 +4,10 @@
 # description (<build>/kit/labs.json, made from the manifests): for each,
 # <stem>_run_ref <args> --markdown OUT/docs/results/GPU_DIR/<lab><page>.md,
 # the handout's table (handout: true) into OUT/labs/<lab>/README.md, and
-# --json beside the page (json: true), all from one run of the runner.
+# --json beside the page (json: true), all from one run of the runner; and
+# for each "profiles" entry, <stem>_run_ref --profile <args> --markdown
+# OUT/docs/results/GPU_DIR/<lab><page>.md (what limits the step, read by
+# Nsight Compute: ncu on the PATH or $CML_NCU).
 # LABS (optional) keeps only the labs named (full names, e.g. 04_reduction).
 # Fails when a runner does, or when LABS names a lab the kit does not have.
 cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
@@ -36,10 +39,13 @@ foreach(i RANGE ${last_lab})
   string(JSON npages ERROR_VARIABLE err LENGTH "${kit}" labs ${i} results)
   if(err OR npages EQUAL 0)
     message("==> ${lab}: no results pages in its manifest")
-    continue()
+    set(npages 0)
   endif()
   math(EXPR last_page "${npages} - 1")
-  foreach(k RANGE ${last_page})
+  foreach(k RANGE 0 ${last_page})
+    if(npages EQUAL 0)
+      break()
+    endif()
     string(JSON page GET "${kit}" labs ${i} results ${k} page)
     string(JSON args GET "${kit}" labs ${i} results ${k} args)
     string(JSON handout GET "${kit}" labs ${i} results ${k} handout)
@@ -60,6 +66,27 @@ foreach(i RANGE ${last_lab})
     endif()
     message("==> ${lab}${page}: ${cmd}")
     execute_process(COMMAND ${cmd} ${json_out} RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      list(APPEND failed "${lab}${page} (exit ${rc})")
+    endif()
+  endforeach()
+  # What limits a step: <stem>_run_ref --profile <args> --markdown (Nsight
+  # Compute: ncu on the PATH, or CML_NCU), one page a "profiles" entry.
+  string(JSON nprof ERROR_VARIABLE err LENGTH "${kit}" labs ${i} profiles)
+  if(err)
+    set(nprof 0)
+  endif()
+  math(EXPR last_prof "${nprof} - 1")
+  foreach(k RANGE 0 ${last_prof})
+    if(nprof EQUAL 0)
+      break()
+    endif()
+    string(JSON page GET "${kit}" labs ${i} profiles ${k} page)
+    string(JSON args GET "${kit}" labs ${i} profiles ${k} args)
+    separate_arguments(arg_list UNIX_COMMAND "${args}")
+    set(cmd "${runner}" --profile ${arg_list} --markdown "${OUT}/docs/results/${GPU_DIR}/${lab}${page}.md")
+    message("==> ${lab}${page}: ${cmd}")
+    execute_process(COMMAND ${cmd} RESULT_VARIABLE rc)
     if(NOT rc EQUAL 0)
       list(APPEND failed "${lab}${page} (exit ${rc})")
     endif()

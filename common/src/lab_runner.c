@@ -160,11 +160,17 @@ static void help(const cml_lab *lab)
                                   "access, and draw its worst shared-memory request (32 lanes\n"
                                   "against the 32 banks) and its worst global one (lanes\n"
                                   "against 32-byte sectors) as an SVG (emulated)");
+    option_line("--profile", "on a GPU: what limits one step, read by Nsight Compute;\n"
+                             "on the CPU path see --sectors");
 #else
     char picture[160];
     snprintf(picture, sizeof picture, "the access picture is made by the CPU path: this prints\n"
                                       "the command (%s_cpu, the same words) and exits 2", lab->prog);
     option_line("--picture FILE", picture);
+    option_line("--profile", "check one step (--step N, default the last), then what\n"
+                             "limits it, read by Nsight Compute (ncu): time, DRAM bytes\n"
+                             "against the step's own, DRAM throughput, L2 hits, sectors\n"
+                             "per request, occupancy, issue slots, the top warp stalls");
 #endif
     if (lab->sweep_size) {
 #ifdef CML_CPU_BACKEND
@@ -200,6 +206,7 @@ static void picture_args(const cml_lab_run *r, int argc, char **argv)
 {
     const cml_lab *lab = r->lab;
     const char *with = r->args.json ? "--json" : r->sectors ? "--sectors" : r->counters ? "--counters"
+                     : r->profile ? "--profile"
                      : r->sweep ? "--sweep" : r->args.nmarkdown ? "--markdown" : r->args.check_only ? "--check-only"
                      : r->host_only ? "a host-only mode" : NULL;
     if (with != NULL) {
@@ -269,6 +276,8 @@ static void parse(cml_lab_run *r, int argc, char **argv)
                 cml_runner_bad_arg(&r->args, a, v, "the SVG file to write, like step3.svg");
             r->picture = v;
             ++i;
+        } else if (strcmp(a, "--profile") == 0) {
+            r->profile = 1;
         } else if (lab->sweep_size && strcmp(a, "--sweep") == 0) {
             r->sweep = 1;
         } else if (lab->sweep_size && strcmp(a, "--sweep-max") == 0) {
@@ -306,6 +315,8 @@ static void parse(cml_lab_run *r, int argc, char **argv)
         usage(stderr);
         exit(CML_EXIT_USAGE);
     }
+    if (r->profile)
+        cml_lab_profile_options(r);
     if (lab->validate)
         lab->validate(r);
 }
@@ -389,10 +400,7 @@ static const char *const sector_metrics[] = {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU
                                              CML_NCU_SHARED_LD_CONFLICTS, CML_NCU_SHARED_ST_CONFLICTS};
 enum { LD_REQUESTS, LD_SECTORS, ST_REQUESTS, ST_SECTORS, LD_CONFLICTS, ST_CONFLICTS, N_SECTOR_METRICS };
 
-/* A kernel's name as ncu prints it ("void k<256u, int>(const T1 *, T1 *,
- * unsigned long)") or the CPU path does ("k<256u,int>"), the same way for
- * both: no return type, no parameters, no spaces. */
-static void kernel_short_name(const char *name, char *buf, size_t len)
+void cml_lab_kernel_name(const char *name, char *buf, size_t len)
 {
     if (strncmp(name, "void ", 5) == 0)
         name += 5;
@@ -442,7 +450,7 @@ static void print_step_sectors(const cml_lab_run *r, int step, const cml_ncu_cou
 {
     for (int k = 0; k < c->nkernels; ++k) {
         char name[64];
-        kernel_short_name(c->kernel[k], name, sizeof name);
+        cml_lab_kernel_name(c->kernel[k], name, sizeof name);
         if (strncmp(name, "cml_", 4) == 0)
             continue;
         const double *v = c->value[k];
@@ -978,6 +986,10 @@ static int run_once(const cml_lab *lab, void *data, int argc, char **argv)
     r->lab = lab;
     r->data = data;
     parse(r, argc, argv);
+    if (r->profile && EMULATED) {
+        cml_lab_say(r, "--profile reads Nsight Compute on a GPU; on the CPU path see --sectors and --picture");
+        return CML_EXIT_USAGE;
+    }
 
     unsigned all = lab->nsteps >= 32 ? ~0u : (1u << lab->nsteps) - 1u;
     unsigned gpu_steps = all & ~((1u << (lab->first_gpu_step - 1)) - 1u);
@@ -1012,6 +1024,8 @@ static int run_once(const cml_lab *lab, void *data, int argc, char **argv)
         return cml_lab_sweep(r);
     if (r->sectors)
         return sectors_only(r);
+    if (r->profile)
+        return cml_lab_profile(r);
     if (r->counters) {
         int crc = counters_only(r);
         if (EMULATED && !r->args.json)
@@ -1096,9 +1110,9 @@ int cml_lab_main(const cml_lab *lab, void *data, size_t data_size, int argc, cha
     for (int i = 1; i < argc; ++i) {
         const char *a = argv[i];
         if (strcmp(a, "--json") == 0 || strcmp(a, "--markdown") == 0 || strcmp(a, "--counters") == 0 ||
-            strcmp(a, "--sectors") == 0 || strcmp(a, "--picture") == 0) {
-            fprintf(stderr, "%s: %s does not go with --then (one JSON document, page, counters or picture run a "
-                    "process)\n",
+            strcmp(a, "--sectors") == 0 || strcmp(a, "--picture") == 0 || strcmp(a, "--profile") == 0) {
+            fprintf(stderr, "%s: %s does not go with --then (one JSON document, page, counters, picture or profile "
+                    "run a process)\n",
                     argc > 0 ? argv[0] : lab->prog, a);
             return CML_EXIT_USAGE;
         }

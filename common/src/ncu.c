@@ -58,11 +58,27 @@ static double parse_value(const char *s)
     return (k == 0 || end == digits || *end != '\0') ? -1.0 : v;
 }
 
+/* What one unit ncu printed is in the metric's base unit: ncu writes
+ * "536.87","Mbyte" or "1.23","msecond" unless told --print-units base
+ * (decimal prefixes); bytes and sectors to their count, times to
+ * nanoseconds; any other unit as it is. */
+static double unit_scale(const char *unit)
+{
+    static const struct { const char *name; double scale; } units[] = {
+        {"second", 1e9}, {"msecond", 1e6}, {"usecond", 1e3}, {"nsecond", 1.0},
+        {"Kbyte", 1e3}, {"Mbyte", 1e6}, {"Gbyte", 1e9}, {"Tbyte", 1e12},
+        {"Ksector", 1e3}, {"Msector", 1e6}, {"Gsector", 1e9}};
+    for (size_t k = 0; unit != NULL && k < sizeof units / sizeof units[0]; ++k)
+        if (strcmp(unit, units[k].name) == 0)
+            return units[k].scale;
+    return 1.0;
+}
+
 int cml_ncu_parse_csv(const char *text, const char *const *metrics, int nmetrics, cml_ncu_counts *out)
 {
-    enum { ID, KERNEL, METRIC, VALUE, NCOLS };
-    static const char *const names[NCOLS] = {"ID", "Kernel Name", "Metric Name", "Metric Value"};
-    int col[NCOLS] = {-1, -1, -1, -1};
+    enum { ID, KERNEL, METRIC, VALUE, UNIT, NCOLS };  /* UNIT may be missing */
+    static const char *const names[NCOLS] = {"ID", "Kernel Name", "Metric Name", "Metric Value", "Metric Unit"};
+    int col[NCOLS] = {-1, -1, -1, -1, -1};
     long last_id = -1;
     out->nkernels = 0;
     out->nmetrics = nmetrics;
@@ -101,7 +117,9 @@ int cml_ncu_parse_csv(const char *text, const char *const *metrics, int nmetrics
                             out->value[k][j] = -1.0;
                         last_id = id;
                     }
-                    out->value[out->nkernels - 1][m] = parse_value(f[col[VALUE]]);
+                    double v = parse_value(f[col[VALUE]]);
+                    out->value[out->nkernels - 1][m] =
+                        v >= 0.0 && col[UNIT] >= 0 && nf > col[UNIT] ? v * unit_scale(f[col[UNIT]]) : v;
                 }
             }
         }
@@ -441,11 +459,14 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
         ncu = "ncu";
 
     char cmd[8192] = "";
-    char list[1024] = "";
-    for (int k = 0; k < nmetrics; ++k)
-        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", k ? "," : "", metrics[k]);
-    int ok = append_quoted(cmd, sizeof cmd, ncu);
-    const char *fixed[] = {"--clock-control", "none", "--csv", "--metrics", list};
+    char list[4096] = "";
+    int ok = 1;
+    for (int k = 0; k < nmetrics && ok; ++k) {
+        size_t at = strlen(list);
+        ok = snprintf(list + at, sizeof list - at, "%s%s", k ? "," : "", metrics[k]) < (int)(sizeof list - at);
+    }
+    ok = ok && append_quoted(cmd, sizeof cmd, ncu);
+    const char *fixed[] = {"--clock-control", "none", "--csv", "--print-units", "base", "--metrics", list};
     for (size_t k = 0; ok && k < sizeof fixed / sizeof fixed[0]; ++k)
         ok = append_quoted(cmd, sizeof cmd, fixed[k]);
     if (ok && filter) {

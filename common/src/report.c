@@ -252,10 +252,12 @@ static char *slurp(const char *path, size_t *len)
     return buf;
 }
 
-int cml_report_write_markdown(const cml_report *r, const char *path)
+int cml_markdown_write(const char *path, const char *marker, void (*write)(FILE *out, int whole, const void *ctx),
+                       const void *ctx)
 {
-    static const char begin[] = "<!-- results:begin -->\n";
-    static const char end[] = "<!-- results:end -->";
+    char begin[64], end[64];
+    snprintf(begin, sizeof begin, "<!-- %s:begin -->\n", marker);
+    snprintf(end, sizeof end, "<!-- %s:end -->", marker);
     size_t len = 0;
     char *old = slurp(path, &len);
     char *b = old ? strstr(old, begin) : NULL;
@@ -268,13 +270,25 @@ int cml_report_write_markdown(const cml_report *r, const char *path)
         return -1;
     }
     if (b && e) {
-        fwrite(old, 1, (size_t)(b - old) + sizeof begin - 1, out);
-        markdown_body(r, out);
+        fwrite(old, 1, (size_t)(b - old) + strlen(begin), out);
+        write(out, 0, ctx);
         fputs(e, out);
     } else {
-        fprintf(out, "# %s on %s\n\n%s.\n\n", r->lab, r->device.name, r->title);
-        markdown_body(r, out);
+        write(out, 1, ctx);
     }
     free(old);
     return fclose(out) == 0 ? 0 : -1;
+}
+
+static void write_results(FILE *out, int whole, const void *ctx)
+{
+    const cml_report *r = (const cml_report *)ctx;
+    if (whole)
+        fprintf(out, "# %s on %s\n\n%s.\n\n", r->lab, r->device.name, r->title);
+    markdown_body(r, out);
+}
+
+int cml_report_write_markdown(const cml_report *r, const char *path)
+{
+    return cml_markdown_write(path, "results", write_results, r);
 }

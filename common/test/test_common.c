@@ -364,20 +364,51 @@ Test(ncu, reads_the_global_sector_metrics_in_any_order)
     cr_expect_eq(c.nlines, 0, "ncu's details page has no source lines");
 }
 
+/* Without --print-units base ncu scales a value and says so in its unit
+ * column: the reader gives bytes and nanoseconds whatever it printed. */
+Test(ncu, gives_scaled_units_in_bytes_and_nanoseconds)
+{
+    static const char text[] =
+        "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+        "\"0\",\"k\",\"dram__bytes_read.sum\",\"Mbyte\",\"536.87\"\n"
+        "\"0\",\"k\",\"dram__bytes_write.sum\",\"byte\",\"1,024\"\n"
+        "\"0\",\"k\",\"gpu__time_duration.sum\",\"usecond\",\"12.5\"\n"
+        "\"0\",\"k\",\"lts__t_sector_hit_rate.pct\",\"%\",\"45.5\"\n";
+    const char *metrics[] = {"dram__bytes_read.sum", "dram__bytes_write.sum", "gpu__time_duration.sum",
+                             "lts__t_sector_hit_rate.pct"};
+    cml_ncu_counts c;
+    cr_assert_eq(cml_ncu_parse_csv(text, metrics, 4, &c), 1);
+    const double want[4] = {536.87e6, 1024.0, 12500.0, 45.5};
+    for (int m = 0; m < 4; ++m)
+        cr_expect(fabs(c.value[0][m] - want[m]) <= 1e-9 * want[m], "%s: got %.17g, want %g", metrics[m],
+                  c.value[0][m], want[m]);
+}
+
 #ifndef CML_CPU_BACKEND
 /* A stand-in for ncu (CML_NCU) that writes its arguments to `args` and
- * prints `csv`; its path in script (a temporary file). */
-static void fake_ncu(char *script, size_t len, const char *args, const char *csv)
+ * prints `csv`; its path in script (a temporary file). Given a metric to
+ * refuse, a run that asks for it fails as ncu does for a name it does not
+ * know, and prints nothing else. */
+static void fake_ncu_refusing(char *script, size_t len, const char *args, const char *csv, const char *refuse)
 {
     snprintf(script, len, "/tmp/cml-fake-ncu-XXXXXX");
     int fd = mkstemp(script);
     cr_assert(fd >= 0, "a temporary file for the fake ncu");
     FILE *f = fdopen(fd, "w");
     cr_assert_not_null(f);
-    fprintf(f, "#!/bin/sh\necho \"$@\" > '%s'\ncat <<'CSV'\n%sCSV\n", args, csv);
+    fprintf(f, "#!/bin/sh\necho \"$@\" > '%s'\n", args);
+    if (refuse != NULL)
+        fprintf(f, "case \"$*\" in *%s*) echo '==ERROR== Failed to find metric %s'; exit 1;; esac\n", refuse,
+                refuse);
+    fprintf(f, "cat <<'CSV'\n%sCSV\n", csv);
     fclose(f);
     cr_assert_eq(chmod(script, 0700), 0);
     cr_assert_eq(setenv("CML_NCU", script, 1), 0);
+}
+
+static void fake_ncu(char *script, size_t len, const char *args, const char *csv)
+{
+    fake_ncu_refusing(script, len, args, csv, NULL);
 }
 
 Test(ncu, says_why_when_ncu_is_missing)
@@ -655,6 +686,13 @@ static int fake_counters(cml_lab_run *r, cml_lab_counters *c)
     return CML_EXIT_OK;
 }
 
+/* The bytes a step must move: 1 MB a unit of --size. */
+static double fake_work(const cml_lab_run *r, int step)
+{
+    (void)step;
+    return 1e6 * ((const fake_data *)r->data)->size;
+}
+
 static const cml_lab_step fake_steps[] = {
     {1, "model", "model.c", "the host part"}, {2, "gpu_ok", "k.cu", "right"}, {3, "gpu_wrong", "k.cu", "wrong"}};
 
@@ -666,7 +704,7 @@ static const cml_lab fake_lab = {
     .counters_help = "counters", .no_counters_help = "no counters",
     .host_part = fake_host_part, .host_part_name = "model", .host_part_hint = "`fake_run --model`",
     .option = fake_option, .prepare = fake_prepare, .poison = fake_poison, .launch = fake_launch,
-    .verify = fake_check,
+    .verify = fake_check, .work = fake_work,
     .counters = fake_counters, .counters_metric = "fake__metric.sum",
     .probe = fake_probe,
 };
@@ -858,6 +896,222 @@ Test(lab_runner, sectors_measures_each_checked_step_under_ncu_with_the_labs_opti
     unsetenv("CML_NCU");
 }
 #endif
+
+#ifndef CML_CPU_BACKEND
+/* What ncu prints for --profile's metrics: two launches of the lab's
+ * kernel (in the units ncu scales to without --print-units base) and one
+ * of the kit's poison kernel; launch__occupancy_limit_shared_mem has no row,
+ * and the fake ncu refuses the imc_miss stall's name as one it does not
+ * know. Columns: metric, unit, first launch, second launch. */
+static const char *const profile_rows[][4] = {
+    {"gpu__time_duration.sum", "usecond", "750", "250"},
+    {"dram__bytes_read.sum", "Mbyte", "6", "1.5"},
+    {"dram__bytes_write.sum", "byte", "2,500,000", "500,000"},
+    {"dram__throughput.avg.pct_of_peak_sustained_elapsed", "%", "90", "50"},
+    {"lts__t_sector_hit_rate.pct", "%", "40", "40"},
+    {"l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "sector", "4,000", "1,000"},
+    {"l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "", "1,000", "250"},
+    {"l1tex__t_sectors_pipe_lsu_mem_global_op_st.sum", "sector", "32,000", "8,000"},
+    {"l1tex__t_requests_pipe_lsu_mem_global_op_st.sum", "", "1,000", "250"},
+    {"sm__warps_active.avg.pct_of_peak_sustained_active", "%", "70", "70"},
+    {"sm__maximum_warps_per_active_cycle_pct", "%", "100", "100"},
+    {"launch__registers_per_thread", "register/thread", "40", "40"},
+    {"launch__occupancy_limit_registers", "block", "3", "3"},
+    {"launch__occupancy_limit_warps", "block", "8", "8"},
+    {"launch__occupancy_limit_blocks", "block", "32", "32"},
+    {"smsp__issue_active.avg.pct_of_peak_sustained_active", "%", "20", "20"},
+    {"smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct", "%", "50", "10"},
+    {"smsp__warp_issue_stalled_lg_throttle_per_warp_active.pct", "%", "12", "12"},
+    {"smsp__warp_issue_stalled_barrier_per_warp_active.pct", "%", "5", "5"},
+    {"smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct", "%", "1", "1"},
+    {"smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct", "%", "1", "1"},
+    {"smsp__warp_issue_stalled_wait_per_warp_active.pct", "%", "2", "2"},
+    {"smsp__warp_issue_stalled_not_selected_per_warp_active.pct", "%", "1", "1"},
+    {"smsp__warp_issue_stalled_math_pipe_throttle_per_warp_active.pct", "%", "0", "0"},
+    {"smsp__warp_issue_stalled_membar_per_warp_active.pct", "%", "0", "0"},
+    {"smsp__warp_issue_stalled_drain_per_warp_active.pct", "%", "1", "1"},
+    {"smsp__warp_issue_stalled_dispatch_stall_per_warp_active.pct", "%", "0", "0"},
+    {"smsp__warp_issue_stalled_no_instruction_per_warp_active.pct", "%", "1", "1"},
+    {"smsp__warp_issue_stalled_sleeping_per_warp_active.pct", "%", "0", "0"},
+    {"smsp__warp_issue_stalled_tex_throttle_per_warp_active.pct", "%", "0", "0"},
+    {"smsp__warp_issue_stalled_selected_per_warp_active.pct", "%", "60", "60"},
+};
+#define IMC_MISS "smsp__warp_issue_stalled_imc_miss_per_warp_active.pct"
+
+static void profile_csv(char *csv, size_t len)
+{
+    static const char *const kernels[3] = {"void fake_kernel<4>(const float *, float *, int)",
+                                           "cml_fill32_kernel(unsigned int *, unsigned long, unsigned int)",
+                                           "void fake_kernel<4>(const float *, float *, int)"};
+    int at = snprintf(csv, len, "\"ID\",\"Process ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric "
+                                "Value\"\n");
+    for (int k = 0; k < 3; ++k)
+        for (size_t m = 0; m < sizeof profile_rows / sizeof profile_rows[0]; ++m)
+            at += snprintf(csv + at, len - (size_t)at, "\"%d\",\"7\",\"%s\",\"%s\",\"%s\",\"%s\"\n", k + 4, kernels[k],
+                           profile_rows[m][0], profile_rows[m][1], profile_rows[m][k == 2 ? 3 : 2]);
+    cr_assert((size_t)at < len, "the CSV fits");
+}
+
+/* A file's text, for the assertions (static: one at a time). */
+static const char *file_text(const char *path)
+{
+    static char text[16384];
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s was written", path);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+/* --profile: the step checked, then measured under ncu with the lab's own
+ * options; launches of one kernel summed or averaged, the kit's left out;
+ * DRAM bytes against the step's work(); a metric this ncu refuses left out
+ * and named; a metric without a value said so, never 0. */
+Test(lab_runner, profile_reads_one_step_under_ncu_and_says_what_each_number_tells)
+{
+    static char out[32768], csv[65536];
+    char script[64], args_file[] = "/tmp/cml-fake-ncu-args-XXXXXX", page[] = "/tmp/cml-profile-XXXXXX";
+    int fd = mkstemp(args_file);
+    cr_assert(fd >= 0);
+    close(fd);
+    fd = mkstemp(page);
+    cr_assert(fd >= 0);
+    close(fd);
+    unlink(page);  /* a new page: written whole */
+    profile_csv(csv, sizeof csv);
+    fake_ncu_refusing(script, sizeof script, args_file, csv, IMC_MISS);
+    gpu_present = 1;
+    char words[128];
+    snprintf(words, sizeof words, "--profile --step 2 --size 10 --markdown %s", page);
+    int rc = run_fake(out, sizeof out, words);
+    cr_expect_eq(rc, CML_EXIT_OK, "%s", out);
+    const char *given = file_text(args_file);
+    cr_expect(strstr(given, "--print-units base") != NULL && strstr(given, "--check-only --step 2 --size 10") != NULL,
+              "ncu's arguments: base units, the step alone with the lab's options: %s", given);
+    cr_expect(strstr(given, "imc_miss") == NULL && strstr(given, "long_scoreboard") != NULL,
+              "the refused metric is left out of the second run, the others kept: %s", given);
+    cr_expect(strstr(out, "kernel fake_kernel<4> (2 launches)") != NULL, "two launches, one kernel:\n%s", out);
+    cr_expect(strstr(out, "cml_fill32") == NULL, "the kit's own kernels are left out:\n%s", out);
+    /* summed: 750 us + 250 us; bytes from Mbyte and byte */
+    cr_expect(strstr(out, "1.000 ms") != NULL, "time summed over the launches:\n%s", out);
+    cr_expect(strstr(out, "7,500,000 B, 3,000,000 B") != NULL, "DRAM bytes summed, in bytes:\n%s", out);
+    /* the step's DRAM bytes against work(): 10 x 1 MB at --size 10 */
+    char ratio[64];
+    snprintf(ratio, sizeof ratio, "%.2f x the ideal", (6e6 + 1.5e6 + 2.5e6 + 0.5e6) / (10 * 1e6));
+    cr_expect(strstr(out, ratio) != NULL && strstr(out, "10,500,000 B crossed DRAM; the step must move 10,000,000 B") &&
+                  strstr(out, "5 % more bytes than that crossed DRAM") != NULL,
+              "the ratio to the ideal (%s):\n%s", ratio, out);
+    /* averaged over the launches' time: 90 % for 0.75 ms, 50 % for 0.25 ms */
+    char peak[32];
+    snprintf(peak, sizeof peak, "%.1f %% of peak", (90 * 0.75 + 50 * 0.25) / 1.0);
+    cr_expect(strstr(out, peak) != NULL, "DRAM throughput averaged over time (%s):\n%s", peak, out);
+    cr_expect(strstr(out, "4.00 sectors/request (ideal 4)") != NULL &&
+                  strstr(out, "32.00 sectors/request (ideal 4)") != NULL && strstr(out, "8.00 x more than") != NULL,
+              "sectors per request of loads and stores:\n%s", out);
+    const char *s1 = strstr(out, "long_scoreboard 40.0 %"), *s2 = strstr(out, "lg_throttle 12.0 %"),
+               *s3 = strstr(out, "barrier 5.0 %");
+    cr_expect(s1 && s2 && s3 && s1 < s2 && s2 < s3, "the top three stalls in order, issuing not among them:\n%s", out);
+    cr_expect(strstr(out, "selected 60") == NULL, "issuing is no stall:\n%s", out);
+    cr_expect(strstr(out, "no value for: imc_miss (a name unknown to this ncu, which said: Failed to find metric "
+                          IMC_MISS ")") != NULL,
+              "the refused stall is named among those without a value:\n%s", out);
+    cr_expect(strstr(out, "ncu gave no value for launch__occupancy_limit_shared_mem") != NULL,
+              "a metric without a row is not measured, never 0:\n%s", out);
+    const char *md = file_text(page);
+    cr_expect(strncmp(md, "# 99_fake on ", 13) == 0 && strstr(md, "What limits step 2 (gpu_ok)") != NULL &&
+                  strstr(md, "<!-- profile:begin -->\n") != NULL && strstr(md, "<!-- profile:end -->\n") != NULL,
+              "a whole page, its region marked:\n%s", md);
+    cr_expect(strstr(md, "`fake_run --profile --step 2 --size 10`") != NULL, "the command on the page:\n%s", md);
+    cr_expect(strstr(md, "| stall 1 | long_scoreboard 40.0 % | of the active warps' cycles: waiting for") != NULL &&
+                  strstr(md, "| measure | value | what it tells |") != NULL,
+              "the table:\n%s", md);
+
+    /* the marked region of an existing file only; the rest kept */
+    FILE *f = fopen(page, "w");
+    cr_assert_not_null(f);
+    fputs("# notes\nbefore\n<!-- profile:begin -->\nold\n<!-- profile:end -->\nafter\n", f);
+    fclose(f);
+    rc = run_fake(out, sizeof out, words);
+    cr_expect_eq(rc, CML_EXIT_OK, "%s", out);
+    md = file_text(page);
+    static const char kept[] = "# notes\nbefore\n<!-- profile:begin -->\nMeasured on ";
+    cr_expect(strncmp(md, kept, sizeof kept - 1) == 0 &&
+                  strstr(md, "\nold\n") == NULL && strstr(md, "<!-- profile:end -->\nafter\n") != NULL,
+              "the region replaced, the rest kept:\n%s", md);
+
+    rc = run_fake(out, sizeof out, "--profile --step 2 --size 10 --json");
+    cr_expect_eq(rc, CML_EXIT_OK, "%s", out);
+    cr_expect(strstr(out, "\"ideal_bytes\": 1e+07, \"unknown_metrics\": [\"" IMC_MISS "\"]") != NULL &&
+                  strstr(out, "{\"kernel\": \"fake_kernel<4>\", \"launches\": 2, \"metrics\": {"
+                              "\"gpu__time_duration.sum\": 1e+06, \"dram__bytes_read.sum\": 7.5e+06") != NULL &&
+                  strstr(out, "\"launch__occupancy_limit_shared_mem\": null") != NULL,
+              "the JSON:\n%s", out);
+    unlink(page);
+    unlink(args_file);
+    unlink(script);
+    unsetenv("CML_NCU");
+}
+
+/* A wrong step is never measured, and without ncu no page is written. */
+Test(lab_runner, profile_measures_nothing_it_cannot_trust)
+{
+    static char out[8192];
+    char page[] = "/tmp/cml-profile-XXXXXX";
+    int fd = mkstemp(page);
+    cr_assert(fd >= 0);
+    close(fd);
+    unlink(page);
+    cr_assert_eq(setenv("CML_NCU", "/nonexistent/ncu", 1), 0);
+    gpu_present = 1;
+    int rc = run_fake(out, sizeof out, "--profile");  /* the last step, 3, gives a wrong result */
+    cr_expect_eq(rc, CML_EXIT_FAIL, "%s", out);
+    cr_expect(strstr(out, "step 3 gpu_wrong: profile not available: not measured: expected 1, got 2\n") != NULL,
+              "%s", out);
+    char words[96];
+    snprintf(words, sizeof words, "--profile --step 2 --markdown %s", page);
+    rc = run_fake(out, sizeof out, words);
+    cr_expect_eq(rc, CML_EXIT_FAIL, "%s", out);
+    cr_expect(strstr(out, "step 2 gpu_ok: profile not available: Nsight Compute (/nonexistent/ncu) was not found") !=
+                  NULL,
+              "%s", out);
+    cr_expect(access(page, F_OK) != 0, "no page without measurements");
+    unsetenv("CML_NCU");
+}
+#else
+Test(lab_runner, profile_refuses_on_the_cpu_path_and_says_what_works_there)
+{
+    static char out[8192];
+    gpu_present = 1;
+    int rc = run_fake(out, sizeof out, "--profile --step 2");
+    cr_expect_eq(rc, CML_EXIT_USAGE, "%s", out);
+    cr_expect(strstr(out, "fake_run: --profile reads Nsight Compute on a GPU; on the CPU path see --sectors and "
+                          "--picture\n") != NULL,
+              "%s", out);
+    cr_expect_str_eq(calls, "", "nothing was run: %s", calls);
+}
+#endif
+
+Test(lab_runner, profile_goes_alone, .exit_code = 2)
+{
+    static char out[8192];
+    gpu_present = 1;
+    run_fake(out, sizeof out, "--profile --sectors");
+}
+
+Test(lab_runner, profile_measures_one_step, .exit_code = 2)
+{
+    static char out[8192];
+    gpu_present = 1;
+    run_fake(out, sizeof out, "--profile --step 2,3");
+}
+
+Test(lab_runner, profile_measures_no_host_step, .exit_code = 2)
+{
+    static char out[8192];
+    gpu_present = 1;
+    run_fake(out, sizeof out, "--profile --step 1");
+}
 
 Test(lab_runner, sectors_goes_alone, .exit_code = 2)
 {

@@ -4,7 +4,10 @@
 # it; a malformed "sectors" object refused; "pictures" read into
 # LAB_PICTURE_STEPS, and a malformed entry refused (not a list or object, a
 # step that is not the lab's or is the model's, shell characters or --step in
-# its args, no one-line "shows"); a results entry with "handout": true refused while the handout has no
+# its args, no one-line "shows"); "profiles" read into LAB_PROFILE_PAGES, and a
+# malformed entry refused (not a list or object, a page not named _profile...
+# or named twice, shell characters or options besides --step and the sizes in
+# its args, a step list or a step the lab lacks or the model's, no "what"); a results entry with "handout": true refused while the handout has no
 # results region for its table. Run as: cmake -DSOURCE_DIR=<kit> -DWORK=<dir> -P manifest-checks.cmake
 # (the bad cases each run in a child cmake: a refusal is a FATAL_ERROR).
 cmake_minimum_required(VERSION 3.25...4.1)   # the kit's policies (IN_LIST, empty list elements)
@@ -13,6 +16,8 @@ if(NOT CASE)
   set(pic1 "{\"step\": 1, \"args\": \"--n 3 --size2 30x7\", \"shows\": \"a warp's loads\"}")
   set(pic2 "{\"step\": 1, \"args\": \"\", \"shows\": \"the same at the default sizes\"}")
   set(results "\"results\": [{\"page\": \"\", \"args\": \"\", \"handout\": true, \"json\": false, \"what\": \"w\"}]")
+  set(prof1 "{\"page\": \"_profile\", \"args\": \"--step 1\", \"what\": \"step 1\"}")
+  set(prof2 "{\"page\": \"_profile_big\", \"args\": \"--n 3000\", \"what\": \"the last step, --n 3000\"}")
   set(cases
     "good|${good}|"
     "not_object|\"nvcc_flags\": [\"-maxrregcount=32\"]|must be an object"
@@ -40,7 +45,18 @@ if(NOT CASE)
     "pictures_shell_args|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--n 3; rm x\", \"shows\": \"w\"}]|runner size options"
     "pictures_args_with_step|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--step 2 --n 3\", \"shows\": \"w\"}]|must hold the sizes only"
     "pictures_no_shows|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--n 3\"}]|\"shows\" must say"
-    "pictures_two_lines|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--n 3\", \"shows\": \"one\\ntwo\"}]|must be one line")
+    "pictures_two_lines|${good}, \"pictures\": [{\"step\": 1, \"args\": \"--n 3\", \"shows\": \"one\\ntwo\"}]|must be one line"
+    "profiles_good|${good}, \"profiles\": [${prof1}, ${prof2}]|"
+    "profiles_not_list|${good}, \"profiles\": ${prof1}|\"profiles\" must be a list"
+    "profiles_entry_not_object|${good}, \"profiles\": [\"--step 1\"]|entry 0 must be an object"
+    "profiles_bad_page|${good}, \"profiles\": [{\"page\": \"_big\", \"args\": \"--step 1\", \"what\": \"w\"}]|must start with _profile"
+    "profiles_page_twice|${good}, \"profiles\": [${prof1}, ${prof1}]|is already a page of this lab"
+    "profiles_shell_args|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1; rm x\", \"what\": \"w\"}]|string of runner options"
+    "profiles_args_with_json|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1 --json\", \"what\": \"w\"}]|must hold --step and the sizes only"
+    "profiles_step_list|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1,2\", \"what\": \"w\"}]|one step a page"
+    "profiles_step_past_the_last|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 3\", \"what\": \"w\"}]|one of the lab's 2 steps"
+    "profiles_model_step|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 2\", \"what\": \"w\"}]|model file host.c"
+    "profiles_no_what|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1\"}]|\"what\" must say")
   set(failed 0)
   foreach(c IN LISTS cases)
     string(REPLACE "|" ";" parts "${c}")
@@ -65,7 +81,7 @@ if(NOT CASE)
     # step 2 is in the model file (a host-only step, no kernel to draw) where a case needs one
     set(model "")
     set(step2_file "main.cu")
-    if(name STREQUAL "pictures_model_step")
+    if(name STREQUAL "pictures_model_step" OR name STREQUAL "profiles_model_step")
       set(model "host.c")
       set(step2_file "host.c")
     endif()
@@ -81,6 +97,8 @@ if(NOT CASE)
       set(want_out "spill.cu=-maxrregcount=32;-Xptxas=-warn-spills")
       if(name STREQUAL "pictures_good")
         set(want_out "pictures of steps 1;1")
+      elseif(name STREQUAL "profiles_good")
+        set(want_out "profile pages _profile;_profile_big")
       endif()
       if(NOT rc EQUAL 0 OR NOT out MATCHES "${want_out}")
         message(SEND_ERROR "${name}: a good manifest was not read: ${out}${err}")
@@ -109,4 +127,7 @@ foreach(f IN LISTS LAB_NVCC_FLAG_FILES)
 endforeach()
 if(LAB_PICTURE_STEPS)
   message(STATUS "pictures of steps ${LAB_PICTURE_STEPS}")
+endif()
+if(LAB_PROFILE_PAGES)
+  message(STATUS "profile pages ${LAB_PROFILE_PAGES}")
 endif()

@@ -2,7 +2,7 @@
  *
  * The library owns what every runner does the same way: the command line
  * (--step, --repeat, --json, --markdown, --check-only, --check-every-run,
- * --counters, --no-counters, --sectors, --sweep, --list, --probe, --help), the help text, the device probe
+ * --counters, --no-counters, --sectors, --profile, --sweep, --list, --probe, --help), the help text, the device probe
  * and the no-GPU message, the seed, the check-then-time loop over the
  * steps, the copy-ceiling rows, the table, JSON and Markdown, the counters'
  * JSON, and the exit codes (CML_EXIT_*: 0 ok, 1 wrong result or CUDA
@@ -101,6 +101,7 @@ typedef struct cml_lab_run {
     int check_every_run;         /* --check-every-run: re-poison and verify every timed repeat */
     int sweep;                   /* --sweep (labs with sweep_size) */
     int sectors;                 /* --sectors: check, then each launch's global sectors and requests */
+    int profile;                 /* --profile: check one step, then what limits it (cml_lab_profile) */
     const char *lab_words[CML_LAB_MAX_WORDS + 1]; /* the lab's own options as given (sizes), NULL-ended */
     int nlab_words;
     size_t sweep_max;            /* --sweep-max BYTES: the largest size swept (0: the default) */
@@ -275,6 +276,28 @@ void cml_lab_row_error(cml_row *row, const char *what, cudaError_t err);
  * Returns 1 with *c filled; 0 with the reason in why. */
 int cml_lab_ncu(const cml_lab_run *r, unsigned steps, const char *const *args, const char *const *metrics,
                 int nmetrics, const char *filter, int expected, cml_ncu_counts *c, char *why, size_t len);
+
+/* --profile (common/src/lab_profile.c): one step (--step N, default the
+ * lab's last) checked once, then run alone under Nsight Compute
+ * (`--check-only --step N` and the lab's own options, as --sectors does),
+ * reading one fixed list of metrics per launch of the lab's kernels (the
+ * kit's own cml_* kernels left out): time, DRAM bytes against the bytes
+ * the step must move (work(), for a lab in GB/s), DRAM throughput, L2 hit
+ * rate, sectors per request, occupancy and its limit, issue slots, the top
+ * warp stalls; each row with what it tells. Text, --json, or --markdown
+ * (a page, or the region between <!-- profile:begin --> and
+ * <!-- profile:end -->). A metric this ncu does not know is left out and
+ * named, never shown as 0. Returns the exit status. */
+int cml_lab_profile(cml_lab_run *r);
+/* --profile's command line, after parsing: alone (with --step N, --json,
+ * --markdown and the sizes), one GPU step; leaves that step alone in
+ * r->args.steps, or says why not and exits 2. */
+void cml_lab_profile_options(cml_lab_run *r);
+
+/* A kernel's name as ncu prints it ("void k<256u, int>(const T1 *, T1 *,
+ * unsigned long)") or the CPU path does ("k<256u,int>"), the same way for
+ * both: no return type, no parameters, no spaces. */
+void cml_lab_kernel_name(const char *name, char *buf, size_t len);
 
 /* Appends a step's value to *c (ident from the step table). */
 void cml_lab_counters_add(cml_lab_counters *c, const cml_lab_run *r, int step, const char *kernels, double value);

@@ -18,7 +18,8 @@ extern "C" {
 #endif
 
 #define CML_NCU_MAX_KERNELS 64
-#define CML_NCU_MAX_METRICS 6
+/* 40: --profile reads some 35 metrics of each launch in one ncu run. */
+#define CML_NCU_MAX_METRICS 40
 #define CML_NCU_MAX_LINES 64
 
 /* The shared-memory bank-conflict counters (conflicts = wavefronts beyond
@@ -56,8 +57,8 @@ typedef struct cml_ncu_counts {
     cml_ncu_line line[CML_NCU_MAX_LINES];
 } cml_ncu_counts;
 
-/* Runs `ncu --clock-control none --csv --metrics m1,m2,... [--kernel-name
- * regex:FILTER] EXE ARGS...` and fills *out with every profiled launch's
+/* Runs `ncu --clock-control none --csv --print-units base --metrics
+ * m1,m2,... [--kernel-name regex:FILTER] EXE ARGS...` and fills *out with every profiled launch's
  * metrics, in launch order (metrics in the order given, at most
  * CML_NCU_MAX_METRICS). ncu is $CML_NCU when set, else `ncu` on the PATH.
  * args is a NULL-terminated list; filter may be NULL (every kernel).
@@ -79,7 +80,8 @@ int cml_self_exe(char *buf, size_t len);
 
 /* Parses the text ncu prints with --csv (details page) into *out: rows
  * whose "Metric Name" is one of metrics; values may carry thousands
- * separators ("1,024"). Returns the number of launches found. Exposed for
+ * separators ("1,024"); a value in a scaled unit ("Mbyte", "usecond") is
+ * given in bytes, sectors or nanoseconds. Returns the number of launches found. Exposed for
  * host tests; cml_ncu_collect calls it. */
 int cml_ncu_parse_csv(const char *text, const char *const *metrics, int nmetrics, cml_ncu_counts *out);
 

@@ -65,6 +65,14 @@ void cml_report_print_json(const cml_report *r, FILE *out);
  * docs/results/ page). Returns 0 on success, -1 with errno set otherwise. */
 int cml_report_write_markdown(const cml_report *r, const char *path);
 
+/* The same for any Markdown a runner writes: when path exists and holds
+ * the lines "<!-- MARKER:begin -->" and "<!-- MARKER:end -->", write(out,
+ * 0, ctx) replaces only the text between them; otherwise write(out, 1,
+ * ctx) writes the whole file (a page: its heading too). Returns 0, or -1
+ * with errno set. */
+int cml_markdown_write(const char *path, const char *marker, void (*write)(FILE *out, int whole, const void *ctx),
+                       const void *ctx);
+
 #ifdef __cplusplus
 }
 #endif
