@@ -651,13 +651,22 @@ def charts_for(series, stem_title, slide=False):
 
 # ---------------------------------------------------------------- the results pages
 
+def is_rate_page(path):
+    """A runner's results page (rates against a ceiling), not an access or a --profile page."""
+    if os.path.basename(path) == "access.md":
+        return False
+    with open(path, encoding="utf-8") as f:
+        return "<!-- profile:begin -->" not in f.read(4096)
+
+
 def pages(results=RESULTS):
     out = []
     for gpu in sorted(os.listdir(results)):
         d = os.path.join(results, gpu)
         if os.path.isdir(d):
-            # every lab's runner page; access.md (tools/gpu-verify access) is a table, not a runner's page
-            out += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".md") and f != "access.md"]
+            # every lab's runner page (a table of rates); not access.md (tools/gpu-verify access)
+            # nor a --profile page (what limits a step): they hold no rates to chart
+            out += [os.path.join(d, f) for f in sorted(os.listdir(d)) if f.endswith(".md") and is_rate_page(os.path.join(d, f))]
     return out
 
 

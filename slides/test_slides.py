@@ -218,6 +218,16 @@ def t_charts():
     if stale:
         fail("charts or their links differ from what the results JSON makes: " + ", ".join(stale) +
              "\n  run `python3 slides/charts.py` and commit")
+    with tempfile.TemporaryDirectory() as tmp:  # only runners' rate pages are charted
+        os.makedirs(os.path.join(tmp, "gpu"))
+        for name, text in (("access.md", "# Memory access on X: the CPU path against Nsight Compute\n"),
+                           ("05_stencil_profile.md", "# 05_stencil on X\n\nWhat limits step 6.\n\n<!-- profile:begin -->\n"),
+                           ("05_stencil.md", "# 05_stencil on X\n")):
+            with open(os.path.join(tmp, "gpu", name), "w", encoding="utf-8") as f:
+                f.write(text)
+        got = [os.path.basename(p) for p in charts.pages(tmp)]
+        if got != ["05_stencil.md"]:
+            fail(f"charts.pages() should list the runner's page only, not access.md or a --profile page: {got}")
     pages = charts.pages()
     if not pages:
         print("SKIPPED: no results page in docs/results/")
