@@ -33,7 +33,9 @@ void cml_cpu_banks_block_begin(unsigned n_threads)
     (void)n_threads;
     if (bk == NULL) {
         bk = cml_cpu_tally_join(&tally);
-        bk->log.merge_vectors = 1;  /* a float4 g++ took apart is one 16-byte access, in 4 phases */
+        /* a float4 g++ took apart is one 16-byte access, in 4 phases; not pairs: two
+         * neighbours' words (data[i], data[i + 1]) are two LDS.32 to nvcc too */
+        bk->log.merge_vectors = 4;
     }
     bk->log.n = 0;
 }

@@ -98,7 +98,7 @@ typedef struct cml_cpu_warp_insn {
 typedef struct cml_cpu_warp_log {
     cml_cpu_access *acc;
     size_t n, cap;
-    int merge_vectors;
+    int merge_vectors;  /* 0: off; 1: runs of 2 or 4 (float2, float4); 4: runs of 4 only */
     int *dp;
     size_t cap_dp;
     cml_cpu_warp_insn *ins;

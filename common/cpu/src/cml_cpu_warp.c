@@ -56,9 +56,10 @@ static int continues(const cml_cpu_access *prev, const cml_cpu_access *next)
 /* merge_vectors: in log order (a lane's accesses between two switches are
  * consecutive there), each run of 2 or 4 accesses that continue one
  * another and whose first address is aligned to their total (8 or 16
- * bytes at most) becomes one access; anything else stays as it was.
+ * bytes at most) becomes one access (runs of 4 only when min_parts is 4);
+ * anything else stays as it was.
  * Returns the new count. */
-static size_t merge_vectors(cml_cpu_access *a, size_t n)
+static size_t merge_vectors(cml_cpu_access *a, size_t n, int min_parts)
 {
     size_t out = 0;
     for (size_t i = 0; i < n;) {
@@ -66,7 +67,7 @@ static size_t merge_vectors(cml_cpu_access *a, size_t n)
         while (j < n && j - i < 4 && continues(&a[j - 1], &a[j]))
             ++j;
         size_t parts = j - i, total = parts * a[i].size;
-        if ((parts == 2 || parts == 4) && total <= 16 && a[i].addr % total == 0) {
+        if ((parts == 2 || parts == 4) && (int)parts >= min_parts && total <= 16 && a[i].addr % total == 0) {
             a[out] = a[i];
             a[out].size = (uint8_t)total;
             a[out].seq = (uint32_t)out;
@@ -438,7 +439,7 @@ void cml_cpu_warp_log_flush(cml_cpu_warp_log *log, cml_cpu_insn_cost_fn cost, cm
     if (log->n == 0)
         return;
     if (log->merge_vectors)
-        log->n = merge_vectors(log->acc, log->n);
+        log->n = merge_vectors(log->acc, log->n, log->merge_vectors);
     qsort(log->acc, log->n, sizeof *log->acc, by_warp_pc_lane);
     cml_cpu_access *a = log->acc;
     size_t n_groups = 0; /* runs of one warp, code address and kind: [start, end), most accesses of a lane */
