@@ -484,8 +484,8 @@ static void bank_story(const cml_access *a, const phase *ph, char *buf, size_t l
         snprintf(buf, len, "Every bank holds at most one word; %d lanes share one word (a broadcast): one wavefront.",
                  users);
     else
-        snprintf(buf, len, "Every bank holds at most one word: e.g. lane %d reads word %lld, bank %lld (%lld mod 32). "
-                 "One wavefront.", lane, w, bank_of(w), w);
+        snprintf(buf, len, "Every bank holds at most one word: e.g. lane %d %s word %lld, bank %lld (%lld mod 32). "
+                 "One wavefront.", lane, a->store ? "writes" : "reads", w, bank_of(w), w);
 }
 
 /* Shared memory: per phase, its lanes above the 32 banks, a line from each
