@@ -531,7 +531,8 @@ set(ACCESS_NCU [==[${KIT_NCU}]==])
       endif()
       _kit_script_test(${lab}.cpu.reference.picture check_cpu_picture.cmake "cpu;reference"
         "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DARGS=${LAB_SECTORS_CPU_ARGS}"
-        "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/picture" ${python_arg})
+        "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/picture" ${python_arg}
+        "-DWRONG_RUNNER=$<TARGET_FILE:${LAB_STEM}_run_mistake_block_indices_not_swapped_on_the_write_cpu>")
     endif()
   endif()
 

@@ -1,12 +1,14 @@
 # Usage: cmake -DRUNNER=<lab 06's reference runner on the CPU path>
-#              -DARGS="<sizes>" -DWORK=<dir> [-DPYTHON=<python3>] -P check_cpu_picture.cmake
+#              -DARGS="<sizes>" -DWORK=<dir> [-DPYTHON=<python3>]
+#              [-DWRONG_RUNNER=<the runner of a mistake whose step 3 is wrong>] -P check_cpu_picture.cmake
 # A runner's --picture end to end (common/cpu/README.md, "Access pictures"):
 # `RUNNER --step 3 --picture FILE ARGS` (the plain 32x32 tile) must exit 0
 # and write an SVG whose shared panel draws a load at 32-way (32 wavefronts
 # for one request, ideal 1) and whose global panel says 4 sectors per request;
 # step 4 (the padded tile) must draw a load at degree 1; --picture with
 # --step all or --json must be refused (exit 2). With PYTHON, each SVG must
-# also parse as XML.
+# also parse as XML. With WRONG_RUNNER, its step 3 (a wrong result) must
+# still be drawn, titled "a WRONG result", and exit 1.
 separate_arguments(args UNIX_COMMAND "${ARGS}")
 get_filename_component(name "${RUNNER}" NAME)
 file(MAKE_DIRECTORY "${WORK}")
@@ -80,6 +82,26 @@ foreach(bad "--step;all" "--step;3;--json" "--step;3-4")
     list(APPEND problems "${shown} --picture: exit ${rc}, expected 2 with a message naming --picture")
   endif()
 endforeach()
+
+# A wrong step: still drawn (what it touched), marked, exit 1.
+if(WRONG_RUNNER)
+  set(svg_file "${WORK}/wrong3.svg")
+  file(REMOVE "${svg_file}")
+  execute_process(COMMAND "${WRONG_RUNNER}" --step 3 --picture "${svg_file}" ${args}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 600)
+  message("${WRONG_RUNNER} --step 3 --picture: exit ${rc}\n${out}${err}")
+  if(NOT rc EQUAL 1 OR NOT EXISTS "${svg_file}")
+    list(APPEND problems "a wrong step 3: exit ${rc} (expected 1) and the picture must still be drawn")
+  else()
+    file(READ "${svg_file}" svg)
+    if(NOT svg MATCHES "step 3 \\(tile\\), a WRONG result")
+      list(APPEND problems "a wrong step 3's picture is not titled 'a WRONG result'")
+    endif()
+    if(NOT err MATCHES "is WRONG" OR NOT out MATCHES "does not work yet")
+      list(APPEND problems "a wrong step 3: the runner does not say the result is wrong")
+    endif()
+  endif()
+endif()
 
 if(problems)
   string(REPLACE ";" "\n  " problems "${problems}")

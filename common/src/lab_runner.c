@@ -713,11 +713,18 @@ static int picture_only(cml_lab_run *r)
     close(fd2);
     int status = picture_run(r, step, records, log, why, sizeof why);
     cml_access_list list = {NULL, 0};
-    if (status == 0 && !cml_access_read(records, &list, why, sizeof why))
+    /* A wrong result is still drawn (what a kernel that does not work yet
+     * touches helps to find why), marked as wrong, and the exit stays 1. */
+    int wrong = status == CML_EXIT_FAIL;
+    if ((status == 0 || wrong) && !cml_access_read(records, &list, why, sizeof why))
         status = -1;
     if (status == CML_EXIT_FAIL) {
-        cml_lab_say(r, "step %d %s is wrong or failed (no picture of a wrong step); its check said:", step,
-                    cml_lab_ident(r, step));
+        cml_lab_say(r, "step %d %s is WRONG: its check said what follows; the picture shows what this kernel "
+                    "touched, not a working step's access:", step, cml_lab_ident(r, step));
+        print_tail(log);
+    } else if (wrong) {
+        cml_lab_say(r, "step %d %s is wrong or failed, and its run left no accesses to draw (%s); its check said:",
+                    step, cml_lab_ident(r, step), why);
         print_tail(log);
     } else if (status != 0) {
         if (why[0] == '\0')
@@ -727,12 +734,12 @@ static int picture_only(cml_lab_run *r)
     }
     unlink(records);
     unlink(log);
-    if (status != 0)
+    if (status != 0 && status != CML_EXIT_FAIL)
         return CML_EXIT_FAIL;
     const cml_access *shared = cml_access_worst(&list, 1, "cml_"), *global = cml_access_worst(&list, 0, "cml_");
     char title[300], none_shared[200], none_global[200], footer[600];
-    snprintf(title, sizeof title, "%s step %d (%s): the worst shared-memory and global-memory requests", lab->name,
-             step, cml_lab_ident(r, step));
+    snprintf(title, sizeof title, "%s step %d (%s)%s: the worst shared-memory and global-memory requests", lab->name,
+             step, cml_lab_ident(r, step), wrong ? ", a WRONG result" : "");
     snprintf(none_shared, sizeof none_shared, "Step %d made no shared-memory access: nothing to draw against the banks.",
              step);
     snprintf(none_global, sizeof none_global, "Step %d's kernels made no global-memory load or store.", step);
@@ -759,8 +766,10 @@ static int picture_only(cml_lab_run *r)
     else
         printf("  global: none\n");
     printf("(emulated: the CPU path's bank model and sector counts; open %s in a browser)\n", r->picture);
+    if (wrong)
+        printf("step %d's result is wrong (above): the picture is of a kernel that does not work yet\n", step);
     cml_access_free(&list);
-    return CML_EXIT_OK;
+    return wrong ? CML_EXIT_FAIL : CML_EXIT_OK;
 }
 
 static int counters_only(cml_lab_run *r)
