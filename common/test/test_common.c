@@ -649,7 +649,7 @@ static int fake_option(cml_lab_run *r, const char *flag, const char *value)
 
 static int fake_prepare(cml_lab_run *r)
 {
-    snprintf(r->rep.params, sizeof r->rep.params, "fake");
+    snprintf(r->rep.params, sizeof r->rep.params, "fake data, median of %d runs", r->args.repeat);
     called("s", ((fake_data *)r->data)->size);
     return CML_EXIT_OK;
 }
@@ -1023,6 +1023,8 @@ Test(lab_runner, profile_reads_one_step_under_ncu_and_says_what_each_number_tell
                   strstr(md, "<!-- profile:begin -->\n") != NULL && strstr(md, "<!-- profile:end -->\n") != NULL,
               "a whole page, its region marked:\n%s", md);
     cr_expect(strstr(md, "`fake_run --profile --step 2 --size 10`") != NULL, "the command on the page:\n%s", md);
+    cr_expect(strstr(md, "fake data, seed") != NULL && strstr(md, "median of") == NULL,
+              "the data described without the timing's median (a profile is one run):\n%s", md);
     cr_expect(strstr(md, "| stall 1 | long_scoreboard 40.0 % | of the active warps' cycles: waiting for") != NULL &&
                   strstr(md, "| measure | value | what it tells |") != NULL,
               "the table:\n%s", md);
