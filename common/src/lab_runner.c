@@ -159,7 +159,8 @@ static void help(const cml_lab *lab)
     option_line("--picture FILE", "with one --step N: check it, run it again counting every\n"
                                   "access, and draw its worst shared-memory request (32 lanes\n"
                                   "against the 32 banks) and its worst global one (lanes\n"
-                                  "against 32-byte sectors) as an SVG (emulated)");
+                                  "against 32-byte sectors) as an SVG (emulated; a wrong\n"
+                                  "step is drawn too, marked wrong, and exits 1)");
     option_line("--profile", "on a GPU: what limits one step, read by Nsight Compute;\n"
                              "on the CPU path see --sectors");
 #else
