@@ -537,26 +537,11 @@ set(ACCESS_NCU [==[${KIT_NCU}]==])
   endif()
 
   # The access pictures of the handouts and decks (docs/pictures/<lab>_stepN.svg),
-  # one per step the manifest's "pictures" names (its first entry for a step):
+  # one per step the manifest's "pictures" names (LAB_PICTURES, "step|args"):
   # drawn by the reference's run on the CPU path; the test fails when the
   # kept ones are not what it draws now, the target `pictures` writes them.
-  string(JSON npictures ERROR_VARIABLE err LENGTH "${LAB_JSON}" pictures)
-  if(NOT err AND npictures GREATER 0)
-    set(entries "")
-    set(steps_drawn "")
-    math(EXPR last "${npictures} - 1")
-    foreach(i RANGE ${last})
-      string(JSON pstep GET "${LAB_JSON}" pictures ${i} step)
-      string(JSON pargs ERROR_VARIABLE err GET "${LAB_JSON}" pictures ${i} args)
-      if(err)
-        set(pargs "")
-      endif()
-      if(NOT pstep IN_LIST steps_drawn)
-        list(APPEND steps_drawn ${pstep})
-        list(APPEND entries "${pstep}|${pargs}")
-      endif()
-    endforeach()
-    list(JOIN entries "@" entries)
+  if(LAB_PICTURES)
+    list(JOIN LAB_PICTURES "@" entries)
     set(picture_args "-DRUNNER=$<TARGET_FILE:${runner_cpu_ref}>" "-DLAB=${lab}" "-DENTRIES=${entries}"
       "-DDIR=${PROJECT_SOURCE_DIR}/docs/pictures" "-DWORK=${CMAKE_CURRENT_BINARY_DIR}/kit-checks/${lab}/pictures")
     _kit_script_test(${lab}.cpu.reference.pictures kit_pictures.cmake "cpu;reference" ${picture_args})

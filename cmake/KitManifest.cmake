@@ -70,7 +70,8 @@ endfunction()
 # LAB_MODEL, LAB_SANITIZE, LAB_CUDA_LIBRARIES, LAB_SECTORS_AGREE (0/1),
 # LAB_SECTORS_BOUNDS, LAB_SECTORS_CPU_ARGS, LAB_SECTORS_CPU_EXPECT (the
 # optional "sectors" object), LAB_PICTURE_STEPS (the step of each optional
-# "pictures" entry, in order), LAB_PROFILE_PAGES (the "page" of each
+# "pictures" entry, in order; one entry a step) and LAB_PICTURES (each
+# entry as "<step>|<args>"), LAB_PROFILE_PAGES (the "page" of each
 # optional "profiles" entry), LAB_NVCC_FLAG_FILES (the files
 # with "nvcc_flags"; each file's list in LAB_NVCC_FLAGS_<its name as a C
 # identifier>), LAB_NSTEPS and, per step k (1-based),
@@ -244,6 +245,7 @@ function(kit_read_manifest lab_dir)
   # <args>` (the CPU path draws the step's worst shared and global access):
   # "pictures": [{"step": N, "args": "<runner sizes>", "shows": "<one line>"}, ...]
   set(picture_steps "")
+  set(picture_entries "")
   _kit_json_optional(np "${json}" pictures ARRAY "${path}"
     "\"pictures\" must be a list of {\"step\": N, \"args\": \"...\", \"shows\": \"...\"}")
   if(np GREATER 0)
@@ -257,6 +259,9 @@ function(kit_read_manifest lab_dir)
       _kit_json(pstep "${json}" pictures ${i} step)
       if(no_step OR NOT st STREQUAL "NUMBER" OR NOT pstep MATCHES "^[1-9][0-9]*$" OR pstep GREATER nsteps)
         _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: \"step\" must be the number of one of the lab's ${nsteps} steps (got '${pstep}')")
+      endif()
+      if(pstep IN_LIST picture_steps)
+        _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: step ${pstep} already has a picture (one entry a step)")
       endif()
       if(model AND step_file_${pstep} STREQUAL model)
         _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: step ${pstep} is in the model file ${model}, which runs no kernel to draw")
@@ -282,6 +287,7 @@ function(kit_read_manifest lab_dir)
         _kit_manifest_fail("${path}" "\"pictures\" entry ${i}: \"shows\" must be one line of at most 120 characters")
       endif()
       list(APPEND picture_steps ${pstep})
+      list(APPEND picture_entries "${pstep}|${pargs}")
     endforeach()
   endif()
 
@@ -385,6 +391,7 @@ function(kit_read_manifest lab_dir)
   set(LAB_SECTORS_CPU_EXPECT "${sectors_cpu_expect}" PARENT_SCOPE)
   set(LAB_NSTEPS "${nsteps}" PARENT_SCOPE)
   set(LAB_PICTURE_STEPS "${picture_steps}" PARENT_SCOPE)
+  set(LAB_PICTURES "${picture_entries}" PARENT_SCOPE)
 endfunction()
 
 # kit_write_step_header(<file>): the lab's step table for C, from the

@@ -156,7 +156,7 @@ endif()
 
 
 # ---------------------------------------------------------------- handout pictures
-# For a lab with "pictures": one paragraph per step (its first entry), the
+# For a lab with "pictures": one paragraph per step (one entry a step), the
 # picture the reference draws and the command that draws the student's own.
 set(handouts_new "")
 set(handouts_old "")
@@ -187,14 +187,9 @@ global-memory request (the lanes against 32-byte sectors and 128-byte
 lines). Draw your own kernel's with the command under each: no GPU
 needed; open the SVG in a browser.
 ")
-  set(seen "")
   math(EXPR last "${npic} - 1")
   foreach(i RANGE ${last})
     string(JSON step GET "${json}" pictures ${i} step)
-    if(step IN_LIST seen)
-      continue()
-    endif()
-    list(APPEND seen ${step})
     string(JSON shows GET "${json}" pictures ${i} shows)
     string(JSON args ERROR_VARIABLE err GET "${json}" pictures ${i} args)
     if(err)

@@ -92,7 +92,7 @@ string(JSON npictures ERROR_VARIABLE no_pictures LENGTH "${manifest}" pictures)
 if(no_pictures OR no_stem)
   set(npictures 0)
 endif()
-# picture_command(<out> <step>): the command of the step's first picture, "" if none.
+# picture_command(<out> <step>): the command of the step's picture (one a step), "" if none.
 function(picture_command out num)
   set(${out} "" PARENT_SCOPE)
   if(npictures EQUAL 0)

@@ -201,15 +201,14 @@ def lab_results(lab, m):
 def lab_pictures(lab, m):
     """The lab's access pictures (docs/pictures/<lab>_stepN.svg, drawn by the
     kit from the reference's run on the CPU path), in the manifest's order,
-    one per step: for a slide each, with the command that draws a student's own."""
-    out, seen = [], set()
+    one a step: for a slide each, with the command that draws a student's own."""
+    out = []
     idents = {s["num"]: s.get("ident", "") for s in (m or {}).get("steps", [])}
     for p in (m or {}).get("pictures", []):
         step = p["step"]
         path = os.path.join(ROOT, "docs", "pictures", f"{lab}_step{step}.svg")
-        if step in seen or not os.path.exists(path):
+        if not os.path.exists(path):
             continue
-        seen.add(step)
         with open(path, encoding="utf-8") as f:
             svg = f.read()
         args = p.get("args", "")

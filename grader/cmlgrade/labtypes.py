@@ -88,7 +88,7 @@ class Lab:
         return None
 
     def picture(self, num: int) -> Picture | None:
-        """The manifest's first picture of step `num`, if any."""
+        """The manifest's picture of step `num` (one a step), if any."""
         return next((p for p in self.pictures if p.step == num), None)
 
     def picture_command(self, num: int) -> str:

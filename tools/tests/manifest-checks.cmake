@@ -35,7 +35,8 @@ if(NOT CASE)
     "sectors_expect_alone|${good}, \"sectors\": {\"cpu_expect\": \"1:ld:4.00\"}|needs \"cpu_args\""
     "handout_marked|${good}, ${results}|"
     "handout_unmarked|${good}, ${results}|results:begin"
-    "pictures_good|${good}, \"pictures\": [${pic1}, ${pic2}]|"
+    "pictures_good|${good}, \"pictures\": [${pic1}]|"
+    "pictures_step_twice|${good}, \"pictures\": [${pic1}, ${pic2}]|already has a picture"
     "pictures_not_list|${good}, \"pictures\": ${pic1}|\"pictures\" must be a list"
     "pictures_entry_not_object|${good}, \"pictures\": [\"--n 3\"]|entry 0 must be an object"
     "pictures_step_zero|${good}, \"pictures\": [{\"step\": 0, \"args\": \"--n 3\", \"shows\": \"w\"}]|one of the lab's 2 steps"
@@ -96,7 +97,7 @@ if(NOT CASE)
     if(want STREQUAL "")
       set(want_out "spill.cu=-maxrregcount=32;-Xptxas=-warn-spills")
       if(name STREQUAL "pictures_good")
-        set(want_out "pictures of steps 1;1")
+        set(want_out "pictures of steps 1")
       elseif(name STREQUAL "profiles_good")
         set(want_out "profile pages _profile;_profile_big")
       endif()
