@@ -67,6 +67,11 @@ def parser() -> argparse.ArgumentParser:
                         "the reference's copies of the other labs again and again (not a class's mix: the "
                         "projection is then not a class's)")
     p.add_argument("--work", type=Path, help="work folder (default: a temporary one, removed)")
+    p.add_argument("--compare", nargs=2, type=Path, metavar=("A", "B"),
+                   help="grade nothing: compare the verdicts of two benches already run, each in one mode (their "
+                        "--work folders, or their out-MODE folders), item by item but the timed ones, as two modes "
+                        "of one run are compared; exit 1 if one differs (two modes graded at once, each on a GPU "
+                        "of its own)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers here")
     p.add_argument("--cuda-arch", default="", help="as grade.py's --cuda-arch")
     p.add_argument("--kit", type=Path, default=Path(__file__).resolve().parent.parent.parent)
@@ -109,8 +114,42 @@ def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path, alon
     return subs
 
 
+def graded_outputs(folder: Path) -> Path:
+    """A bench's graded output folder (students/*/result.json): `folder`
+    itself, or the one out-MODE folder of a bench's --work folder."""
+    if (folder / "students").is_dir():
+        return folder
+    outs = sorted(d for d in folder.glob("out-*") if (d / "students").is_dir())
+    if len(outs) != 1:
+        found = ", ".join(d.name for d in outs) or "none"
+        raise GraderError(f"{folder}: not a bench's outputs (students/*/result.json) nor a --work folder with one "
+                          f"out-MODE folder (found: {found})")
+    return outs[0]
+
+
+def compare_runs(a: Path, b: Path, out=sys.stdout) -> int:
+    """--compare: two benches' verdicts, item by item but the timed ones."""
+    try:
+        a, b = graded_outputs(a), graded_outputs(b)
+    except GraderError as e:
+        print(f"bench: {e}", file=sys.stderr)
+        return 3
+    n, diffs, counts = compare_verdicts(a, b)
+    if n == 0:
+        print(f"bench: no graded item in {a} or {b}", file=sys.stderr)
+        return 3
+    print(f"verdicts of {a} and {b} (every item but the timed ones): {n} items, "
+          + ("the same" if not diffs else f"{len(diffs)} differ: {'; '.join(diffs)}"), file=out)
+    if counts:
+        print(f"    the same but for counts a run measures (a race, memory read out of bounds), "
+              f"{len(counts)}: {'; '.join(counts)}", file=out)
+    return 1 if diffs else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
+    if args.compare:
+        return compare_runs(*args.compare)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     bad = [m for m in modes if m not in MODES]
     if bad or not modes or args.size < 1:

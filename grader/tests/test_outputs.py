@@ -533,6 +533,36 @@ class BenchProjection(unittest.TestCase):
         self.assertEqual(compare_verdicts(root / "a", root / "e"),
                          (4, ["kim / 05_stencil / compute-sanitizer memcheck"], []))
 
+    def test_two_benches_each_in_one_mode_are_compared_by_compare(self):
+        """bench --compare A B: two benches run apart (a mode a GPU) judged as
+        the two modes of one run are; a work folder stands for its one
+        out-MODE folder; a folder of no outputs is an error, not 'the same'."""
+        import io
+        from contextlib import redirect_stderr
+        from cmlgrade.bench import compare_runs
+
+        def write(d, points):
+            s = d / "students" / "kim"
+            s.mkdir(parents=True)
+            (s / "result.json").write_text(json.dumps({"student": "kim", "labs": [
+                {"lab": "01_shared_banks", "build_errors": [], "not_counted": [], "items": [
+                    {"name": "step 2 x", "category": "tests", "points": points, "status": "passed"}]}]}))
+        root = tmpdir(self)
+        write(root / "wa" / "out-prebuilt", 10.0)
+        write(root / "wb" / "out-checker-first", 10.0)
+        write(root / "c", 7.5)
+        out = io.StringIO()
+        self.assertEqual(compare_runs(root / "wa", root / "wb", out), 0)
+        self.assertIn("3 items, the same", out.getvalue())
+        out = io.StringIO()
+        self.assertEqual(compare_runs(root / "wa" / "out-prebuilt", root / "c", out), 1)
+        self.assertIn("1 differ: kim / 01_shared_banks / step 2 x", out.getvalue())
+        (root / "empty").mkdir()
+        err = io.StringIO()
+        with redirect_stderr(err):
+            self.assertEqual(compare_runs(root / "wa", root / "empty", io.StringIO()), 3)
+        self.assertIn("not a bench's outputs", err.getvalue())
+
 
 class CudaArch(unittest.TestCase):
     """What the grader compiles for: --cuda-arch, else the GPU grading, else
