@@ -141,7 +141,7 @@ def compare_runs(a: Path, b: Path, out=sys.stdout) -> int:
     print(f"verdicts of {a} and {b} (every item but the timed ones): {n} items, "
           + ("the same" if not diffs else f"{len(diffs)} differ: {'; '.join(diffs)}"), file=out)
     if counts:
-        print(f"    the same but for counts a run measures (a race, memory read out of bounds), "
+        print(f"    the same but for what a run measures (a race's count or first finding, memory read out of bounds), "
               f"{len(counts)}: {'; '.join(counts)}", file=out)
     return 1 if diffs else 0
 
@@ -231,7 +231,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"verdicts of '{modes[0]}' and '{modes[-1]}' (every item but the timed ones): {n} items, "
                   + ("the same" if not diffs else f"{len(diffs)} differ: {'; '.join(diffs[:8])}"))
             if counts:
-                print(f"    the same but for counts a run measures (a race, memory read out of bounds), "
+                print(f"    the same but for what a run measures (a race's count or first finding, memory read out of bounds), "
                       f"{len(counts)}: {'; '.join(counts[:8])}")
         if args.json:
             args.json.write_text(json.dumps({"modes": rows, "identical": same, "class": args.size, "clock": clock_kind,

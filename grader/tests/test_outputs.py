@@ -527,6 +527,14 @@ class BenchProjection(unittest.TestCase):
         # a count in the feedback only: said apart, not a difference
         self.assertEqual(compare_verdicts(root / "a", root / "e"),
                          (4, [], ["kim / 05_stencil / compute-sanitizer memcheck"]))
+        # racecheck's first finding in another kernel and line: a race's, said apart too
+        for run, where in (("a", "stencil_kernel5 at stencil.cu:402"), ("e", "load_plane at stencil.cu:362")):
+            r = root / run / "students" / "kim" / "result.json"
+            r.write_text(r.read_text().replace('"feedback": ["compute-sanitizer',
+                                               f'"details": ["first finding in kernel {where}: Error: Race '
+                                               f'reported"], "feedback": ["compute-sanitizer'))
+        self.assertEqual(compare_verdicts(root / "a", root / "e"),
+                         (4, [], ["kim / 05_stencil / compute-sanitizer memcheck"]))
         # a point more is a difference whatever the counts
         r = root / "e" / "students" / "kim" / "result.json"
         r.write_text(r.read_text().replace('"points": 0.0', '"points": 4.0'))
