@@ -929,7 +929,7 @@ static void ceiling_rows(cml_lab_run *r)
     r->have_ceiling = 1;
     r->rep.ceiling_rate = r->ceiling.best_gbs;
     snprintf(r->rep.ceiling_name, sizeof r->rep.ceiling_name, "device copy (read + write)");
-    const char *names[2] = {"cudaMemcpy device to device", "copy kernel, 16 B per thread"};
+    const char *names[2] = {"cudaMemcpy device to device", "copy kernel, 16-byte accesses"};
     double rates[2] = {r->ceiling.memcpy_gbs, r->ceiling.kernel_gbs};
     for (int k = 0; k < 2; ++k) {
         cml_row *row = cml_report_add(&r->rep, CML_ROW_CEILING, 0, names[k]);

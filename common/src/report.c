@@ -7,7 +7,7 @@
 #include <time.h>
 
 #define BAR_WIDTH 24
-#define NAME_WIDTH "30" /* the longest row name: "copy kernel, 16 B per thread" */
+#define NAME_WIDTH "30" /* the longest row name: "copy kernel, 16-byte accesses" */
 
 void cml_report_init(cml_report *r, const char *lab, const char *title, const char *unit)
 {
