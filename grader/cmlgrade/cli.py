@@ -94,11 +94,12 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--timings", type=Path, metavar="FILE", help="write build and run seconds per student and lab (JSON)")
     g.add_argument("--fresh-trees", action="store_true", help="configure and build the whole kit for every "
                    "submission (slower; the default builds the pristine kit once and only the student's files after)")
-    g.add_argument("--public-tests", choices=("all", "failing"), default="all",
-                   help="all (default): every public test program runs, then the kit-only checks; failing: the "
-                        "kit-only checks first, and the public tests only of the steps they do not find right (the "
-                        "others take their verdict): fewer GPU processes, under trial (grader/tools/bench --modes "
-                        "prebuilt,checker-first compares the two, verdict for verdict)")
+    g.add_argument("--public-tests", choices=("all", "failing"), default="failing",
+                   help="failing (default): the kit-only checks first, and the public tests only of the steps they "
+                        "do not find right (the others take their verdict; a right submission starts no test "
+                        "program); all: every public test program runs, then the kit-only checks (the design "
+                        "before 2026-11-29; grader/tools/bench --modes prebuilt,checker-first compares the two, "
+                        "verdict for verdict)")
     return p
 
 

@@ -48,10 +48,11 @@ class Options:
     retime_reference: bool = False   # time the reference beside every submission (the old way), not once per batch
     reference_build: Path | None = None   # a reference build folder shared by several runs (built under a lock)
     per_gpu: int = 1   # submissions graded at once on each GPU (their untimed phases share it; gpushare.py)
-    # "all": every public test program runs (Criterion's outcomes, then the kit-only checks); "failing": where a
-    # lab has a kit-only checker it runs first, and Criterion runs the public tests of the steps it does not find
-    # right only, the others taking its verdict (labrun.LabStage._tests; to be proved verdict for verdict the same)
-    public_tests: str = "all"
+    # "failing" (grade.py's default): where a lab has a kit-only checker it runs first, and Criterion runs the
+    # public tests of the steps it does not find right only, the others taking its verdict (labrun.LabStage._tests;
+    # the same verdicts as "all" over every catalogued mistake, docs/grading.md §9); "all": every public test program
+    # runs (Criterion's outcomes, then the kit-only checks)
+    public_tests: str = "failing"
 
 
 def cuda_arch(given: str, gpus: list[str]) -> str:
