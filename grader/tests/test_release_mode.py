@@ -206,7 +206,7 @@ if __name__ == "__main__":
 
 
 class ChecksFirstTests(unittest.TestCase):
-    """--public-tests failing (labrun.LabStage._tests): the kit-only checks
+    """--public-tests failing (labrun.LabStage._tests; the default): the kit-only checks
     first, then Criterion only on the public tests of the steps they do not
     find right; a step they find right has its tests take that verdict."""
 
@@ -237,9 +237,9 @@ class ChecksFirstTests(unittest.TestCase):
         self.assertEqual(items["step 4 " + LAB.steps[3].ident].status, "passed")
 
     def test_a_test_only_criterion_fails_is_the_difference_the_bench_must_rule_out(self):
-        # Criterion stricter than the checker on step 6: the current design docks it, checks-first takes the
-        # checker's verdict. grader/tools/bench --modes prebuilt,checker-first shows whether any catalogued
-        # mistake, reference or fixture is such a case before checks-first may become the default.
+        # Criterion stricter than the checker on step 6: --public-tests all docks it, checks-first (the default)
+        # takes the checker's verdict. grader/tools/bench --modes prebuilt,checker-first shows whether any
+        # catalogued mistake, reference or fixture is such a case (none was, docs/grading.md §9).
         def outcome(suite, test):
             return ("FAILED", ["tests/gpu.c:50: only Criterion sees this"]) if suite == "step6" else ("PASSED", [])
         _, every, _ = grade(self, FakeKit(outcome), gpu=True, checks=lambda s: self.verdict(0))
