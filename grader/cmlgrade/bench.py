@@ -4,15 +4,16 @@ mistake, each made with `labtool mutate-lab`) and prints the seconds per
 submission-lab of each phase (build, tests, sanitizers, counters, timing),
 the once-per-batch costs and the class total.
 
-With `--modes fresh,prebuilt` (the default) it grades the same class twice
-in one run on the same machine: `fresh` is each submission in its own
+With `--modes prebuilt,checker-first` (the default) it grades the same
+class twice in one run on the same machine; `fresh` is each submission in its own
 configured copy of the kit (the grader before issue 16), `prebuilt` the
 pristine kit built once per batch with only the student's files compiled
-per submission. It then compares every output file of the first and the
-last mode byte for byte: the verdicts must be the same. `checker-first` is
-`prebuilt` with grade.py's --public-tests failing (the kit-only checks
-first, Criterion only on the steps they do not find right): `--modes
-prebuilt,checker-first` is its proof, verdict for verdict.
+per submission, with --public-tests all. It then compares every output
+file of the first and the last mode byte for byte (but for the numbers a
+race changes) and their verdicts, which must be the same. `checker-first`
+is `prebuilt` with grade.py's default --public-tests failing (the kit-only
+checks first, Criterion only on the steps they do not find right):
+`--modes prebuilt,checker-first` is its proof, verdict for verdict.
 
     python3 grader/tools/bench --class 8 --jobs 1
 
@@ -32,7 +33,7 @@ import time
 from pathlib import Path
 
 from .benchclock import _children_cpu, use_cpu_clock
-from .benchcompare import compare, compare_verdicts
+from .benchcompare import compare, compare_verdicts, unexplained
 from .benchreport import print_table, print_verdicts, projection, summarize, verdicts
 from .build import clock
 from .intake import Submission
@@ -56,8 +57,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--class", dest="size", type=int, default=6, metavar="N",
                    help="submissions in the synthetic class (default 6)")
     p.add_argument("--lab", action="append", metavar="LAB", help="only this lab (repeat for more; default all)")
-    p.add_argument("--modes", default="fresh,prebuilt",
-                   help=f"comma-separated, in order, from {', '.join(MODES)} (default: fresh,prebuilt); the "
+    p.add_argument("--modes", default="prebuilt,checker-first",
+                   help=f"comma-separated, in order, from {', '.join(MODES)} (default: prebuilt,checker-first, "
+                        "grade.py's --public-tests all and its default); the "
                         "outputs of the first and the last are compared")
     p.add_argument("--jobs", type=int, default=1, help="CPU jobs (default 1: seconds on one core)")
     p.add_argument("--per-gpu", type=int, default=1, metavar="N", help="as grade.py's --per-gpu (default 1)")
@@ -141,8 +143,8 @@ def compare_runs(a: Path, b: Path, out=sys.stdout) -> int:
     print(f"verdicts of {a} and {b} (every item but the timed ones): {n} items, "
           + ("the same" if not diffs else f"{len(diffs)} differ: {'; '.join(diffs)}"), file=out)
     if counts:
-        print(f"    the same but for what a run measures (a race's count or first finding, memory read out of bounds), "
-              f"{len(counts)}: {'; '.join(counts)}", file=out)
+        print(f"    the same but for what a run measures (a race's count or first finding, memory read out of "
+              f"bounds), {len(counts)}: {'; '.join(counts)}", file=out)
     return 1 if diffs else 0
 
 
@@ -225,14 +227,17 @@ def main(argv: list[str] | None = None) -> int:
             timed = clock_kind == "wall" and bool(list_gpus())   # a GPU's times differ from run to run
             print(f"\noutputs of '{modes[0]}' and '{modes[-1]}': {n} files, "
                   + ("byte-identical" if not diffs else f"{len(diffs)} differ: {', '.join(diffs[:8])}"))
-            same = timed or not diffs
-            n, diffs, counts = compare_verdicts(a, b)
-            same = same and not diffs
+            n, vdiffs, counts = compare_verdicts(a, b)
+            odd = unexplained(a, b, diffs)
+            if diffs and not odd and not timed:
+                print("    they differ in numbers only (what a race changes from run to run; the points are compared "
+                      "below)")
+            same = (timed or not odd) and not vdiffs
             print(f"verdicts of '{modes[0]}' and '{modes[-1]}' (every item but the timed ones): {n} items, "
-                  + ("the same" if not diffs else f"{len(diffs)} differ: {'; '.join(diffs[:8])}"))
+                  + ("the same" if not vdiffs else f"{len(vdiffs)} differ: {'; '.join(vdiffs[:8])}"))
             if counts:
-                print(f"    the same but for what a run measures (a race's count or first finding, memory read out of bounds), "
-                      f"{len(counts)}: {'; '.join(counts[:8])}")
+                print(f"    the same but for what a run measures (a race's count or first finding, memory read out "
+                      f"of bounds), {len(counts)}: {'; '.join(counts[:8])}")
         if args.json:
             args.json.write_text(json.dumps({"modes": rows, "identical": same, "class": args.size, "clock": clock_kind,
                                              "jobs": args.jobs, "labs": [l.name for l in labs]},

@@ -541,6 +541,20 @@ class BenchProjection(unittest.TestCase):
         self.assertEqual(compare_verdicts(root / "a", root / "e"),
                          (4, ["kim / 05_stencil / compute-sanitizer memcheck"], []))
 
+    def test_files_a_race_changes_differ_in_numbers_only(self):
+        """On the CPU path the bench compares the modes' files byte for byte:
+        a race (lab 01's tile_read_before_it_is_loaded: 67043967 elements
+        wrong in one run, 67043986 in the other, each test failing in both)
+        changes numbers only, which is no difference; a changed word is."""
+        from cmlgrade.benchcompare import unexplained
+        root = tmpdir(self)
+        for run, n, word in (("a", "67043967", "failed"), ("b", "67043986", "failed"), ("c", "67043967", "passed")):
+            (root / run).mkdir()
+            (root / run / "feedback.md").write_text(f"step5::product {word}: {n} of 67109888 elements of C wrong\n")
+        self.assertEqual(unexplained(root / "a", root / "b", ["feedback.md"]), [])
+        self.assertEqual(unexplained(root / "a", root / "c", ["feedback.md"]), ["feedback.md"])
+        self.assertEqual(unexplained(root / "a", root / "b", ["only_in_a.md"]), ["only_in_a.md"])
+
     def test_two_benches_each_in_one_mode_are_compared_by_compare(self):
         """bench --compare A B: two benches run apart (a mode a GPU) judged as
         the two modes of one run are; a work folder stands for its one
