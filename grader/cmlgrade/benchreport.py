@@ -13,6 +13,7 @@ PHASES = ("build", "tests", "sanitizers", "counters", "timing")
 def summarize(results, wall: float, setup: dict[str, float]) -> dict:
     per: dict[str, list[float]] = {p: [] for p in PHASES}
     gpu_stage: list[float] = []
+    waited: list[float] = []
     n = 0
     for r in results:
         for lab, t in sorted(r.timings.items()):
@@ -20,13 +21,17 @@ def summarize(results, wall: float, setup: dict[str, float]) -> dict:
             for p in PHASES:
                 per[p].append(float(t.get(p, 0.0)))
             gpu_stage.append(float(t.get("gpu", 0.0)))
+            waited.append(float(t.get("waiting alone", 0.0)))
     row = {p: {"mean": round(statistics.fmean(v), 2) if v else 0.0,
                "median": round(statistics.median(v), 2) if v else 0.0,
                "max": round(max(v), 2) if v else 0.0} for p, v in per.items()}
     return {"submission_labs": n, "phases": row, "class_total_s": round(wall, 1),
             "per_batch_s": {k: round(v, 1) for k, v in setup.items()},
             "per_submission_lab_s": round(wall / n, 2) if n else 0.0,
-            "gpu_stage_s": round(statistics.fmean(gpu_stage), 2) if gpu_stage else 0.0}
+            "gpu_stage_s": round(statistics.fmean(gpu_stage), 2) if gpu_stage else 0.0,
+            # of the phases' seconds (the counters' and the timing's), those spent waiting for the GPU alone:
+            # the other workers' processes on it ending (--per-gpu N), not this lab's work
+            "waiting_alone_s": round(statistics.fmean(waited), 2) if waited else 0.0}
 
 
 def verdicts(results) -> dict:
@@ -87,6 +92,10 @@ def print_table(rows: dict[str, dict], out=sys.stdout) -> None:
         cells = " ".join(f"{s['phases'][p]['mean']:>10.2f} /{s['phases'][p]['max']:>10.2f}" for p in PHASES)
         print(f"{mode:<10} {s['submission_labs']:>8} {cells} {s['class_total_s']:>10.1f} s "
               f"{s['per_submission_lab_s']:>10.2f} s", file=out)
+    for mode, s in rows.items():
+        if s.get("waiting_alone_s"):
+            print(f"{mode}: of those seconds, {s['waiting_alone_s']:.2f} a submission-lab (mean) waited for the GPU "
+                  f"alone (Nsight Compute, the timing) while the other submissions' processes on it ended", file=out)
     for mode, s in rows.items():
         if "class_cpu_s" in s:
             print(f"{mode}: the class took {s['class_cpu_s']:.1f} CPU seconds in all", file=out)

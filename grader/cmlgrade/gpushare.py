@@ -12,7 +12,19 @@ waits only for what is running."""
 from __future__ import annotations
 
 import threading
+import time
 from contextlib import contextmanager, nullcontext
+
+_WAITED = threading.local()   # this thread's seconds in alone() before it had the GPU (take_waited)
+
+
+def take_waited() -> float:
+    """The wall seconds this thread has spent waiting in alone() for the
+    GPU's other processes to end since the last call (the benchmark's
+    split of the counters' and the timing's seconds: waiting, not work)."""
+    got = getattr(_WAITED, "s", 0.0)
+    _WAITED.s = 0.0
+    return got
 
 
 class GpuShare:
@@ -58,12 +70,14 @@ class GpuShare:
         mine = getattr(self._mine, "n", 0)
         if mine:
             self._drop_share(mine)
+        t0 = time.monotonic()
         with self._c:
             self._waiting += 1
             while self._alone or self._sharing:
                 self._c.wait()
             self._waiting -= 1
             self._alone = True
+        _WAITED.s = getattr(_WAITED, "s", 0.0) + time.monotonic() - t0
         self._mine.alone = True
         try:
             yield

@@ -13,6 +13,7 @@ import queue
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import gpushare
 from . import run as R
 from .build import clock
 from .labs import Lab
@@ -89,6 +90,7 @@ class LabStage:
         at.out.mkdir(parents=True, exist_ok=True)
         job.ref = self.reference(lab, gpu) if lab.solution_dir else self._listed(job, at.out)
         phase = _Phases(run)
+        gpushare.take_waited()   # from here on, this lab's waits for the GPU alone
         self._tests(at)
         phase.done("tests")
         if not lab.solution_dir:
@@ -111,6 +113,7 @@ class LabStage:
             self._timing(at, steps)
             phase.done("timing")
         run.seconds["gpu"] = clock() - t0
+        run.seconds["waiting alone"] = gpushare.take_waited()   # of the phases' seconds, waiting for the GPU alone
         progress.say(job.sub.student, lab.name, "done", finished=True)
 
     def _tests(self, at: _At) -> None:

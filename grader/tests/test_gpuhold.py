@@ -135,6 +135,14 @@ class Sharing(unittest.TestCase):
         self.addCleanup(t.join, 60)
         return t
 
+    def hold_a_share(self, share, held, leave):
+        """A thread holding a share of `share` from `held` until `leave`."""
+        def first():
+            with share.shared():
+                held.set()
+                leave.wait(60)
+        return self.run_in(first)
+
     def test_shares_run_together_and_alone_waits_for_them(self):
         share = gpushare.GpuShare()
         in_a, in_b, leave, alone = threading.Event(), threading.Event(), threading.Event(), threading.Event()
@@ -161,11 +169,6 @@ class Sharing(unittest.TestCase):
         held, leave, waiting_alone, late_in, alone_done = (threading.Event() for _ in range(5))
         order = []
 
-        def first():
-            with share.shared():
-                held.set()
-                leave.wait(60)
-
         def timer():
             waiting_alone.set()
             with share.alone():
@@ -177,7 +180,7 @@ class Sharing(unittest.TestCase):
                 order.append("late share")
                 late_in.set()
 
-        self.run_in(first)
+        self.hold_a_share(share, held, leave)
         self.assertTrue(held.wait(60))
         self.run_in(timer)
         self.assertTrue(waiting_alone.wait(60))
@@ -188,6 +191,33 @@ class Sharing(unittest.TestCase):
         leave.set()
         self.assertTrue(alone_done.wait(60) and late_in.wait(60))
         self.assertEqual(order, ["alone", "late share"])
+
+    def test_the_wait_for_alone_is_counted_for_the_thread_that_waited(self):
+        """take_waited(): the seconds a thread's alone() waited for the
+        shares to end (the bench's 'waited for the GPU alone'), once; a
+        lower bound only, from the time the share was still held after the
+        alone() queued: no upper margin to miss on a loaded machine."""
+        share = gpushare.GpuShare()
+        held, leave = threading.Event(), threading.Event()
+        got = []
+
+        def timer():
+            gpushare.take_waited()
+            with share.alone():
+                pass
+            got.append(gpushare.take_waited())
+            got.append(gpushare.take_waited())   # taken: nothing left
+
+        self.hold_a_share(share, held, leave)
+        self.assertTrue(held.wait(60))
+        t = self.run_in(timer)
+        while not share._waiting:
+            threading.Event().wait(0.01)
+        threading.Event().wait(0.25)   # the share held 0.25 s more while the timer waited
+        leave.set()
+        t.join(60)
+        self.assertGreaterEqual(got[0], 0.25)
+        self.assertEqual(got[1], 0.0)
 
     def test_alone_inside_a_share_lets_it_go_and_takes_it_back(self):
         share = gpushare.GpuShare()

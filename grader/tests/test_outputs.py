@@ -451,6 +451,16 @@ class BenchProjection(unittest.TestCase):
         self.assertIn("GPU stage alone: 20.0 s", line)
         self.assertIn("1 GPU: 10.0 h  4 GPUs: 2.5 h  8 GPUs: 1.2 h", line)   # 1800 x 20 s = 10 h on one GPU
         self.assertIn("builds 1.5 CPU-hours", line)
+        # the seconds its labs waited for the GPU alone, said beside the table
+        import io
+        from cmlgrade.benchreport import print_table
+        results[0].timings["04_reduction"]["waiting alone"] = 3.0
+        s = summarize(results, 10.0, {"reference build and skeletons": 12.0})
+        self.assertEqual(s["waiting_alone_s"], 1.5)
+        out = io.StringIO()
+        print_table({"checker-first": s}, out)
+        self.assertIn("checker-first: of those seconds, 1.50 a submission-lab (mean) waited for the GPU alone",
+                      out.getvalue())
 
 
     def test_the_verdicts_are_checked_against_what_each_submission_is(self):
