@@ -437,32 +437,12 @@ static void command_line(const cml_lab_run *r, const profile *p, char *buf, size
         at += snprintf(buf + at, len - (size_t)at, " %s", r->lab_words[k]);
 }
 
-/* The lab's description of its data without the timing's "median of N
- * runs" (a profile is one run under ncu, not a median). */
-static void data_only(const char *params, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s", params);
-    char *m = strstr(buf, "median of ");
-    char *end = m != NULL ? strstr(m, " runs") : NULL;
-    if (end == NULL)
-        return;
-    end += strlen(" runs");
-    char *from = m;
-    if (from - buf >= 2 && (from[-2] == ',' || from[-2] == ';') && from[-1] == ' ')
-        from -= 2;
-    else if (*end == ',' || *end == ';')
-        end += *(end + 1) == ' ' ? 2 : 1;
-    memmove(from, end, strlen(end) + 1);
-}
-
 static void print_text(const cml_lab_run *r, const profile *p)
 {
     char dev[400];
     cml_device_describe(&r->dev, dev, sizeof dev);
-    char data[sizeof r->rep.params];
-    data_only(r->rep.params, data, sizeof data);
     printf("\nwhat limits step %d (%s) of %s, read by Nsight Compute\nGPU: %s\n%s, seed %llu, %s\n", p->step,
-           cml_lab_ident(r, p->step), r->lab->name, dev, data, (unsigned long long)r->seed, r->rep.date);
+           cml_lab_ident(r, p->step), r->lab->name, dev, r->rep.params, (unsigned long long)r->seed, r->rep.date);
     prow rows[MAX_ROWS];
     for (int g = 0; g < p->ngroups; ++g) {
         printf("\nkernel %s (%d %s)\n", p->group[g].kernel, p->group[g].launches,
@@ -536,12 +516,10 @@ static void markdown_body(const cml_lab_run *r, const profile *p, FILE *out)
     char dev[400], cmd[600];
     cml_device_describe(&r->dev, dev, sizeof dev);
     command_line(r, p, cmd, sizeof cmd);
-    char data[sizeof r->rep.params];
-    data_only(r->rep.params, data, sizeof data);
     fprintf(out, "Measured on %s, %s. %s, seed %llu. Written by the lab's runner, `%s`: the step checked, then "
             "run once more alone under Nsight Compute (`--check-only`), the GPU's clocks not locked; launches of "
             "one kernel summed (time, bytes, sectors) or averaged over their time (the percentages).\n",
-            dev, r->rep.date, data, (unsigned long long)r->seed, cmd);
+            dev, r->rep.date, r->rep.params, (unsigned long long)r->seed, cmd);
     prow rows[MAX_ROWS];
     for (int g = 0; g < p->ngroups; ++g) {
         fprintf(out, "\n**%s** (%d %s)\n\n| measure | value | what it tells |\n|---|---|---|\n", p->group[g].kernel,

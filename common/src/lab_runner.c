@@ -920,6 +920,7 @@ void cml_lab_new_report(cml_lab_run *r)
     r->rep.emulated = EMULATED;
     r->rep.device = r->dev;
     r->rep.seed = r->seed;
+    r->rep.runs = r->args.check_only ? 0 : r->args.repeat;   /* the report says "median of N runs" */
 }
 
 /* The speed limit: the same bytes copied device to device, two rows. */

@@ -9,6 +9,16 @@
 #define BAR_WIDTH 24
 #define NAME_WIDTH "30" /* the longest row name: "copy kernel, 16-byte accesses" */
 
+/* The lab's data and how each row was timed: "<params>, median of N runs"
+ * (the lab's words alone when nothing was timed). */
+static void described(const cml_report *r, char *buf, size_t len)
+{
+    if (r->runs > 0)
+        snprintf(buf, len, "%s, median of %d runs", r->params, r->runs);
+    else
+        snprintf(buf, len, "%s", r->params);
+}
+
 void cml_report_init(cml_report *r, const char *lab, const char *title, const char *unit)
 {
     memset(r, 0, sizeof *r);
@@ -61,10 +71,11 @@ static double share(const cml_report *r, const cml_row *row)
  * ceiling, no share of one, no bar. */
 static void print_emulated_table(const cml_report *r, FILE *out)
 {
-    char dev[400];
+    char dev[400], data[sizeof r->params + 40];
     cml_device_describe(&r->device, dev, sizeof dev);
+    described(r, data, sizeof data);
     fprintf(out, "\n%s: %s\n", r->lab, r->title);
-    fprintf(out, "Device: %s -- EMULATED\n%s, seed %llu, %s\n", dev, r->params, (unsigned long long)r->seed,
+    fprintf(out, "Device: %s -- EMULATED\n%s, seed %llu, %s\n", dev, data, (unsigned long long)r->seed,
             r->date);
     fprintf(out, "The kernels ran on the CPU path (common/cpu): the checks are real, the times are the CPU's\n"
                  "(emulated), not a GPU's, and are compared with no ceiling.\n\n");
@@ -91,10 +102,11 @@ void cml_report_print_table(const cml_report *r, FILE *out)
         print_emulated_table(r, out);
         return;
     }
-    char dev[400];
+    char dev[400], data[sizeof r->params + 40];
     cml_device_describe(&r->device, dev, sizeof dev);
+    described(r, data, sizeof data);
     fprintf(out, "\n%s: %s\n", r->lab, r->title);
-    fprintf(out, "GPU: %s\n%s, seed %llu, %s\n", dev, r->params, (unsigned long long)r->seed, r->date);
+    fprintf(out, "GPU: %s\n%s, seed %llu, %s\n", dev, data, (unsigned long long)r->seed, r->date);
     fprintf(out, "100%% = %s, %.1f %s, measured in this run\n\n", r->ceiling_name, r->ceiling_rate, r->unit);
     fprintf(out, "step  %-" NAME_WIDTH "s %-7s %10s %10s %6s  %s\n", "kernel", "check", "median ms", r->unit,
             "% max", "");
@@ -152,7 +164,9 @@ void cml_report_print_json(const cml_report *r, FILE *out)
     cml_json_string(out, r->device.name);
     fprintf(out, ", \"compute_capability\": \"%d.%d\", \"sm_count\": %d, \"params\": ",
             r->device.cc_major, r->device.cc_minor, r->device.sm_count);
-    cml_json_string(out, r->params);
+    char data[sizeof r->params + 40];
+    described(r, data, sizeof data);
+    cml_json_string(out, data);
     fprintf(out, ", \"emulated\": %s", r->emulated ? "true" : "false");
     fprintf(out, ", \"seed\": %llu, \"unit\": ", (unsigned long long)r->seed);
     cml_json_string(out, r->unit);
@@ -193,11 +207,12 @@ static void md_cell(FILE *out, const char *s)
 
 static void markdown_body(const cml_report *r, FILE *out)
 {
-    char dev[400];
+    char dev[400], data[sizeof r->params + 40];
     cml_device_describe(&r->device, dev, sizeof dev);
+    described(r, data, sizeof data);
     fprintf(out, "Measured on %s, %s. %s, seed %llu. Written by the lab's runner; "
             "100%% is %s at %.1f %s, measured in the same run.\n\n",
-            dev, r->date, r->params, (unsigned long long)r->seed, r->ceiling_name, r->ceiling_rate, r->unit);
+            dev, r->date, data, (unsigned long long)r->seed, r->ceiling_name, r->ceiling_rate, r->unit);
     int notes = 0;
     for (int i = 0; i < r->nrows; ++i)
         notes |= r->rows[i].note[0] != '\0';

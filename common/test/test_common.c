@@ -256,6 +256,50 @@ Test(report, json_has_the_rows_and_the_fraction_of_the_ceiling)
     fclose(f);
 }
 
+/* The whole page cml_report_write_markdown writes for r (a new file). */
+static char *written_page(const cml_report *r)
+{
+    char path[] = "/tmp/cml_pageXXXXXX";
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    close(fd);
+    unlink(path);  /* a new page: the whole file is written */
+    cr_assert(cml_report_write_markdown(r, path) == 0);
+    FILE *f = fopen(path, "rb");
+    cr_assert(f != NULL);
+    char *s = read_all(f);
+    fclose(f);
+    unlink(path);
+    return s;
+}
+
+/* The lab gives its data; the report adds how each row was timed, once,
+ * in the table, the page and the JSON alike (nothing when none was). */
+Test(report, the_data_and_the_median_of_the_timed_runs_are_said_once_everywhere)
+{
+    cml_report r = sample_report();
+    snprintf(r.params, sizeof r.params, "n = 3 floats");
+    r.runs = 7;
+    char *s = written_page(&r);
+    cr_expect(strstr(s, ". n = 3 floats, median of 7 runs, seed ") != NULL, "the page:\n%s", s);
+    FILE *t = tmpfile();
+    cr_assert(t != NULL);
+    cml_report_print_table(&r, t);
+    s = read_all(t);
+    cr_expect(strstr(s, "\nn = 3 floats, median of 7 runs, seed ") != NULL, "the table:\n%s", s);
+    cml_report_print_json(&r, t);   /* after the table: read again from the start */
+    s = read_all(t);
+    cr_expect(strstr(s, "\"params\": \"n = 3 floats, median of 7 runs\"") != NULL, "the JSON:\n%s", s);
+    fclose(t);
+    r.runs = 0;   /* --check-only: nothing timed */
+    t = tmpfile();
+    cr_assert(t != NULL);
+    cml_report_print_table(&r, t);
+    s = read_all(t);
+    cr_expect(strstr(s, "\nn = 3 floats, seed ") != NULL && strstr(s, "median of") == NULL, "untimed:\n%s", s);
+    fclose(t);
+}
+
 Test(report, table_shows_wrong_steps_untimed_with_their_reason)
 {
     cml_report r = sample_report();
@@ -545,21 +589,11 @@ Test(ncu, says_so_when_the_cpu_path_has_no_bank_model)
 
 Test(report, markdown_has_a_note_column_and_the_extra_text_json_the_extra_value)
 {
-    char path[] = "/tmp/cml_pageXXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    close(fd);
-    unlink(path);  /* a new page: the whole file is written */
     cml_report r = sample_report();
     snprintf(r.rows[0].note, sizeof r.rows[0].note, "a|b");
     r.extra_markdown = "| pattern | model |\n|---|---:|\n| stride_2 | 2 |\n";
     r.extra_json = "{\"patterns\": [1, 2]}";
-    cr_assert(cml_report_write_markdown(&r, path) == 0);
-    FILE *f = fopen(path, "rb");
-    cr_assert(f != NULL);
-    char *s = read_all(f);
-    fclose(f);
-    unlink(path);
+    char *s = written_page(&r);
     cr_expect(strstr(s, "| of max | note |\n") != NULL, "%s", s);
     cr_expect(strstr(s, "| 25% | a\\|b |\n") != NULL, "a '|' in a note is escaped: %s", s);
     cr_expect(strstr(s, "| - | - | - | expected 5, got 4 |\n") != NULL, "%s", s);
@@ -649,7 +683,7 @@ static int fake_option(cml_lab_run *r, const char *flag, const char *value)
 
 static int fake_prepare(cml_lab_run *r)
 {
-    snprintf(r->rep.params, sizeof r->rep.params, "fake data, median of %d runs", r->args.repeat);
+    snprintf(r->rep.params, sizeof r->rep.params, "fake data");
     called("s", ((fake_data *)r->data)->size);
     return CML_EXIT_OK;
 }

@@ -31,7 +31,8 @@ typedef struct cml_report {
     const char *lab;          /* "04_reduction" */
     const char *title;        /* "Reduction: sum of n elements" */
     const char *unit;         /* "GB/s" */
-    char params[200];         /* "n = 268435456 int (1.00 GiB read), 50 runs" */
+    char params[200];         /* the lab's data: "n = 268435456 int (1.00 GiB read)" */
+    int runs;                 /* timed runs a step, each row the median of them; 0: none (--check-only) */
     char date[32];            /* YYYY-MM-DD, filled by cml_report_init */
     uint64_t seed;
     cml_device_info device;

@@ -108,9 +108,9 @@ static int prepare(cml_lab_run *r)
     /* GFLOP for a GPU's sizes, MFLOP below one (the CPU path's: "0.0 GFLOP" said nothing) */
     int giga = work(r, 0) >= 1e9;
     snprintf(r->rep.params, sizeof r->rep.params,
-             "C = A * B, M x N x K = %d x %d x %d floats (%.1f %s), checked: %s, median of %d runs", d->M, d->N,
+             "C = A * B, M x N x K = %d x %d x %d floats (%.1f %s), checked: %s", d->M, d->N,
              d->K, work(r, 0) / (giga ? 1e9 : 1e6), giga ? "GFLOP" : "MFLOP",
-             d->ref.full ? "every element" : "whole rows and columns", r->args.check_only ? 0 : r->args.repeat);
+             d->ref.full ? "every element" : "whole rows and columns");
     return CML_EXIT_OK;
 }
 

@@ -193,8 +193,7 @@ static int prepare(cml_lab_run *r)
                                      g->ny, g->nz);
     }
     if (used < sizeof r->rep.params)
-        snprintf(r->rep.params + used, sizeof r->rep.params - used, "floats, median of %d runs",
-                 r->args.check_only ? 0 : r->args.repeat);
+        snprintf(r->rep.params + used, sizeof r->rep.params - used, "floats");
     return CML_EXIT_OK;
 }
 

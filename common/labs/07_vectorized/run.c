@@ -71,8 +71,8 @@ static int prepare(cml_lab_run *r)
     cml_lab_watch_input(r, &d->buf.x, d->x, "x");
     cml_lab_watch_input(r, &d->buf.y, d->y, "y");
     snprintf(r->rep.params, sizeof r->rep.params,
-             "n = %zu elements (%.1f MiB an array), offset %u for steps 4-5, median of %d runs", d->n,
-             (double)d->n * 4 / (1 << 20), d->off, r->args.check_only ? 0 : r->args.repeat);
+             "n = %zu elements (%.1f MiB an array), offset %u for steps 4-5", d->n,
+             (double)d->n * 4 / (1 << 20), d->off);
     return CML_EXIT_OK;
 }
 

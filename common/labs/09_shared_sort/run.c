@@ -110,8 +110,8 @@ static int prepare(cml_lab_run *r)
 {
     lab_data *d = r->data;
     data_alloc(r, d->n);
-    snprintf(r->rep.params, sizeof r->rep.params, "n = %zu %s keys, step 3 merges runs of %zu, median of %d runs",
-             d->n, d->few_keys ? "few (0..15)" : "full-range", d->width, r->args.check_only ? 0 : r->args.repeat);
+    snprintf(r->rep.params, sizeof r->rep.params, "n = %zu %s keys, step 3 merges runs of %zu",
+             d->n, d->few_keys ? "few (0..15)" : "full-range", d->width);
     return CML_EXIT_OK;
 }
 

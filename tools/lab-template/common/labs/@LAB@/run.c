@@ -45,8 +45,7 @@ static int prepare(cml_lab_run *r)
     @STEM@_make_data(d->in, d->n, &d->a, r->seed, 0);
     CML_CHECK(@STEM@_buffers_alloc(&d->buf, d->n, d->a, d->in));
     cml_lab_watch_input(r, &d->buf.in, d->in, "in");
-    snprintf(r->rep.params, sizeof r->rep.params, "n = %zu floats, median of %d runs", d->n,
-             r->args.check_only ? 0 : r->args.repeat);
+    snprintf(r->rep.params, sizeof r->rep.params, "n = %zu floats", d->n);
     return CML_EXIT_OK;
 }
 
