@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 
 from .benchclock import _children_cpu, use_cpu_clock
-from .benchcompare import compare, compare_verdicts, unexplained
+from .benchcompare import compare, compare_verdicts, unexplained, verdict_lines
 from .benchreport import print_table, print_verdicts, projection, summarize, verdicts
 from .build import clock
 from .intake import Submission
@@ -140,11 +140,7 @@ def compare_runs(a: Path, b: Path, out=sys.stdout) -> int:
     if n == 0:
         print(f"bench: no graded item in {a} or {b}", file=sys.stderr)
         return 3
-    print(f"verdicts of {a} and {b} (every item but the timed ones): {n} items, "
-          + ("the same" if not diffs else f"{len(diffs)} differ: {'; '.join(diffs)}"), file=out)
-    if counts:
-        print(f"    the same but for what a run measures (a race's count or first finding, memory read out of "
-              f"bounds), {len(counts)}: {'; '.join(counts)}", file=out)
+    print("\n".join(verdict_lines(f"{a} and {b}", n, diffs, counts)), file=out)
     return 1 if diffs else 0
 
 
@@ -233,11 +229,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("    they differ in numbers only (what a race changes from run to run; the points are compared "
                       "below)")
             same = (timed or not odd) and not vdiffs
-            print(f"verdicts of '{modes[0]}' and '{modes[-1]}' (every item but the timed ones): {n} items, "
-                  + ("the same" if not vdiffs else f"{len(vdiffs)} differ: {'; '.join(vdiffs[:8])}"))
-            if counts:
-                print(f"    the same but for what a run measures (a race's count or first finding, memory read out "
-                      f"of bounds), {len(counts)}: {'; '.join(counts[:8])}")
+            print("\n".join(verdict_lines(f"'{modes[0]}' and '{modes[-1]}'", n, vdiffs, counts, most=8)))
         if args.json:
             args.json.write_text(json.dumps({"modes": rows, "identical": same, "class": args.size, "clock": clock_kind,
                                              "jobs": args.jobs, "labs": [l.name for l in labs]},

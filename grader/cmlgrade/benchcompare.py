@@ -8,6 +8,10 @@ import json
 import re
 from pathlib import Path
 
+# a number a run measures ("324 errors", "67043967 of ...", "1.36e-05"), blurred
+# to "#" where two runs are compared but for what they measure
+NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
 
 def compare(a: Path, b: Path) -> tuple[int, list[str]]:
     """Every file under a and b, byte for byte: (files compared, differences)."""
@@ -53,7 +57,7 @@ def compare_verdicts(a: Path, b: Path) -> tuple[int, list[str], list[str]]:
         pts, mx, status, feedback, details = item
         # where a compute-sanitizer tool first reports a race (which kernel,
         # which line) is as much the run's as how many hazards it counts
-        return (pts, mx, status, [re.sub(r"\d+(?:\.\d+)?", "#", f) for f in feedback or []],
+        return (pts, mx, status, [NUMBER.sub("#", f) for f in feedback or []],
                 ["first finding" if d.startswith("first finding in ") else d for d in details])
 
     ia, ib = items(a), items(b)
@@ -70,6 +74,17 @@ def unexplained(a: Path, b: Path, byte_diffs: list[str]) -> list[str]:
     the feedback from run to run, and nothing else; a changed point is
     compare_verdicts' to find, not this."""
     def blurred(p: Path) -> str:
-        return re.sub(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?", "#", p.read_text(encoding="utf-8", errors="replace"))
+        return NUMBER.sub("#", p.read_text(encoding="utf-8", errors="replace"))
     return [d for d in byte_diffs
             if not ((a / d).is_file() and (b / d).is_file() and blurred(a / d) == blurred(b / d))]
+
+
+def verdict_lines(what: str, n: int, diffs: list[str], counts: list[str], most: int | None = None) -> list[str]:
+    """compare_verdicts' answer as the bench prints it (`what`: the two
+    runs named), naming at most `most` items of each list."""
+    lines = [f"verdicts of {what} (every item but the timed ones): {n} items, "
+             + ("the same" if not diffs else f"{len(diffs)} differ: {'; '.join(diffs[:most])}")]
+    if counts:
+        lines.append(f"    the same but for what a run measures (a race's count or first finding, memory read out of "
+                     f"bounds), {len(counts)}: {'; '.join(counts[:most])}")
+    return lines
