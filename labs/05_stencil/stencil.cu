@@ -77,9 +77,11 @@ enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
 // columns wide: each ring column costs a 32-byte sector per float it needs,
 // and when nx is not a multiple of 8 every tile edge splits a sector of out
 // between two blocks; wide tiles have fewer edges. (On an H100 this shape
-// held up best at 513 x 511 x 509 of the shapes tried; 32 planes per block
-// beat 16 and 64.) The z loop is unrolled UNROLL6 times (the kernel's
-// comment says why).
+// held up best at 513 x 511 x 509 of the shapes tried.) A block marches 8
+// planes: short marches make many blocks (8,192 at 512^3, 20 rounds of the
+// 396 an H200 holds at once), so the last round, when SMs run out of work,
+// is a small part of the run. The z loop is unrolled UNROLL6 times (the
+// kernel's comment says why).
 // Measured in a study on an H200 (2026-11-29), as a fraction of cudaMemcpy
 // device to device at 512^3 and at 513 x 511 x 509: this kernel 0.870 and
 // 0.778; the same march with its z loop rolled up (each rotation copy
@@ -87,7 +89,16 @@ enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
 // index arithmetic in every load, 0.805 and 0.681. More bytes in flight
 // did not help: 2 or 4 planes ahead (2 blocks per SM) 0.812 / 0.715 and
 // 0.825 / 0.739, a 64 x 16 tile 4 planes ahead 0.829 / 0.746.
-enum { TX6 = 128, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 32, MINB6 = 3, UNROLL6 = 4 };
+// Then the length of the march (a second study, same day, same fractions):
+// 32 planes 0.864 / 0.771, 16 0.891 / 0.793, 12 0.891 / 0.803, 8 0.892 /
+// 0.828, 4 0.843 / 0.808 (each block loads two planes it does not compute,
+// a quarter more loads at 8, a half at 4). Two plane buffers in shared
+// memory, one barrier a plane instead of two, gained nothing beyond the
+// noise (8 planes: 0.892 / 0.829), nor did 128 x 32 tiles (0.889 / 0.819 at
+// 4 planes), 64 x 16 (0.843 / 0.788), or no shared memory at all (x
+// neighbours by warp shuffles, y in each thread's registers: 0.76 / 0.63 at
+// best).
+enum { TX6 = 128, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 8, MINB6 = 3, UNROLL6 = 4 };
 // The halo ring of a plane tile: a row above, a row below, a column each
 // side (no corners: the 7-point stencil has no diagonal neighbours).
 enum { RING6 = 2 * TX6 + 2 * TY6 };
