@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .checkmarks import marked_ncu_run
-from .gpushare import alone_on
+from .gpuhold import profiling_on
 from .harnessio import write_input
+from .runbase import Deadline
 from .sandbox import Executor
 
 
@@ -65,7 +66,7 @@ def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: 
         p.unlink(missing_ok=True)
     # every kernel the step launches: the harness runs nothing else (the manifest's kernel regex is the
     # runner's, which launches copies and references too)
-    with alone_on(env):   # Nsight Compute has the GPU to itself (gpushare.py)
+    with profiling_on(exe, env, Deadline(timeout)):   # the GPU to itself, and the host's Nsight Compute lock (gpuhold.py)
         r = exe.run([ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
                      str(harness), str(inp), str(outp)],
                     cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)

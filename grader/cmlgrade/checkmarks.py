@@ -8,8 +8,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from .checkbase import FILL_INTS, Case
-from .gpushare import alone_on
+from .gpuhold import profiling_on
 from .harnessio import read_output, write_input
+from .runbase import Deadline
 from .sandbox import Executor
 
 
@@ -90,7 +91,7 @@ def marked_ncu_run(exe: Executor, harness: Path, lab_name: str, per: dict[int, l
         p.unlink(missing_ok=True)
     cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
            "--metrics", ",".join(metrics), str(harness), str(inp), str(outp)]
-    with alone_on(env):   # Nsight Compute has the GPU to itself (gpushare.py)
+    with profiling_on(exe, env, Deadline(timeout)):   # the GPU to itself, and the host's Nsight Compute lock (gpuhold.py)
         r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
     try:
         text = log.read_text(encoding="utf-8", errors="replace")[:1 << 24] if log.is_file() else ""

@@ -12,8 +12,9 @@ from pathlib import Path
 
 from .checkbase import Case, ordinary
 from .checkmarks import marked_ncu_run
-from .gpushare import alone_on
+from .gpuhold import profiling_on
 from .harnessio import write_input
+from .runbase import Deadline
 from .sandbox import Executor
 
 
@@ -133,7 +134,7 @@ def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         # mangled names: what cuobjdump calls the same functions (static.step_kernels)
         cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
                "--metrics", ",".join(SHARED_METRICS), str(harness), str(inp), str(outp)]
-    with nullcontext() if cpu else alone_on(env):   # Nsight Compute has the GPU to itself (gpushare.py)
+    with nullcontext() if cpu else profiling_on(exe, env, Deadline(timeout)):   # the GPU to itself, and the host's Nsight Compute lock (gpuhold.py)
         r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
     try:
         text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""

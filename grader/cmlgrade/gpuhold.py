@@ -16,6 +16,7 @@ import fcntl
 import os
 import re
 import shutil
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,6 +84,52 @@ def gpu_model(gpu: str) -> str | None:
     return g[2] if g else None
 
 
+_TAKEN = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EINTR, errno.EACCES)   # a lock another holds (or a signal): try again
+
+
+def _try_flock(fd: int) -> bool:
+    """flock without waiting: False if another holds it."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as e:
+        if e.errno in _TAKEN:
+            return False
+        raise
+
+
+def _take_files(paths: list[Path], try_lock, deadline, poll: float, busy: str) -> tuple[list[int], str]:
+    """Opens and locks each file in order (try_lock(fd): False while another
+    holds it; then it waits, up to the deadline). Returns the descriptors,
+    which hold the locks until closed, and ""; or no descriptors (what was
+    taken let go) and why: a file that cannot be opened or locked, or
+    `busy` when the deadline ran out while waiting."""
+    fds: list[int] = []
+    why = ""
+    for path in paths:
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+        except OSError as e:
+            why = f"cannot open {path} ({e.strerror})"
+            break
+        fds.append(fd)
+        try:
+            while not try_lock(fd):   # frees when its holder ends: wait for that, up to the deadline
+                if deadline is not None and deadline.expired():
+                    why = busy
+                    break
+                time.sleep(poll)
+        except OSError as e:
+            why = f"cannot lock {path} ({e.strerror})"
+        if why:
+            break
+    if why:
+        for fd in reversed(fds):
+            os.close(fd)
+        fds = []
+    return fds, why
+
+
 @contextmanager
 def held_alone(uuid: str | None, deadline=None, poll: float = 0.05):
     """Holds every slot of the GPU (lowest first) for the block's duration.
@@ -92,37 +139,82 @@ def held_alone(uuid: str | None, deadline=None, poll: float = 0.05):
     if uuid is None:
         yield "the GPU's UUID is not known here"
         return
-    fds: list[int] = []
-    why = ""
+    fds, why = _take_files([lock_path(uuid, k) for k in range(slots())], _try_flock, deadline, poll,
+                           "the lab's time limit ran out while other work held the GPU")
     try:
-        for k in range(slots()):
-            path = lock_path(uuid, k)
-            try:
-                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-            except OSError as e:
-                why = f"cannot open {path} ({e.strerror})"
-                break
-            fds.append(fd)
-            while True:   # a slot frees when the binary holding it ends: wait for that, up to the deadline
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except OSError as e:
-                    if e.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EINTR):
-                        why = f"cannot lock {path} ({e.strerror})"
-                        break
-                if deadline is not None and deadline.expired():
-                    why = "the lab's time limit ran out while other work held the GPU"
-                    break
-                time.sleep(poll)
-            if why:
-                break
-        if why:   # not alone: let go of what was taken, time without it
-            for fd in reversed(fds):
-                os.close(fd)
-            fds = []
         yield why
     finally:
         for fd in reversed(fds):
             os.close(fd)   # closing the descriptor releases its lock
 
+
+# ------------------------------------------------------------ Nsight Compute's host-wide lock
+
+# Nsight Compute lets one profiling session run on a host at a time: each ncu
+# waits on a lock file, $TMPDIR/nsight-compute-lock (/tmp without TMPDIR),
+# for the others to end. In the sandbox /tmp is a tmpfs of its own, so a
+# sandboxed ncu locks a file no other ncu sees: it profiled beside the kit's
+# own ncu runs (ctest's sectors_agree) and beside other graders' ones, and
+# both failed ("Failed to prepare kernel for profiling"; seen on an H200
+# host, ctest -L gpu beside a batch of ten). So the grader takes the host's
+# lock itself, outside the sandbox, around every sandboxed ncu run. Not an
+# unsandboxed one: that ncu locks the host's file itself, and would wait for
+# the grader that started it forever. The file is never handed to student
+# code. Whether ncu locks it with flock or with a POSIX lock is not
+# documented: the grader holds both. POSIX locks belong to the process (a
+# thread's close would drop another's), so the grader's threads take turns
+# on _NSIGHT_TURN first.
+NSIGHT_LOCK = "nsight-compute-lock"
+_NSIGHT_TURN = threading.Lock()
+
+
+def nsight_lock_paths() -> list[Path]:
+    """The lock files an ncu outside the sandbox would use: /tmp's, and
+    $TMPDIR's where that is set elsewhere."""
+    paths = [Path("/tmp") / NSIGHT_LOCK]
+    if lock_dir() != Path("/tmp"):
+        paths.append(lock_dir() / NSIGHT_LOCK)
+    return paths
+
+
+def _lock_both(fd: int) -> bool:
+    """flock and a POSIX lock on fd, without waiting; False (neither held) if one is taken."""
+    if not _try_flock(fd):
+        return False
+    try:
+        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except OSError as e:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        if e.errno in _TAKEN:
+            return False
+        raise
+
+
+@contextmanager
+def nsight_held(sandboxed: bool, deadline=None, poll: float = 0.05, paths: list[Path] | None = None):
+    """Holds Nsight Compute's host-wide lock for a sandboxed ncu run (above).
+    Yields "" once held (or when nothing need be held: an unsandboxed run),
+    else why not (a lock file this user cannot open or lock; the deadline ran
+    out while another profiler held it): the block then runs unheld."""
+    if not sandboxed:
+        yield ""
+        return
+    with _NSIGHT_TURN:
+        fds, why = _take_files(paths if paths is not None else nsight_lock_paths(), _lock_both, deadline, poll,
+                               "the lab's time limit ran out while another Nsight Compute run held the host")
+        try:
+            yield why
+        finally:
+            for fd in reversed(fds):
+                os.close(fd)   # closing releases both locks
+
+
+@contextmanager
+def profiling_on(exe, env: dict[str, str], deadline=None):
+    """Where the grader runs Nsight Compute: the GPU alone among the
+    grader's own workers (gpushare.alone_on), and the host's Nsight Compute
+    lock for a sandboxed run (nsight_held). Yields nsight_held's answer."""
+    from .gpushare import alone_on
+    with alone_on(env), nsight_held(getattr(getattr(exe, "sandbox", None), "active", False), deadline) as why:
+        yield why

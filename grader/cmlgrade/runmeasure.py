@@ -7,7 +7,7 @@ import shlex
 import statistics
 from pathlib import Path
 
-from .gpushare import alone_on
+from .gpuhold import profiling_on
 from .parsers import CounterReport, ReportError, parse_counters, parse_runner_json
 from .results import PerfResult
 from .runbase import Deadline
@@ -16,7 +16,8 @@ from .sandbox import Executor
 
 def run_counters(exe: Executor, runner: Path, steps: list[int], timeout: float, cwd: Path,
                  gpu_env: dict[str, str], readable: list[Path]) -> CounterReport:
-    with alone_on(gpu_env):   # the runner's counters come from Nsight Compute: the GPU to itself (gpushare.py)
+    with profiling_on(exe, gpu_env, Deadline(timeout)):   # the runner's counters come from Nsight Compute: the GPU to
+        # itself, and the host's Nsight Compute lock (gpuhold.py)
         r = exe.run([str(runner), "--step", ",".join(str(s) for s in sorted(set(steps))), "--counters"], cwd=cwd,
                     timeout=timeout, writable=[cwd], readable=readable, env=gpu_env)
     if r.timed_out:

@@ -44,6 +44,22 @@ print(got)
 """
 
 
+def waits_for_holder(test, holder, hold, message):
+    """hold() (a context manager) entered in a thread waits while `holder`
+    (a process holding the lock) runs, and gets in once it ends."""
+    entered = threading.Event()
+
+    def take():
+        with hold():
+            entered.set()
+    t = threading.Thread(target=take)
+    t.start()
+    test.assertFalse(entered.wait(0.5), message)
+    holder.stdin.close()   # the holder ends
+    test.assertTrue(entered.wait(60), "never got in after the holder ended")
+    t.join()
+
+
 class HeldAlone(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="cml-gpuhold-")
@@ -77,18 +93,8 @@ class HeldAlone(unittest.TestCase):
         self.assertEqual(self.free_slots(), 3)
 
     def test_timing_waits_for_a_running_test_binary_to_end(self):
-        p = self.holder(1)
-        entered = threading.Event()
-
-        def time_it():
-            with gpuhold.held_alone(UUID, Deadline(600)):
-                entered.set()
-        t = threading.Thread(target=time_it)
-        t.start()
-        self.assertFalse(entered.wait(0.5), "timed while a test binary still held a slot of the GPU")
-        p.stdin.close()   # the binary ends
-        self.assertTrue(entered.wait(60), "never took the GPU after the binary ended")
-        t.join()
+        waits_for_holder(self, self.holder(1), lambda: gpuhold.held_alone(UUID, Deadline(600)),
+                         "timed while a test binary still held a slot of the GPU")
 
     def test_a_deadline_that_runs_out_while_waiting_holds_nothing(self):
         p = self.holder(2)
@@ -291,3 +297,159 @@ class Sharing(unittest.TestCase):
             self.assertIsNone(gpuhold.gpu_model("MIG-0a1b"))
         with mock.patch("shutil.which", return_value=None), mock.patch.object(gpuhold, "_LISTED", None):
             self.assertIsNone(gpuhold.gpu_model("0"))
+
+
+# takes both kinds of lock an ncu might use on a file, without waiting: prints "flock lockf" for each it got
+BOTH_PROBE = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
+got = []
+for name, take in (("flock", lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
+                   ("lockf", lambda: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB))):
+    try:
+        take()
+        got.append(name)
+    except OSError:
+        pass
+print(" ".join(got) or "none")
+"""
+
+# a stand-in for an ncu outside the sandbox: holds the lock file with flock or a POSIX lock (argv[2]) until stdin closes
+NCU_HOLDER = """
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
+(fcntl.flock if sys.argv[2] == "flock" else fcntl.lockf)(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+sys.stdin.read()
+"""
+
+
+class _Exe:
+    """An executor as far as profiling_on looks: its sandbox, and a run that
+    reports what another process could lock of the host's Nsight Compute
+    lock file while the 'ncu' runs."""
+
+    def __init__(self, sandboxed: bool, lock: Path):
+        self.sandbox = mock.Mock(active=sandboxed)
+        self.lock, self.seen = lock, []
+
+    def run(self, argv, **_kw):
+        from cmlgrade.sandbox import ProcResult
+        r = subprocess.run([sys.executable, "-c", BOTH_PROBE, str(self.lock)], capture_output=True, text=True,
+                           check=True)
+        self.seen.append(r.stdout.strip())
+        return ProcResult(list(argv), 0, "", "", False, 0.0)
+
+
+REAL_LOCK_PATHS = gpuhold.nsight_lock_paths   # NsightLock's tests patch it to a folder of their own
+
+
+class NsightLock(unittest.TestCase):
+    """gpuhold.nsight_held / profiling_on: Nsight Compute lets one profiling
+    run at a time on a host through $TMPDIR/nsight-compute-lock, which a
+    sandboxed ncu cannot see (its /tmp is its own). The grader holds the
+    host's file, both ways ncu might lock it, around each sandboxed ncu run,
+    and never around an unsandboxed one (that ncu takes it itself). Other
+    processes stand in for ncu; no GPU is needed."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="cml-nsight-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.lock = Path(self.dir) / gpuhold.NSIGHT_LOCK
+        paths = mock.patch.object(gpuhold, "nsight_lock_paths", return_value=[self.lock])
+        paths.start()
+        self.addCleanup(paths.stop)
+
+    def probe(self):
+        return subprocess.run([sys.executable, "-c", BOTH_PROBE, str(self.lock)], capture_output=True, text=True,
+                              check=True).stdout.strip()
+
+    def ncu_elsewhere(self, how):
+        p = subprocess.Popen([sys.executable, "-c", NCU_HOLDER, str(self.lock), how], stdin=subprocess.PIPE,
+                             stdout=subprocess.PIPE, text=True)
+        self.addCleanup(p.stdout.close)
+        self.addCleanup(p.wait)
+        self.addCleanup(lambda: p.stdin.closed or p.stdin.close())
+        self.assertEqual(p.stdout.readline().strip(), "held")
+        return p
+
+    def test_a_sandboxed_run_holds_the_hosts_lock_both_ways_and_frees_it(self):
+        self.assertEqual(self.probe(), "flock lockf")
+        with gpuhold.nsight_held(True) as why:
+            self.assertEqual(why, "")
+            self.assertEqual(self.probe(), "none")   # no ncu outside may start: neither lock is free
+        self.assertEqual(self.probe(), "flock lockf")
+
+    def test_an_unsandboxed_run_holds_nothing(self):
+        """Its ncu locks the host's file itself: held by the grader, it would wait forever."""
+        with gpuhold.nsight_held(False) as why:
+            self.assertEqual(why, "")
+            self.assertEqual(self.probe(), "flock lockf")
+
+    def test_it_waits_for_an_ncu_outside_that_holds_either_lock(self):
+        for how in ("flock", "lockf"):
+            with self.subTest(how=how):
+                waits_for_holder(self, self.ncu_elsewhere(how), lambda: gpuhold.nsight_held(True, Deadline(600)),
+                                 f"profiled while another ncu held the host ({how})")
+
+    def test_the_graders_threads_take_turns(self):
+        """POSIX locks are the process's: two threads must not both think they hold it."""
+        inside, go = threading.Event(), threading.Event()
+        second = threading.Event()
+
+        def first():
+            with gpuhold.nsight_held(True):
+                inside.set()
+                go.wait(60)
+
+        def other():
+            with gpuhold.nsight_held(True):
+                second.set()
+        a = threading.Thread(target=first)
+        a.start()
+        self.assertTrue(inside.wait(60))
+        b = threading.Thread(target=other)
+        b.start()
+        self.assertFalse(second.wait(0.5), "two of the grader's threads profiled at once")
+        go.set()
+        self.assertTrue(second.wait(60))
+        a.join()
+        b.join()
+        self.assertEqual(self.probe(), "flock lockf")
+
+    def test_a_deadline_that_runs_out_holds_nothing_and_says_why(self):
+        p = self.ncu_elsewhere("flock")
+        with gpuhold.nsight_held(True, Deadline(1.5)) as why:
+            self.assertIn("another Nsight Compute run", why)
+        p.stdin.close()
+        p.wait()
+        self.assertEqual(self.probe(), "flock lockf")
+
+    def test_a_lock_file_that_cannot_be_opened_is_said(self):
+        with mock.patch.object(gpuhold, "nsight_lock_paths", return_value=[Path(self.dir) / "no" / "such"]):
+            with gpuhold.nsight_held(True) as why:
+                self.assertIn("cannot open", why)
+
+    def test_the_paths_are_tmp_and_tmpdir(self):
+        """Where an ncu outside the sandbox locks: /tmp's file, and $TMPDIR's where that is set elsewhere."""
+        with mock.patch.dict(os.environ, {"TMPDIR": self.dir}):
+            self.assertEqual(REAL_LOCK_PATHS(), [Path("/tmp/nsight-compute-lock"), self.lock])
+        with mock.patch.dict(os.environ, {"TMPDIR": "/tmp"}):
+            self.assertEqual(REAL_LOCK_PATHS(), [Path("/tmp/nsight-compute-lock")])
+
+    def test_the_graders_ncu_runs_hold_it_when_sandboxed(self):
+        """Every place the grader starts Nsight Compute (the runner's
+        --counters, the harness's counters, the marked runs, the shared-memory
+        trace) runs inside profiling_on: the 'ncu' of a sandboxed executor
+        runs while no process outside can take the lock; an unsandboxed one
+        while it is free."""
+        from cmlgrade import runmeasure
+        for sandboxed, want in ((True, "none"), (False, "flock lockf")):
+            exe = _Exe(sandboxed, self.lock)
+            runmeasure.run_counters(exe, Path("/x/runner"), [1], 60, Path(self.dir), {"CUDA_VISIBLE_DEVICES": "0"}, [])
+            self.assertEqual(exe.seen, [want])
+        src = {f: (helpers.KIT / "grader" / "cmlgrade" / f).read_text() for f in
+               ("checkcount.py", "checkmarks.py", "checktrace.py", "runmeasure.py")}
+        for f, text in src.items():
+            self.assertIn("profiling_on(exe", text, f)
+            self.assertNotIn("alone_on(", text, f"{f} starts ncu with the GPU alone but not the host's lock")
