@@ -7,7 +7,12 @@
 #   - each handout of a lab whose manifest has "pictures" (labs/<lab>/README.md),
 #     the block between "<!-- pictures:begin" and "<!-- pictures:end -->": the
 #     reference's access pictures (docs/pictures/, cmake/kit_pictures.cmake)
-#     and the command that draws the student's own.
+#     and the command that draws the student's own;
+#   - each results page of what limits a step (a "profiles" entry of a
+#     manifest) on a GPU its "tried" names, the block between "<!-- tried:begin"
+#     and "<!-- tried:end -->" at the page's end: what was tried on that GPU
+#     where the step misses its target (the runner writes the page anew on
+#     each GPU run; this puts the block back).
 # MODE=write rewrites them; MODE=check (the default, the kit's test
 # kit.docs_match_manifests) fails and says what differs.
 cmake_policy(SET CMP0057 NEW)  # if(... IN_LIST ...)
@@ -232,6 +237,49 @@ needed; open the SVG in a browser.
   set_property(GLOBAL PROPERTY KIT_HANDOUT_NEW_${name} "${phead}\n${body}\n${ptail}")
 endforeach()
 
+# ---------------------------------------------------------------- what was tried, on the profile pages
+set(tried_paths "")
+foreach(m IN LISTS manifests)
+  file(READ "${m}" json)
+  string(JSON name GET "${json}" name)
+  string(JSON nprof ERROR_VARIABLE err LENGTH "${json}" profiles)
+  if(err OR nprof EQUAL 0)
+    continue()
+  endif()
+  math(EXPR plast "${nprof} - 1")
+  foreach(i RANGE ${plast})
+    string(JSON page GET "${json}" profiles ${i} page)
+    string(JSON ntried ERROR_VARIABLE err LENGTH "${json}" profiles ${i} tried)
+    if(err OR ntried EQUAL 0)
+      continue()
+    endif()
+    math(EXPR tlast "${ntried} - 1")
+    foreach(t RANGE ${tlast})
+      string(JSON gpu MEMBER "${json}" profiles ${i} tried ${t})
+      string(JSON what GET "${json}" profiles ${i} tried "${gpu}")
+      set(ppath "${SOURCE_DIR}/docs/results/${gpu}/${name}${page}.md")
+      if(NOT EXISTS "${ppath}")
+        continue()   # not measured on that GPU yet: the block comes with the page
+      endif()
+      file(READ "${ppath}" text)
+      set(tbegin "<!-- tried:begin (made from labs/${name}/lab.json, \"profiles\", \"tried\": cmake -DMODE=write -P cmake/kit_docs.cmake) -->")
+      set(tend "<!-- tried:end -->")
+      string(FIND "${text}" "<!-- tried:begin" tb)
+      if(tb GREATER_EQUAL 0)
+        string(SUBSTRING "${text}" 0 ${tb} head)
+      else()
+        set(head "${text}")
+      endif()
+      string(REGEX REPLACE "\n+$" "" head "${head}")
+      set(new "${head}\n\n${tbegin}\n**What was tried on this GPU.** ${what}\n${tend}\n")
+      list(APPEND tried_paths "${ppath}")
+      string(MD5 key "${ppath}")
+      set_property(GLOBAL PROPERTY KIT_TRIED_OLD_${key} "${text}")
+      set_property(GLOBAL PROPERTY KIT_TRIED_NEW_${key} "${new}")
+    endforeach()
+  endforeach()
+endforeach()
+
 # ---------------------------------------------------------------- check or write
 set(problems "")
 if(NOT readme STREQUAL new_readme)
@@ -257,6 +305,18 @@ foreach(handout IN LISTS handout_paths)
     endif()
   endif()
 endforeach()
+foreach(ppath IN LISTS tried_paths)
+  string(MD5 key "${ppath}")
+  get_property(told GLOBAL PROPERTY KIT_TRIED_OLD_${key})
+  get_property(tnew GLOBAL PROPERTY KIT_TRIED_NEW_${key})
+  if(NOT told STREQUAL tnew)
+    file(RELATIVE_PATH rel "${SOURCE_DIR}" "${ppath}")
+    string(APPEND problems "  ${rel}: its \"what was tried\" differs from the manifest's \"tried\"\n")
+    if(MODE STREQUAL "write")
+      file(WRITE "${ppath}" "${tnew}")
+    endif()
+  endif()
+endforeach()
 if(MODE STREQUAL "write")
   if(NOT readme STREQUAL new_readme)
     file(WRITE "${SOURCE_DIR}/README.md" "${new_readme}")
@@ -264,10 +324,10 @@ if(MODE STREQUAL "write")
   if(NOT old_index STREQUAL index)
     file(WRITE "${index_path}" "${index}")
   endif()
-  message("kit_docs: README.md, docs/results/README.md and the handouts' pictures are up to date")
+  message("kit_docs: README.md, docs/results/README.md, the handouts' pictures and the pages' \"what was tried\" are up to date")
 elseif(problems)
   message(FATAL_ERROR "kit_docs: the docs that list the labs are out of date:\n${problems}"
                       "Rewrite them with: cmake -DMODE=write -P cmake/kit_docs.cmake")
 else()
-  message("kit_docs: README.md's lab table, docs/results/README.md and the handouts' pictures match the manifests and pages")
+  message("kit_docs: README.md's lab table, docs/results/README.md, the handouts' pictures and the pages' \"what was tried\" match the manifests and pages")
 endif()

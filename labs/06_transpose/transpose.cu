@@ -210,6 +210,11 @@ transpose_kernel_tile(const float *__restrict__ in, float *__restrict__ out, int
 //    beyond the noise, for alignment cases. float2 on 128 rows: 0.945 / 0.890,
 //    +0.3% at 8192 x 8192 and +1.2% at the odd size, two changes at once, for
 //    46 registers a thread instead of 30 and 5 blocks per SM instead of 8.
+//  - A second study, same day (this kernel 0.951 / 0.883 in it): 128 rows,
+//    4-byte loads 0.951 / 0.896; float2 on 128 rows 0.948 / 0.897; loads
+//    that start each row of in on a sector too (a window of 72 columns, the
+//    shift undone as the tile is written) 0.944 / 0.881, on 128 rows 0.947
+//    / 0.891. None reaches 0.90 at the odd size, and each costs registers.
 //
 // And the stores. A warp stores 32 floats, 4 whole 32-byte sectors when it
 // starts on a sector boundary. Row c of out starts at element c * rows, on

@@ -56,6 +56,10 @@ if(NOT CASE)
     "profiles_args_with_json|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1 --json\", \"what\": \"w\"}]|must hold --step and the sizes only"
     "profiles_step_list|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1,2\", \"what\": \"w\"}]|one step a page"
     "profiles_step_past_the_last|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 3\", \"what\": \"w\"}]|one of the lab's 2 steps"
+    "profiles_tried|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1\", \"what\": \"w\", \"tried\": {\"nvidia-h200\": \"a wider tile\"}}]|"
+    "profiles_tried_not_object|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1\", \"what\": \"w\", \"tried\": \"a wider tile\"}]|\"tried\" must be an object"
+    "profiles_tried_bad_gpu|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1\", \"what\": \"w\", \"tried\": {\"H200 card\": \"a wider tile\"}}]|must name a GPU folder"
+    "profiles_tried_empty|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1\", \"what\": \"w\", \"tried\": {\"nvidia-h200\": \" \"}}]|say in one line what was tried"
     "profiles_model_step|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 2\", \"what\": \"w\"}]|model file host.c"
     "profiles_no_what|${good}, \"profiles\": [{\"page\": \"_profile\", \"args\": \"--step 1\"}]|\"what\" must say")
   set(failed 0)
