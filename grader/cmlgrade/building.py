@@ -221,9 +221,9 @@ class BuildStage:
                        progress: Progress) -> list[_Job]:
         """The same targets built in a slot of the prebuilt kit; the binaries
         land in tree/build as a fresh tree's would."""
-        slot = self.slots.acquire()
+        slot = self.slots.acquire(self.student_exe)   # built: by this worker if no other slot was
         try:
-            if not self.slots.prepare(self.student_exe, slot):
+            if not slot.ready:
                 for r in runs.values():
                     r.build_problem = "grader error: " + slot.problem
                 return [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs]

@@ -135,7 +135,8 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
             self.slots = SlotPool(max(1, self.jobs // 2), self.work, self.opts.kit.resolve(), skel,
                                   [t for lab in self.labs for t in lab.student_targets()], self.opts.arch,
                                   max(1, min(4, self.jobs // 2)),
-                                  max((lab.rubric.lab.build_timeout_s for lab in self.labs), default=900), self.say)
+                                  max((lab.rubric.lab.build_timeout_s for lab in self.labs), default=900), self.say,
+                                  prep_jobs=self.jobs)
         self.progress.idle()   # prepared: nothing of the run's own is running until grade()
 
     def cleanup(self) -> None:

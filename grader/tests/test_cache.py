@@ -214,6 +214,74 @@ class SlotTests(unittest.TestCase):
         self.assertFalse(stu_obj.exists() or dep.exists() or (slot.build / "test_reduction").exists())
         self.assertEqual(_as_in_tree(f"{slot.src}/labs/a.cu:3: error", slot, tree), f"{tree}/src/labs/a.cu:3: error")
 
+    def pool(self, count=2):
+        from cmlgrade import kitslots
+        stub = mock.patch.object(kitslots, "make_student_tree", lambda kit, root, files: (root / "src").mkdir())
+        stub.start()
+        self.addCleanup(stub.stop)
+        return kitslots.SlotPool(count, tmpdir(self), KIT, {}, ["test_reduction", "reduction_run"], "90", 2, 60,
+                                 prep_jobs=16)
+
+    def test_the_pristine_kit_is_built_one_slot_at_a_time_with_every_job(self):
+        """Workers build slots one after the other (with all the grader's
+        build jobs), not side by side with a few: the first is ready as soon
+        as one build allows. A worker that waits takes a built slot released
+        meanwhile rather than waiting for its own build. The builds are
+        stand-ins that wait on events."""
+        import threading
+        pool = self.pool()
+        started, finish = [threading.Event(), threading.Event()], [threading.Event(), threading.Event()]
+        builds = []
+
+        class Exe:
+            def run(self, argv, **kw):
+                if argv[:2] == ["cmake", "--build"]:
+                    k = len(builds)
+                    builds.append(argv)
+                    started[k].set()
+                    finish[k].wait(60)
+                return ProcResult(list(argv), 0, "", "", False, 0.0)
+        got = {}
+
+        def worker(name):
+            got[name] = pool.acquire(Exe())
+        workers = {n: threading.Thread(target=worker, args=(n,)) for n in ("a", "b", "c")}
+        workers["a"].start()
+        self.assertTrue(started[0].wait(60))
+        workers["b"].start()
+        self.assertFalse(started[1].wait(0.5), "two slots' pristine builds ran at once")
+        finish[0].set()
+        workers["a"].join(60)
+        self.assertTrue(got["a"].ready)
+        self.assertTrue(started[1].wait(60), "the second slot was never built")   # b builds it now
+        workers["c"].start()   # nothing free to take, a build under way: it waits ...
+        pool.release(got["a"])   # ... and takes the built slot a lets go of, before b's build ends
+        workers["c"].join(60)
+        self.assertIs(got["c"], got["a"])
+        self.assertFalse(finish[1].is_set())
+        finish[1].set()
+        workers["b"].join(60)
+        self.assertTrue(got["b"].ready)
+        self.assertIsNot(got["b"], got["a"])
+        self.assertEqual([b[b.index("-j") + 1] for b in builds], ["16", "16"])
+
+    def test_a_built_slot_is_handed_out_before_one_still_to_build(self):
+        pool = self.pool(3)
+        built = []
+
+        class Exe:
+            def run(self, argv, **kw):
+                built.append(argv)
+                return ProcResult(list(argv), 0, "", "", False, 0.0)
+        a = pool.acquire(Exe())   # nothing built yet: this worker builds one
+        self.assertTrue(a.ready)
+        n = len(built)
+        pool.release(a)
+        self.assertIs(pool.acquire(Exe()), a)   # built and free: handed out again, nothing built
+        self.assertEqual(len(built), n)
+        b = pool.acquire(Exe())   # none built is free: another is built
+        self.assertTrue(b.ready and b is not a)
+
 
 class ShardTests(unittest.TestCase):
     def test_shards_partition_the_class(self):
