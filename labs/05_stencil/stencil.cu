@@ -94,10 +94,10 @@ enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
 // 0.828, 4 0.843 / 0.808 (each block loads two planes it does not compute,
 // a quarter more loads at 8, a half at 4). Two plane buffers in shared
 // memory, one barrier a plane instead of two, gained nothing beyond the
-// noise (8 planes: 0.892 / 0.829), nor did 128 x 32 tiles (0.889 / 0.819 at
-// 4 planes), 64 x 16 (0.843 / 0.788), or no shared memory at all (x
-// neighbours by warp shuffles, y in each thread's registers: 0.76 / 0.63 at
-// best).
+// noise (8 planes: 0.892 / 0.829); 128 x 32 tiles won at 512^3 and lost at
+// the odd size (0.902 / 0.787 at 16 planes, 0.889 / 0.819 at 4); 64 x 16
+// lost (0.843 / 0.788), and no shared memory at all (x neighbours by warp
+// shuffles, y in each thread's registers) lost most: 0.76 / 0.63 at best.
 enum { TX6 = 128, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 8, MINB6 = 3, UNROLL6 = 4 };
 // The halo ring of a plane tile: a row above, a row below, a column each
 // side (no corners: the 7-point stencil has no diagonal neighbours).
