@@ -172,7 +172,7 @@ def nsight_lock_paths() -> list[Path]:
     """The lock files an ncu outside the sandbox would use: /tmp's, and
     $TMPDIR's where that is set elsewhere."""
     paths = [Path("/tmp") / NSIGHT_LOCK]
-    if lock_dir() != Path("/tmp"):
+    if os.path.realpath(lock_dir()) != os.path.realpath("/tmp"):   # one file twice would wait on itself (flock)
         paths.append(lock_dir() / NSIGHT_LOCK)
     return paths
 

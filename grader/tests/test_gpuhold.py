@@ -436,6 +436,10 @@ class NsightLock(unittest.TestCase):
             self.assertEqual(REAL_LOCK_PATHS(), [Path("/tmp/nsight-compute-lock"), self.lock])
         with mock.patch.dict(os.environ, {"TMPDIR": "/tmp"}):
             self.assertEqual(REAL_LOCK_PATHS(), [Path("/tmp/nsight-compute-lock")])
+        link = Path(self.dir) / "tmp-link"
+        link.symlink_to("/tmp")
+        with mock.patch.dict(os.environ, {"TMPDIR": str(link)}):   # /tmp by another name: held once, not twice
+            self.assertEqual(REAL_LOCK_PATHS(), [Path("/tmp/nsight-compute-lock")])
 
     def test_the_graders_ncu_runs_hold_it_when_sandboxed(self):
         """Every place the grader starts Nsight Compute (the runner's
