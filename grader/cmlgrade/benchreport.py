@@ -95,7 +95,8 @@ def print_table(rows: dict[str, dict], out=sys.stdout) -> None:
     for mode, s in rows.items():
         if s.get("waiting_alone_s"):
             print(f"{mode}: of those seconds, {s['waiting_alone_s']:.2f} a submission-lab (mean) waited for the GPU "
-                  f"alone (Nsight Compute, the timing) while the other submissions' processes on it ended", file=out)
+                  f"alone (Nsight Compute, the timing) while the other submissions' processes on it ended, or for "
+                  f"another Nsight Compute run on the host", file=out)
     for mode, s in rows.items():
         if "class_cpu_s" in s:
             print(f"{mode}: the class took {s['class_cpu_s']:.1f} CPU seconds in all", file=out)

@@ -200,9 +200,12 @@ def nsight_held(sandboxed: bool, deadline=None, poll: float = 0.05, paths: list[
     if not sandboxed:
         yield ""
         return
+    from .gpushare import add_waited
+    t0 = time.monotonic()
     with _NSIGHT_TURN:
         fds, why = _take_files(paths if paths is not None else nsight_lock_paths(), _lock_both, deadline, poll,
                                "the lab's time limit ran out while another Nsight Compute run held the host")
+        add_waited(time.monotonic() - t0)   # waiting for the other profilers: the bench counts it apart
         try:
             yield why
         finally:

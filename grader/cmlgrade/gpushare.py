@@ -20,11 +20,17 @@ _WAITED = threading.local()   # this thread's seconds in alone() before it had t
 
 def take_waited() -> float:
     """The wall seconds this thread has spent waiting in alone() for the
-    GPU's other processes to end since the last call (the benchmark's
-    split of the counters' and the timing's seconds: waiting, not work)."""
+    GPU's other processes to end, and for another Nsight Compute run on the
+    host (gpuhold.nsight_held), since the last call (the benchmark's split
+    of the counters' and the timing's seconds: waiting, not work)."""
     got = getattr(_WAITED, "s", 0.0)
     _WAITED.s = 0.0
     return got
+
+
+def add_waited(seconds: float) -> None:
+    """Counts `seconds` of waiting for this thread (take_waited)."""
+    _WAITED.s = getattr(_WAITED, "s", 0.0) + seconds
 
 
 class GpuShare:
@@ -77,7 +83,7 @@ class GpuShare:
                 self._c.wait()
             self._waiting -= 1
             self._alone = True
-        _WAITED.s = getattr(_WAITED, "s", 0.0) + time.monotonic() - t0
+        add_waited(time.monotonic() - t0)
         self._mine.alone = True
         try:
             yield

@@ -392,6 +392,32 @@ class NsightLock(unittest.TestCase):
                 waits_for_holder(self, self.ncu_elsewhere(how), lambda: gpuhold.nsight_held(True, Deadline(600)),
                                  f"profiled while another ncu held the host ({how})")
 
+    def test_the_wait_is_counted_as_waiting_for_the_bench(self):
+        """The seconds a thread waited for another profiler are the bench's
+        'waiting', not work (gpushare.take_waited), as alone()'s are."""
+        p = self.ncu_elsewhere("flock")
+        polling = threading.Event()
+        real_sleep = gpuhold.time.sleep
+
+        def sleep(s):
+            polling.set()   # it found the lock taken and waits
+            real_sleep(s)
+        got = []
+
+        def profile():
+            gpushare.take_waited()
+            with mock.patch.object(gpuhold.time, "sleep", sleep):
+                with gpuhold.nsight_held(True, Deadline(600)):
+                    pass
+            got.append(gpushare.take_waited())
+        t = threading.Thread(target=profile)
+        t.start()
+        self.assertTrue(polling.wait(60))
+        real_sleep(0.2)   # it has waited at least this long when the other ends
+        p.stdin.close()
+        t.join(60)
+        self.assertGreaterEqual(got[0], 0.2)
+
     def test_the_graders_threads_take_turns(self):
         """POSIX locks are the process's: two threads must not both think they hold it."""
         inside, go = threading.Event(), threading.Event()
