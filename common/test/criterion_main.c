@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -107,6 +108,9 @@ static int take_slot(const char *dir, const char *uuid, int slot, int nb)
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return -1;
+    struct stat st;   /* ours: open to every user, whatever the umask (the grader's slots and other users' binaries) */
+    if (fstat(fd, &st) == 0 && st.st_uid == getuid())
+        (void)fchmod(fd, 0666);
     while (flock(fd, LOCK_EX | nb) != 0) {
         if (errno != EINTR) {
             int e = errno;   /* EWOULDBLOCK: taken */

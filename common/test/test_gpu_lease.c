@@ -168,6 +168,27 @@ Test(gpu_lease, binaries_spread_over_the_gpus_and_wait_for_a_free_slot, .timeout
     remove_dir();
 }
 
+Test(gpu_lease, a_slot_file_it_makes_is_open_to_every_user, .timeout = 120)
+{
+    /* Made under a umask of 022, a slot's lock file would be 0644: a kit
+     * test binary or grader of another user could not open it to lock. */
+    make_dir();
+    mode_t old = umask(022);
+    char g[64];
+    size_t j;
+    pid_t a = start("perm", "1");
+    umask(old);
+    wait_for(a, "perm", g, &j);
+    char path[400];
+    snprintf(path, sizeof path, "%s/cml-gpu-%s-slot0.lock", g_dir, g);
+    struct stat st;
+    cr_expect(stat(path, &st) == 0, "no lock file at %s", path);
+    cr_expect_eq(st.st_mode & 0777, 0666, "the slot's lock file is %o, not 666", (unsigned)(st.st_mode & 0777));
+    release("perm");
+    finish(a);
+    remove_dir();
+}
+
 Test(gpu_lease, one_gpu_one_slot, .timeout = 120)
 {
     /* gpu_lease_fake with one GPU and one slot: it runs on that GPU */

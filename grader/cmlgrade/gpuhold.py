@@ -98,6 +98,17 @@ def _try_flock(fd: int) -> bool:
         raise
 
 
+def _open_to_all(fd: int) -> None:
+    """A lock file this user owns, readable and writable by every user (the
+    umask took that from os.open's 0o666): the kit's test binaries and ncu
+    of other users on the host lock the same file."""
+    try:
+        if os.fstat(fd).st_uid == os.getuid():
+            os.fchmod(fd, 0o666)
+    except OSError:
+        pass   # not ours to change: theirs already decides
+
+
 def _take_files(paths: list[Path], try_lock, deadline, poll: float, busy: str) -> tuple[list[int], str]:
     """Opens and locks each file in order (try_lock(fd): False while another
     holds it; then it waits, up to the deadline). Returns the descriptors,
@@ -113,6 +124,7 @@ def _take_files(paths: list[Path], try_lock, deadline, poll: float, busy: str) -
             why = f"cannot open {path} ({e.strerror})"
             break
         fds.append(fd)
+        _open_to_all(fd)
         try:
             while not try_lock(fd):   # frees when its holder ends: wait for that, up to the deadline
                 if deadline is not None and deadline.expired():

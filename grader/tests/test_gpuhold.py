@@ -451,6 +451,22 @@ class NsightLock(unittest.TestCase):
         p.wait()
         self.assertEqual(self.probe(), "flock lockf")
 
+    def test_a_lock_file_it_makes_is_open_to_every_user(self):
+        """Made under a umask of 022 it would be 0o644, and another user's
+        ncu (or kit test binary, for the slots) could not lock it."""
+        old = os.umask(0o022)
+        try:
+            with gpuhold.nsight_held(True) as why, mock.patch.dict(os.environ, {"TMPDIR": self.dir}):
+                self.assertEqual(why, "")
+                with gpuhold.held_alone(UUID) as held:
+                    self.assertEqual(held, "")
+                slot = gpuhold.lock_path(UUID, 0)
+        finally:
+            os.umask(old)
+        self.assertEqual(self.lock.stat().st_mode & 0o777, 0o666)
+        self.assertTrue(slot.is_relative_to(self.dir))
+        self.assertEqual(slot.stat().st_mode & 0o777, 0o666)
+
     def test_a_lock_file_that_cannot_be_opened_is_said(self):
         with mock.patch.object(gpuhold, "nsight_lock_paths", return_value=[Path(self.dir) / "no" / "such"]):
             with gpuhold.nsight_held(True) as why:
