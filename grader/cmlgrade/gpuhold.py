@@ -21,6 +21,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from .gpushare import add_waited, alone_on
 from .sandbox import run_process, scrubbed_env
 
 DEFAULT_SLOTS = 2   # criterion_main.c's DEFAULT_SLOTS
@@ -84,7 +85,7 @@ def gpu_model(gpu: str) -> str | None:
     return g[2] if g else None
 
 
-_TAKEN = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EINTR, errno.EACCES)   # a lock another holds (or a signal): try again
+_TAKEN = (errno.EWOULDBLOCK, errno.EAGAIN, errno.EINTR)   # a lock another holds (or a signal): try again
 
 
 def _try_flock(fd: int) -> bool:
@@ -198,13 +199,13 @@ def _lock_both(fd: int) -> bool:
         return True
     except OSError as e:
         fcntl.flock(fd, fcntl.LOCK_UN)
-        if e.errno in _TAKEN:
+        if e.errno in _TAKEN + (errno.EACCES,):   # a POSIX lock another holds: EACCES or EAGAIN
             return False
         raise
 
 
 @contextmanager
-def nsight_held(sandboxed: bool, deadline=None, poll: float = 0.05, paths: list[Path] | None = None):
+def nsight_held(sandboxed: bool, deadline=None, poll: float = 0.05):
     """Holds Nsight Compute's host-wide lock for a sandboxed ncu run (above).
     Yields "" once held (or when nothing need be held: an unsandboxed run),
     else why not (a lock file this user cannot open or lock; the deadline ran
@@ -212,10 +213,9 @@ def nsight_held(sandboxed: bool, deadline=None, poll: float = 0.05, paths: list[
     if not sandboxed:
         yield ""
         return
-    from .gpushare import add_waited
     t0 = time.monotonic()
     with _NSIGHT_TURN:
-        fds, why = _take_files(paths if paths is not None else nsight_lock_paths(), _lock_both, deadline, poll,
+        fds, why = _take_files(nsight_lock_paths(), _lock_both, deadline, poll,
                                "the lab's time limit ran out while another Nsight Compute run held the host")
         add_waited(time.monotonic() - t0)   # waiting for the other profilers: the bench counts it apart
         try:
@@ -230,6 +230,5 @@ def profiling_on(exe, env: dict[str, str], deadline=None):
     """Where the grader runs Nsight Compute: the GPU alone among the
     grader's own workers (gpushare.alone_on), and the host's Nsight Compute
     lock for a sandboxed run (nsight_held). Yields nsight_held's answer."""
-    from .gpushare import alone_on
-    with alone_on(env), nsight_held(getattr(getattr(exe, "sandbox", None), "active", False), deadline) as why:
+    with alone_on(env), nsight_held(exe.sandbox.active, deadline) as why:
         yield why

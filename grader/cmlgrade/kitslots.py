@@ -64,7 +64,7 @@ class SlotPool:
     """`count` slots under `work`/slots; `acquire()` hands one to a build
     worker for a whole submission, built.
 
-    The slots are built one at a time, each with `prep_jobs` compilers (the
+    The slots are built one at a time, each with `jobs` compilers (the
     grader's every build job). A worker takes a built slot when one is free;
     else, when no slot is being built, it builds one; else it waits for
     either. So the first submission starts as soon as one build of the kit
@@ -74,10 +74,9 @@ class SlotPool:
     first submission waited more than three minutes."""
 
     def __init__(self, count: int, work: Path, kit: Path, skeletons: dict[str, dict[str, bytes]],
-                 targets: list[str], arch: str, jobs: int, timeout: float, say=None, prep_jobs: int = 0):
+                 targets: list[str], arch: str, jobs: int, timeout: float, say=None):
         self.kit, self.skeletons, self.targets = kit, skeletons, targets
         self.arch, self.jobs, self.timeout = arch, max(1, jobs), timeout
-        self.prep_jobs = max(1, prep_jobs or jobs)
         self.say = say or (lambda _m: None)
         self.slots = [Slot(i, work / "slots" / str(i)) for i in range(max(1, count))]
         self._free = list(self.slots)
@@ -118,11 +117,9 @@ class SlotPool:
             self._free.append(slot)
             self._cv.notify_all()
 
-    def _prepare(self, exe: Executor, slot: Slot) -> bool:
+    def _prepare(self, exe: Executor, slot: Slot) -> None:
         """Configures the slot and builds every student target once (the
-        pristine kit's objects). False (with slot.problem) if it fails."""
-        if slot.ready or slot.problem:
-            return slot.ready
+        pristine kit's objects): slot.ready, or slot.problem if it fails."""
         t0 = clock()
         self.say(f"building the pristine kit in slot {slot.index} (once per batch)")
         if slot.root.exists():
@@ -133,7 +130,7 @@ class SlotPool:
         if not ok:
             slot.problem = "the pristine kit does not configure: " + log[-500:]
         else:
-            r = exe.run(["cmake", "--build", str(slot.build), "-j", str(self.prep_jobs), "--target", *self.targets],
+            r = exe.run(["cmake", "--build", str(slot.build), "-j", str(self.jobs), "--target", *self.targets],
                         cwd=slot.src, timeout=self.timeout * 2, writable=[slot.root])
             # A skeleton may not link (a step missing): its own objects are
             # rebuilt per student anyway; what matters is the kit's objects.
@@ -141,7 +138,6 @@ class SlotPool:
                 slot.problem = "the pristine kit's build timed out"
         slot.setup_seconds = clock() - t0
         slot.ready = not slot.problem
-        return slot.ready
 
     def build_lab(self, exe: Executor, slot: Slot, lab_name: str, files: dict[str, bytes], targets: list[str],
                   tree: Path, timeout: float) -> TreeBuild:

@@ -133,10 +133,8 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
             skel = {lab.name: {f: self.skeletons.get(lab.name, f) or (self.opts.kit / lab.dir / f).read_bytes()
                                for f in lab.files} for lab in self.labs}
             self.slots = SlotPool(max(1, self.jobs // 2), self.work, self.opts.kit.resolve(), skel,
-                                  [t for lab in self.labs for t in lab.student_targets()], self.opts.arch,
-                                  max(1, min(4, self.jobs // 2)),
-                                  max((lab.rubric.lab.build_timeout_s for lab in self.labs), default=900), self.say,
-                                  prep_jobs=self.jobs)
+                                  [t for lab in self.labs for t in lab.student_targets()], self.opts.arch, self.jobs,
+                                  max((lab.rubric.lab.build_timeout_s for lab in self.labs), default=900), self.say)
         self.progress.idle()   # prepared: nothing of the run's own is running until grade()
 
     def cleanup(self) -> None:

@@ -219,8 +219,7 @@ class SlotTests(unittest.TestCase):
         stub = mock.patch.object(kitslots, "make_student_tree", lambda kit, root, files: (root / "src").mkdir())
         stub.start()
         self.addCleanup(stub.stop)
-        return kitslots.SlotPool(count, tmpdir(self), KIT, {}, ["test_reduction", "reduction_run"], "90", 2, 60,
-                                 prep_jobs=16)
+        return kitslots.SlotPool(count, tmpdir(self), KIT, {}, ["test_reduction", "reduction_run"], "90", 16, 60)
 
     def test_the_pristine_kit_is_built_one_slot_at_a_time_with_every_job(self):
         """Workers build slots one after the other (with all the grader's

@@ -20,14 +20,26 @@ from cmlgrade.run import Deadline
 
 UUID = "gpu-0a1b2c3d-0000-1111-2222-333344445555"
 
-# a stand-in for a kit test binary: takes slot K (blocking), says "held", keeps it until stdin closes
+# a stand-in for a kit test binary (or, with "lockf", an ncu that takes a POSIX lock): locks the file (blocking),
+# says "held", keeps it until stdin closes
 HOLDER = """
 import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
-fcntl.flock(fd, fcntl.LOCK_EX)
+(fcntl.lockf if sys.argv[2:] == ["lockf"] else fcntl.flock)(fd, fcntl.LOCK_EX)
 print("held", flush=True)
 sys.stdin.read()
 """
+
+
+def start_holder(test, path, how="flock"):
+    """A HOLDER process on `path`, once it holds the lock; ended with the test."""
+    p = subprocess.Popen([sys.executable, "-c", HOLDER, str(path), how], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    test.addCleanup(p.stdout.close)
+    test.addCleanup(p.wait)
+    test.addCleanup(lambda: p.stdin.closed or p.stdin.close())
+    test.assertEqual(p.stdout.readline().strip(), "held")   # ready: it holds the lock now
+    return p
 
 # tries every slot without waiting: prints how many it could take
 PROBE = """
@@ -77,13 +89,7 @@ class HeldAlone(unittest.TestCase):
         return int(r.stdout)
 
     def holder(self, k):
-        p = subprocess.Popen([sys.executable, "-c", HOLDER, self.slot(k)], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
-        self.addCleanup(p.stdout.close)
-        self.addCleanup(p.wait)
-        self.addCleanup(lambda: p.stdin.closed or p.stdin.close())
-        self.assertEqual(p.stdout.readline().strip(), "held")   # ready: it holds the slot now
-        return p
+        return start_holder(self, self.slot(k))
 
     def test_every_slot_is_held_while_timing_and_freed_after(self):
         self.assertEqual(self.free_slots(), 3)
@@ -314,16 +320,6 @@ for name, take in (("flock", lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_
 print(" ".join(got) or "none")
 """
 
-# a stand-in for an ncu outside the sandbox: holds the lock file with flock or a POSIX lock (argv[2]) until stdin closes
-NCU_HOLDER = """
-import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
-(fcntl.flock if sys.argv[2] == "flock" else fcntl.lockf)(fd, fcntl.LOCK_EX)
-print("held", flush=True)
-sys.stdin.read()
-"""
-
-
 class _Exe:
     """An executor as far as profiling_on looks: its sandbox, and a run that
     reports what another process could lock of the host's Nsight Compute
@@ -365,13 +361,8 @@ class NsightLock(unittest.TestCase):
                               check=True).stdout.strip()
 
     def ncu_elsewhere(self, how):
-        p = subprocess.Popen([sys.executable, "-c", NCU_HOLDER, str(self.lock), how], stdin=subprocess.PIPE,
-                             stdout=subprocess.PIPE, text=True)
-        self.addCleanup(p.stdout.close)
-        self.addCleanup(p.wait)
-        self.addCleanup(lambda: p.stdin.closed or p.stdin.close())
-        self.assertEqual(p.stdout.readline().strip(), "held")
-        return p
+        """An ncu outside the sandbox holding the host's lock file, with flock or a POSIX lock."""
+        return start_holder(self, self.lock, how)
 
     def test_a_sandboxed_run_holds_the_hosts_lock_both_ways_and_frees_it(self):
         self.assertEqual(self.probe(), "flock lockf")
