@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import shutil
 import threading
 from dataclasses import dataclass, field
@@ -30,6 +31,7 @@ ENV_KEEP = ("PATH", "CUDA_HOME", "CUDA_PATH", "CUDA_VISIBLE_DEVICES", "CUDA_DEVI
 # (not CUDAARCHS: the grader's builds take their architecture from --cuda-arch or the GPU, never the shell's)
 
 _LOG_LOCK = threading.Lock()   # CMLGRADE_PROCESS_LOG's lines, one at a time
+TRACE_LINE = re.compile(r"harness: +[0-9.]+ s  case [0-9]+: ")   # harness.h's hn_trace lines
 
 
 def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | None = None) -> dict[str, str]:
@@ -169,11 +171,15 @@ class Executor:
     def run(self, argv: list[str], *, cwd: Path, timeout: float | None, writable: list[Path],
             readable: list[Path] = (), env: dict[str, str] | None = None) -> ProcResult:
         full = self.sandbox.prefix(writable, readable) + [str(a) for a in argv]
-        with shared_on(env):   # a share of the GPU it runs on, while it runs (gpushare.py, --per-gpu)
-            r = self.runner(full, cwd=cwd, env=scrubbed_env(env), timeout=timeout)
         log = os.environ.get("CMLGRADE_PROCESS_LOG")
+        run_env = scrubbed_env(env)
+        if log:   # a harness then says when each part of each case ended (harness.h, hn_trace)
+            run_env["HN_TRACE"] = "1"
+        with shared_on(env):   # a share of the GPU it runs on, while it runs (gpushare.py, --per-gpu)
+            r = self.runner(full, cwd=cwd, env=run_env, timeout=timeout)
         if log:   # where a stage's time goes (docs/grading.md, "Grading a large class")
-            line = f"{r.seconds:8.2f} s  rc {r.rc}  {cwd}: {' '.join(map(str, argv))[:400]}\n"
+            trace = "".join(f"          {t}\n" for t in (r.stderr or "").splitlines() if TRACE_LINE.match(t))
+            line = f"{r.seconds:8.2f} s  rc {r.rc}  {cwd}: {' '.join(map(str, argv))[:400]}\n{trace}"
             with _LOG_LOCK, open(log, "a", encoding="utf-8") as f:
                 f.write(line)
         return r

@@ -320,3 +320,37 @@ class SideBySideTests(unittest.TestCase):
             raise ValueError("a grader bug")
         with self.assertRaises(ValueError):
             side_by_side([lambda: 1, bad], 2)
+
+
+class ProcessLogTests(unittest.TestCase):
+    """CMLGRADE_PROCESS_LOG: a line per process, and under a harness's line
+    its trace (harness.h hn_trace, asked for with HN_TRACE only then)."""
+
+    def _run(self, log: str | None):
+        from cmlgrade.process import ProcResult
+        from cmlgrade.sandbox import Sandbox
+        seen = {}
+
+        def runner(argv, cwd, env, timeout):
+            seen.update(env)
+            trace = "harness:    0.412 s  case 0: the CUDA context made\nharness:    1.250 s  case 1: timed\n"
+            return ProcResult(argv, 0, "", "a student's own line\n" + trace + "harness: not a trace line\n", False,
+                              1.5)
+        with mock.patch.dict(os.environ, {"CMLGRADE_PROCESS_LOG": log} if log else {}, clear=False):
+            if not log:
+                os.environ.pop("CMLGRADE_PROCESS_LOG", None)
+            Executor(Sandbox(None, ""), runner).run(["./x_harness", "in.bin", "out.bin"], cwd=Path("/w"),
+                                                    timeout=5, writable=[])
+        return seen
+
+    def test_a_harness_trace_goes_under_its_process_line(self):
+        log = tmpdir(self) / "processes.log"
+        env = self._run(str(log))
+        self.assertEqual(env.get("HN_TRACE"), "1")
+        self.assertEqual(log.read_text().splitlines(), [
+            "    1.50 s  rc 0  /w: ./x_harness in.bin out.bin",
+            "          harness:    0.412 s  case 0: the CUDA context made",
+            "          harness:    1.250 s  case 1: timed"])
+
+    def test_without_the_log_no_trace_is_asked_for(self):
+        self.assertNotIn("HN_TRACE", self._run(None))
