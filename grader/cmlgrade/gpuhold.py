@@ -161,68 +161,146 @@ def held_alone(uuid: str | None, deadline=None, poll: float = 0.05):
             os.close(fd)   # closing the descriptor releases its lock
 
 
-# ------------------------------------------------------------ Nsight Compute's host-wide lock
+# ------------------------------------------------------------ Nsight Compute's host-wide locks
 
-# Nsight Compute lets one profiling session run on a host at a time: each ncu
-# waits on a lock file, $TMPDIR/nsight-compute-lock (/tmp without TMPDIR),
-# for the others to end. In the sandbox /tmp is a tmpfs of its own, so a
-# sandboxed ncu locks a file no other ncu sees: it profiled beside the kit's
-# own ncu runs (ctest's sectors_agree) and beside other graders' ones, and
-# both failed ("Failed to prepare kernel for profiling"; seen on an H200
-# host, ctest -L gpu beside a batch of ten). So the grader takes the host's
-# lock itself, outside the sandbox, around every sandboxed ncu run. Not an
-# unsandboxed one: that ncu locks the host's file itself, and would wait for
-# the grader that started it forever. The file is never handed to student
-# code. Whether ncu locks it with flock or with a POSIX lock is not
-# documented: the grader holds both. POSIX locks belong to the process (a
-# thread's close would drop another's), so the grader's threads take turns
-# on _NSIGHT_TURN first.
-NSIGHT_LOCK = "nsight-compute-lock"
-_NSIGHT_TURN = threading.Lock()
+# Nsight Compute lets one profiling session at a time use a GPU of a host.
+# The process it profiles holds POSIX locks on files in
+# $TMPDIR/nvidia/nsight_compute/ (/tmp without TMPDIR): a shared one on
+# `lock`, and an exclusive one on `lock.<UUID>` for its GPU (nvidia-smi's
+# UUID without "GPU-"); another profiled process waits for them. (Not
+# documented: read from /proc/locks while ncu 2025.3 profiled on an H200.)
+# In the sandbox /tmp is a tmpfs of its own, so a sandboxed ncu locks files
+# no other ncu sees, and profiles beside them: both failed ("An error was
+# reported by the driver"), seen with ctest's sectors_agree beside a batch,
+# and with four ncu on one H200, two with a TMPDIR of their own. So the
+# grader takes the host's locks itself, outside the sandbox, around every
+# sandboxed ncu run: with them held the same four all profiled. Not around
+# an unsandboxed run: that ncu takes them itself, and would wait for the
+# grader that started it forever. Where the GPU's UUID is not known, the
+# grader holds `lock` exclusively: no other profiling on the host at all.
+# The files are never handed to student code. POSIX locks belong to the
+# process, not the thread: the grader's threads take turns a GPU
+# (_NSIGHT_TURN), and hold the shared `lock` through one descriptor
+# (_SHARED), which closes when the last of them lets go.
+NSIGHT_DIR = Path("nvidia") / "nsight_compute"
+_NSIGHT_STATE = threading.Lock()
+_NSIGHT_TURN: dict[str, threading.Lock] = {}   # per GPU UUID ("" where it is not known)
+_SHARED: dict[Path, list[int]] = {}            # `lock` held shared: [descriptor, holders]
 
 
-def nsight_lock_paths() -> list[Path]:
-    """The lock files an ncu outside the sandbox would use: /tmp's, and
+def nsight_lock_dirs() -> list[Path]:
+    """Where an ncu outside the sandbox locks: /tmp's folder, and
     $TMPDIR's where that is set elsewhere."""
-    paths = [Path("/tmp") / NSIGHT_LOCK]
-    if os.path.realpath(lock_dir()) != os.path.realpath("/tmp"):   # one file twice would wait on itself (flock)
-        paths.append(lock_dir() / NSIGHT_LOCK)
-    return paths
+    dirs = [Path("/tmp") / NSIGHT_DIR]
+    if os.path.realpath(lock_dir()) != os.path.realpath("/tmp"):   # one file twice would wait on itself
+        dirs.append(lock_dir() / NSIGHT_DIR)
+    return dirs
 
 
-def _lock_both(fd: int) -> bool:
-    """flock and a POSIX lock on fd, without waiting; False (neither held) if one is taken."""
-    if not _try_flock(fd):
-        return False
-    try:
-        fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return True
-    except OSError as e:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        if e.errno in _TAKEN + (errno.EACCES,):   # a POSIX lock another holds: EACCES or EAGAIN
-            return False
-        raise
+def nsight_lock_files(uuid: str | None) -> list[tuple[Path, bool]]:
+    """The files the grader locks for a sandboxed ncu on the GPU with this
+    UUID (gpu_uuid's form), each with True where the lock is exclusive."""
+    gpu = uuid[4:] if uuid and re.fullmatch(r"gpu-[0-9a-f-]+", uuid) else None
+    files: list[tuple[Path, bool]] = []
+    for d in nsight_lock_dirs():
+        files += [(d / "lock", False), (d / f"lock.{gpu}", True)] if gpu else [(d / "lock", True)]
+    return files
+
+
+def _folder_open_to_all(d: Path) -> None:
+    """The lock files' folder (nvidia/nsight_compute), made where it is not
+    there, and where this user made it, open to every user as /tmp is (mode
+    1777): another user's ncu makes its own files in it."""
+    for f in (d.parent, d):
+        try:
+            f.mkdir(exist_ok=True)
+            if f.stat().st_uid == os.getuid():
+                os.chmod(f, 0o1777)
+        except OSError:
+            pass   # said below, when the file cannot be opened
+
+
+def _posix_try(exclusive: bool):
+    """A try_lock for _take_files: a POSIX lock without waiting."""
+    def take(fd: int) -> bool:
+        try:
+            fcntl.lockf(fd, (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB)
+            return True
+        except OSError as e:
+            if e.errno in _TAKEN + (errno.EACCES,):   # a POSIX lock another holds: EACCES or EAGAIN
+                return False
+            raise
+    return take
+
+
+def _take_nsight(files: list[tuple[Path, bool]], deadline, poll: float, busy: str) -> tuple[list, str]:
+    """Locks each file in order; a shared one once for the whole process.
+    Returns what to let go (_let_go_nsight) and "" or why not."""
+    taken: list = []
+    for path, exclusive in files:
+        if not exclusive:
+            with _NSIGHT_STATE:
+                held = _SHARED.get(path)
+                if held:
+                    held[1] += 1
+                    taken.append(path)
+                    continue
+        _folder_open_to_all(path.parent)
+        fds, why = _take_files([path], _posix_try(exclusive), deadline, poll, busy)
+        if why:
+            _let_go_nsight(taken)
+            return [], why
+        if exclusive:
+            taken.append(fds[0])
+        else:
+            with _NSIGHT_STATE:
+                _SHARED[path] = [fds[0], 1]
+            taken.append(path)
+    return taken, ""
+
+
+def _let_go_nsight(taken: list) -> None:
+    for t in reversed(taken):
+        if isinstance(t, Path):
+            with _NSIGHT_STATE:
+                held = _SHARED[t]
+                held[1] -= 1
+                if held[1] == 0:
+                    os.close(held[0])   # closing releases the process's lock on it
+                    del _SHARED[t]
+        else:
+            os.close(t)
 
 
 @contextmanager
-def nsight_held(sandboxed: bool, deadline=None, poll: float = 0.05):
-    """Holds Nsight Compute's host-wide lock for a sandboxed ncu run (above).
-    Yields "" once held (or when nothing need be held: an unsandboxed run),
-    else why not (a lock file this user cannot open or lock; the deadline ran
-    out while another profiler held it): the block then runs unheld."""
+def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: float = 0.05):
+    """Holds Nsight Compute's host-wide locks for a sandboxed ncu run on the
+    GPU with this UUID (above). Yields "" once held (or when nothing need be
+    held: an unsandboxed run), else why not (a lock file this user cannot
+    open or lock; the deadline ran out while another profiler held the
+    GPU): the block then runs unheld."""
     if not sandboxed:
         yield ""
         return
     t0 = time.monotonic()
-    with _NSIGHT_TURN:
-        fds, why = _take_files(nsight_lock_paths(), _lock_both, deadline, poll,
-                               "the lab's time limit ran out while another Nsight Compute run held the host")
+    files = nsight_lock_files(uuid)
+    key = next((p.name for p, exclusive in files if exclusive and p.name != "lock"), "")
+    with _NSIGHT_STATE:
+        turn = _NSIGHT_TURN.setdefault(key, threading.Lock())
+    busy = "the lab's time limit ran out while another Nsight Compute run held the GPU"
+    if not turn.acquire(timeout=deadline.left() if deadline is not None else -1):
+        add_waited(time.monotonic() - t0)
+        yield busy
+        return
+    try:
+        taken, why = _take_nsight(files, deadline, poll, busy)
         add_waited(time.monotonic() - t0)   # waiting for the other profilers: the bench counts it apart
         try:
             yield why
         finally:
-            for fd in reversed(fds):
-                os.close(fd)   # closing releases both locks
+            _let_go_nsight(taken)
+    finally:
+        turn.release()
 
 
 @contextmanager
@@ -230,5 +308,6 @@ def profiling_on(exe, env: dict[str, str], deadline=None):
     """Where the grader runs Nsight Compute: the GPU alone among the
     grader's own workers (gpushare.alone_on), and the host's Nsight Compute
     lock for a sandboxed run (nsight_held). Yields nsight_held's answer."""
-    with alone_on(env), nsight_held(exe.sandbox.active, deadline) as why:
+    gpu = (env or {}).get("CUDA_VISIBLE_DEVICES", "").split(",")[0]
+    with alone_on(env), nsight_held(exe.sandbox.active, gpu_uuid(gpu) if gpu else None, deadline) as why:
         yield why

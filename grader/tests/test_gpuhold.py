@@ -20,12 +20,13 @@ from cmlgrade.run import Deadline
 
 UUID = "gpu-0a1b2c3d-0000-1111-2222-333344445555"
 
-# a stand-in for a kit test binary (or, with "lockf", an ncu that takes a POSIX lock): locks the file (blocking),
+# a stand-in for a kit test binary (or, with "lockf" / "lockf-shared", an ncu's POSIX locks): locks the file (blocking),
 # says "held", keeps it until stdin closes
 HOLDER = """
 import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
-(fcntl.lockf if sys.argv[2:] == ["lockf"] else fcntl.flock)(fd, fcntl.LOCK_EX)
+how = sys.argv[2] if sys.argv[2:] else "flock"
+(fcntl.flock if how == "flock" else fcntl.lockf)(fd, fcntl.LOCK_SH if how == "lockf-shared" else fcntl.LOCK_EX)
 print("held", flush=True)
 sys.stdin.read()
 """
@@ -130,10 +131,6 @@ class HeldAlone(unittest.TestCase):
         with gpuhold.held_alone(uuid) as why:
             self.assertIn("UUID is not known", why)
         self.assertEqual(gpuhold.gpu_uuid("GPU-0A1B2C3D-0000-1111-2222-333344445555"), UUID)
-
-
-if __name__ == "__main__":
-    unittest.main()
 
 
 class Sharing(unittest.TestCase):
@@ -305,88 +302,114 @@ class Sharing(unittest.TestCase):
             self.assertIsNone(gpuhold.gpu_model("0"))
 
 
-# takes both kinds of lock an ncu might use on a file, without waiting: prints "flock lockf" for each it got
-BOTH_PROBE = """
+# an ncu outside that would start now: for each file, "ex" or "sh" where it got that POSIX lock without waiting
+# (exclusive tried first), else "-"
+NCU_PROBE = """
 import fcntl, os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
 got = []
-for name, take in (("flock", lambda: fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)),
-                   ("lockf", lambda: fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB))):
-    try:
-        take()
-        got.append(name)
-    except OSError:
-        pass
-print(" ".join(got) or "none")
+for path in sys.argv[1:]:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    for name, how in (("ex", fcntl.LOCK_EX), ("sh", fcntl.LOCK_SH)):
+        try:
+            fcntl.lockf(fd, how | fcntl.LOCK_NB)
+            got.append(name)
+            break
+        except OSError:
+            pass
+    else:
+        got.append("-")
+    os.close(fd)
+print(" ".join(got))
 """
+GPU_ID = UUID[4:]                               # as Nsight Compute names its file: no "gpu-"
+OTHER = "gpu-99999999-8888-7777-6666-555544443333"
+
 
 class _Exe:
     """An executor as far as profiling_on looks: its sandbox, and a run that
-    reports what another process could lock of the host's Nsight Compute
-    lock file while the 'ncu' runs."""
+    reports what an ncu outside could lock while the 'ncu' runs."""
 
-    def __init__(self, sandboxed: bool, lock: Path):
+    def __init__(self, sandboxed: bool, files: list[Path]):
         self.sandbox = mock.Mock(active=sandboxed)
-        self.lock, self.seen = lock, []
+        self.files, self.seen = files, []
 
     def run(self, argv, **_kw):
         from cmlgrade.sandbox import ProcResult
-        r = subprocess.run([sys.executable, "-c", BOTH_PROBE, str(self.lock)], capture_output=True, text=True,
+        r = subprocess.run([sys.executable, "-c", NCU_PROBE, *map(str, self.files)], capture_output=True, text=True,
                            check=True)
         self.seen.append(r.stdout.strip())
         return ProcResult(list(argv), 0, "", "", False, 0.0)
 
 
-REAL_LOCK_PATHS = gpuhold.nsight_lock_paths   # NsightLock's tests patch it to a folder of their own
+REAL_LOCK_DIRS = gpuhold.nsight_lock_dirs   # NsightLock's tests patch it to a folder of their own
 
 
 class NsightLock(unittest.TestCase):
     """gpuhold.nsight_held / profiling_on: Nsight Compute lets one profiling
-    run at a time on a host through $TMPDIR/nsight-compute-lock, which a
-    sandboxed ncu cannot see (its /tmp is its own). The grader holds the
-    host's file, both ways ncu might lock it, around each sandboxed ncu run,
-    and never around an unsandboxed one (that ncu takes it itself). Other
-    processes stand in for ncu; no GPU is needed."""
+    session at a time use a GPU: the profiled process holds a POSIX lock on
+    $TMPDIR/nvidia/nsight_compute/lock.<UUID>, and a shared one on `lock`
+    there, which a sandboxed ncu cannot see (its /tmp is its own). The
+    grader holds the host's files the same way around each sandboxed ncu
+    run, and never around an unsandboxed one (that ncu takes them itself).
+    Other processes stand in for ncu; no GPU is needed."""
 
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="cml-nsight-")
         self.addCleanup(shutil.rmtree, self.dir, True)
-        self.lock = Path(self.dir) / gpuhold.NSIGHT_LOCK
-        paths = mock.patch.object(gpuhold, "nsight_lock_paths", return_value=[self.lock])
-        paths.start()
-        self.addCleanup(paths.stop)
+        self.folder = Path(self.dir) / "nvidia" / "nsight_compute"
+        self.host, self.gpu = self.folder / "lock", self.folder / f"lock.{GPU_ID}"
+        self.other = self.folder / f"lock.{OTHER[4:]}"
+        dirs = mock.patch.object(gpuhold, "nsight_lock_dirs", return_value=[self.folder])
+        dirs.start()
+        self.addCleanup(dirs.stop)
 
-    def probe(self):
-        return subprocess.run([sys.executable, "-c", BOTH_PROBE, str(self.lock)], capture_output=True, text=True,
-                              check=True).stdout.strip()
+    def probe(self, *files):
+        return subprocess.run([sys.executable, "-c", NCU_PROBE, *map(str, files or (self.host, self.gpu))],
+                              capture_output=True, text=True, check=True).stdout.strip()
 
-    def ncu_elsewhere(self, how):
-        """An ncu outside the sandbox holding the host's lock file, with flock or a POSIX lock."""
-        return start_holder(self, self.lock, how)
+    def ncu_elsewhere(self, path, how="lockf"):
+        """An ncu outside the sandbox holding a file, exclusively or shared."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        return start_holder(self, path, how)
 
-    def test_a_sandboxed_run_holds_the_hosts_lock_both_ways_and_frees_it(self):
-        self.assertEqual(self.probe(), "flock lockf")
-        with gpuhold.nsight_held(True) as why:
+    def test_a_sandboxed_run_holds_its_gpus_file_and_shares_the_hosts(self):
+        with gpuhold.nsight_held(True, UUID) as why:
             self.assertEqual(why, "")
-            self.assertEqual(self.probe(), "none")   # no ncu outside may start: neither lock is free
-        self.assertEqual(self.probe(), "flock lockf")
+            # no ncu outside may profile this GPU; one on another GPU may (it shares `lock`)
+            self.assertEqual(self.probe(self.host, self.gpu, self.other), "sh - ex")
+        self.assertEqual(self.probe(), "ex ex")
 
     def test_an_unsandboxed_run_holds_nothing(self):
-        """Its ncu locks the host's file itself: held by the grader, it would wait forever."""
-        with gpuhold.nsight_held(False) as why:
+        """Its ncu locks the host's files itself: held by the grader, it would wait forever."""
+        with gpuhold.nsight_held(False, UUID) as why:
             self.assertEqual(why, "")
-            self.assertEqual(self.probe(), "flock lockf")
+            self.assertEqual(self.probe(), "ex ex")
 
-    def test_it_waits_for_an_ncu_outside_that_holds_either_lock(self):
-        for how in ("flock", "lockf"):
-            with self.subTest(how=how):
-                waits_for_holder(self, self.ncu_elsewhere(how), lambda: gpuhold.nsight_held(True, Deadline(600)),
-                                 f"profiled while another ncu held the host ({how})")
+    def test_it_waits_for_an_ncu_outside_on_the_same_gpu(self):
+        waits_for_holder(self, self.ncu_elsewhere(self.gpu), lambda: gpuhold.nsight_held(True, UUID, Deadline(600)),
+                         "profiled while another ncu profiled the same GPU")
+
+    def test_it_does_not_wait_for_an_ncu_on_another_gpu(self):
+        self.ncu_elsewhere(self.other)
+        self.ncu_elsewhere(self.host, "lockf-shared")   # that ncu's share of `lock`
+        with gpuhold.nsight_held(True, UUID, Deadline(600)) as why:
+            self.assertEqual(why, "")
+
+    def test_without_the_gpus_uuid_it_holds_the_host_alone(self):
+        """No UUID (no nvidia-smi, a MIG instance): `lock` exclusively, so no
+        ncu outside profiles anything meanwhile, and it waits for one that does."""
+        with gpuhold.nsight_held(True, None) as why:
+            self.assertEqual(why, "")
+            self.assertEqual(self.probe(self.host), "-")
+        waits_for_holder(self, self.ncu_elsewhere(self.host, "lockf-shared"),
+                         lambda: gpuhold.nsight_held(True, "MIG-1234", Deadline(600)),
+                         "profiled while another ncu profiled, the GPU unknown")
 
     def test_the_wait_is_counted_as_waiting_for_the_bench(self):
         """The seconds a thread waited for another profiler are the bench's
         'waiting', not work (gpushare.take_waited), as alone()'s are."""
-        p = self.ncu_elsewhere("flock")
+        p = self.ncu_elsewhere(self.gpu)
         polling = threading.Event()
         real_sleep = gpuhold.time.sleep
 
@@ -398,7 +421,7 @@ class NsightLock(unittest.TestCase):
         def profile():
             gpushare.take_waited()
             with mock.patch.object(gpuhold.time, "sleep", sleep):
-                with gpuhold.nsight_held(True, Deadline(600)):
+                with gpuhold.nsight_held(True, UUID, Deadline(600)):
                     pass
             got.append(gpushare.take_waited())
         t = threading.Thread(target=profile)
@@ -409,84 +432,107 @@ class NsightLock(unittest.TestCase):
         t.join(60)
         self.assertGreaterEqual(got[0], 0.2)
 
-    def test_the_graders_threads_take_turns(self):
-        """POSIX locks are the process's: two threads must not both think they hold it."""
-        inside, go = threading.Event(), threading.Event()
-        second = threading.Event()
+    def _two_threads(self, first_uuid, second_uuid):
+        """Whether a second thread got in while a first one held its GPU's files."""
+        inside, go, second = threading.Event(), threading.Event(), threading.Event()
 
         def first():
-            with gpuhold.nsight_held(True):
+            with gpuhold.nsight_held(True, first_uuid):
                 inside.set()
                 go.wait(60)
 
         def other():
-            with gpuhold.nsight_held(True):
+            with gpuhold.nsight_held(True, second_uuid):
                 second.set()
         a = threading.Thread(target=first)
         a.start()
         self.assertTrue(inside.wait(60))
         b = threading.Thread(target=other)
         b.start()
-        self.assertFalse(second.wait(0.5), "two of the grader's threads profiled at once")
+        together = second.wait(0.5)
+        if together:   # the first still holds its GPU and the host's share though the second let go
+            self.assertEqual(self.probe(self.host, self.gpu), "sh -")
         go.set()
         self.assertTrue(second.wait(60))
         a.join()
         b.join()
-        self.assertEqual(self.probe(), "flock lockf")
+        self.assertEqual(self.probe(self.host, self.gpu, self.other), "ex ex ex")
+        return together
+
+    def test_the_graders_threads_take_turns_on_a_gpu(self):
+        """POSIX locks are the process's: two threads must not both think they hold a GPU."""
+        self.assertFalse(self._two_threads(UUID, UUID), "two of the grader's threads profiled one GPU at once")
+
+    def test_the_graders_threads_profile_two_gpus_at_once(self):
+        self.assertTrue(self._two_threads(UUID, OTHER), "profiling one GPU kept the grader off another")
 
     def test_a_deadline_that_runs_out_holds_nothing_and_says_why(self):
-        p = self.ncu_elsewhere("flock")
-        with gpuhold.nsight_held(True, Deadline(1.5)) as why:
+        p = self.ncu_elsewhere(self.gpu)
+        with gpuhold.nsight_held(True, UUID, Deadline(1.5)) as why:
             self.assertIn("another Nsight Compute run", why)
+            self.assertEqual(self.probe(self.host), "ex")   # not even the host's share
         p.stdin.close()
         p.wait()
-        self.assertEqual(self.probe(), "flock lockf")
+        self.assertEqual(self.probe(), "ex ex")
 
-    def test_a_lock_file_it_makes_is_open_to_every_user(self):
-        """Made under a umask of 022 it would be 0o644, and another user's
-        ncu (or kit test binary, for the slots) could not lock it."""
+    def test_the_files_it_makes_are_open_to_every_user(self):
+        """Made under a umask of 022 they would be 0o644 (the folders 0o755),
+        and another user's ncu (or kit test binary, for the slots) could not
+        lock them or make its own."""
         old = os.umask(0o022)
         try:
-            with gpuhold.nsight_held(True) as why, mock.patch.dict(os.environ, {"TMPDIR": self.dir}):
+            with gpuhold.nsight_held(True, UUID) as why, mock.patch.dict(os.environ, {"TMPDIR": self.dir}):
                 self.assertEqual(why, "")
                 with gpuhold.held_alone(UUID) as held:
                     self.assertEqual(held, "")
                 slot = gpuhold.lock_path(UUID, 0)
         finally:
             os.umask(old)
-        self.assertEqual(self.lock.stat().st_mode & 0o777, 0o666)
+        for f in (self.host, self.gpu):
+            self.assertEqual(f.stat().st_mode & 0o777, 0o666, f)
+        for d in (self.folder, self.folder.parent):
+            self.assertEqual(d.stat().st_mode & 0o7777, 0o1777, d)
         self.assertTrue(slot.is_relative_to(self.dir))
         self.assertEqual(slot.stat().st_mode & 0o777, 0o666)
 
     def test_a_lock_file_that_cannot_be_opened_is_said(self):
-        with mock.patch.object(gpuhold, "nsight_lock_paths", return_value=[Path(self.dir) / "no" / "such"]):
-            with gpuhold.nsight_held(True) as why:
-                self.assertIn("cannot open", why)
+        Path(self.dir, "nvidia").write_text("a file where the folder would be")
+        with gpuhold.nsight_held(True, UUID) as why:
+            self.assertIn("cannot open", why)
 
-    def test_the_paths_are_tmp_and_tmpdir(self):
-        """Where an ncu outside the sandbox locks: /tmp's file, and $TMPDIR's where that is set elsewhere."""
+    def test_the_folders_are_tmps_and_tmpdirs(self):
+        """Where an ncu outside the sandbox locks: /tmp's folder, and $TMPDIR's where that is set elsewhere."""
+        tmp = Path("/tmp/nvidia/nsight_compute")
         with mock.patch.dict(os.environ, {"TMPDIR": self.dir}):
-            self.assertEqual(REAL_LOCK_PATHS(), [Path("/tmp/nsight-compute-lock"), self.lock])
+            self.assertEqual(REAL_LOCK_DIRS(), [tmp, self.folder])
         with mock.patch.dict(os.environ, {"TMPDIR": "/tmp"}):
-            self.assertEqual(REAL_LOCK_PATHS(), [Path("/tmp/nsight-compute-lock")])
+            self.assertEqual(REAL_LOCK_DIRS(), [tmp])
         link = Path(self.dir) / "tmp-link"
         link.symlink_to("/tmp")
         with mock.patch.dict(os.environ, {"TMPDIR": str(link)}):   # /tmp by another name: held once, not twice
-            self.assertEqual(REAL_LOCK_PATHS(), [Path("/tmp/nsight-compute-lock")])
+            self.assertEqual(REAL_LOCK_DIRS(), [tmp])
+        self.assertEqual(gpuhold.nsight_lock_files(UUID), [(self.host, False), (self.gpu, True)])
+        self.assertEqual(gpuhold.nsight_lock_files(None), [(self.host, True)])
 
     def test_the_graders_ncu_runs_hold_it_when_sandboxed(self):
         """Every place the grader starts Nsight Compute (the runner's
         --counters, the harness's counters, the marked runs, the shared-memory
         trace) runs inside profiling_on: the 'ncu' of a sandboxed executor
-        runs while no process outside can take the lock; an unsandboxed one
-        while it is free."""
+        runs while no ncu outside can profile its GPU; an unsandboxed one
+        while the files are free. The GPU is the one CUDA_VISIBLE_DEVICES names."""
         from cmlgrade import runmeasure
-        for sandboxed, want in ((True, "none"), (False, "flock lockf")):
-            exe = _Exe(sandboxed, self.lock)
-            runmeasure.run_counters(exe, Path("/x/runner"), [1], 60, Path(self.dir), {"CUDA_VISIBLE_DEVICES": "0"}, [])
+        for sandboxed, want in ((True, "sh -"), (False, "ex ex")):
+            exe = _Exe(sandboxed, [self.host, self.gpu])
+            with mock.patch.object(gpuhold, "_UUIDS", {"3": UUID}):
+                runmeasure.run_counters(exe, Path("/x/runner"), [1], 60, Path(self.dir), {"CUDA_VISIBLE_DEVICES": "3"},
+                                        [])
             self.assertEqual(exe.seen, [want])
         src = {f: (helpers.KIT / "grader" / "cmlgrade" / f).read_text() for f in
                ("checkcount.py", "checkmarks.py", "checktrace.py", "runmeasure.py")}
         for f, text in src.items():
             self.assertIn("profiling_on(exe", text, f)
             self.assertNotIn("alone_on(", text, f"{f} starts ncu with the GPU alone but not the host's lock")
+
+
+if __name__ == "__main__":
+    unittest.main()
