@@ -31,7 +31,7 @@ from .sandbox import Executor
 # were split from it: importable from here still
 from .checkcount import counters_report, counters_step, parse_ncu_csv  # noqa: F401
 from .checkmarks import MARK_KERNEL, MARK_STEP, csv_text, mark_case, marked_ncu_run, split_ncu_by_marks  # noqa: F401
-from .checktime import Timed, run_timed, run_timed_cases, same_answers  # noqa: F401
+from .checktime import GatedRun, Timed, run_timed, run_timed_cases, same_answers  # noqa: F401
 from .checktrace import SHARED_METRICS, KernelUse, StepTrace, parse_cpu_launches, parse_ncu_launches  # noqa: F401
 from .checktrace import shared_use, trace_cases, trace_step, trace_steps  # noqa: F401
 from .harnessio import SAMPLES, VERSION, _cuda_error_names  # noqa: F401

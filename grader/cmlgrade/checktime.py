@@ -6,6 +6,10 @@ checker's command line (_copy_ceiling). The cases and the checkers are
 checker.py's."""
 from __future__ import annotations
 
+import errno
+import os
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,21 +41,33 @@ def run_timed_cases(exe: Executor, harness: Path, cases: list[tuple[int, Case]],
     """One harness run of several timed cases (step, case), in order: each
     case's Timed. Step COPY_STEP (checkbase) is the device's copy ceiling,
     for the reference's harness only."""
-    work.mkdir(parents=True, exist_ok=True)
-    inp, outp = work / "timed-input.bin", work / "timed-output.bin"
-    only = [c for _, c in cases]
-    write_input(inp, [s for s, _ in cases], only)
-    outp.unlink(missing_ok=True)
+    inp, outp = _timed_files(work, cases)
     r = exe.run([str(harness), str(inp), str(outp)], cwd=work, timeout=timeout, writable=[work],
                 readable=readable, env=env)
-    got = read_output(outp, only, [0] * len(only))
+    return _timed_results(work, [c for _, c in cases], r, timeout)
+
+
+def _timed_files(work: Path, cases: list[tuple[int, Case]]) -> tuple[Path, Path]:
+    """A timed run's input file (written) and output file (not there yet), in `work`."""
+    work.mkdir(parents=True, exist_ok=True)
+    inp, outp = work / "timed-input.bin", work / "timed-output.bin"
+    write_input(inp, [s for s, _ in cases], [c for _, c in cases])
+    outp.unlink(missing_ok=True)
+    return inp, outp
+
+
+def _timed_results(work: Path, only: list[Case], r, timeout: float) -> list[Timed]:
+    """Each case's Timed from a timed run's output (r: its ProcResult, None
+    where it never ran); its files are removed."""
+    inp, outp = work / "timed-input.bin", work / "timed-output.bin"
+    got = read_output(outp, only, [0] * len(only)) if r is not None else [None] * len(only)
     for p in (inp, outp):
         p.unlink(missing_ok=True)
     res = []
     for c, g in zip(only, got):
         if g is None:
-            res.append(Timed(note=f"timed out after {timeout:.0f} s" if r.timed_out else
-                             f"no timing (the harness ended with status {r.rc})"))
+            res.append(Timed(note="not run" if r is None else f"timed out after {timeout:.0f} s" if r.timed_out
+                             else f"no timing (the harness ended with status {r.rc})"))
         elif g.err or g.timed_err:
             res.append(Timed(note=f"{cuda_error(g.err or g.timed_err)} in a timed run"))
         elif len(g.times) != c.repeats or not all(t > 0 for t in g.times):
@@ -59,6 +75,70 @@ def run_timed_cases(exe: Executor, harness: Path, cases: list[tuple[int, Case]],
         else:
             res.append(Timed(g.times, g.samples))
     return res
+
+
+class GatedRun:
+    """A timed harness run started now that makes its CUDA context and then
+    waits at its gate (harness.h: a FIFO, the third argument) until go():
+    the reference's timing runs start before the GPU is held alone, so that
+    their contexts are made while other work still runs there, not in the
+    time the GPU is held. The reference's harness only, never a student's.
+    The process holds no share of the GPU while it waits (the caller's
+    alone() would wait for it), and may wait up to `timeout` in all."""
+
+    def __init__(self, exe: Executor, harness: Path, cases: list[tuple[int, Case]], work: Path, timeout: float,
+                 env: dict[str, str], readable: list[Path]):
+        inp, outp = _timed_files(work, cases)
+        self.work, self.cases, self.timeout = work, [c for _, c in cases], timeout
+        self.gate = work / "gate"
+        self.gate.unlink(missing_ok=True)
+        os.mkfifo(self.gate, 0o600)
+        self.result = None
+        self.done: list[Timed] | None = None
+        argv = [str(harness), str(inp), str(outp), str(self.gate)]
+
+        def run():
+            self.result = exe.run(argv, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env,
+                                  shared=False)
+        self._thread = threading.Thread(target=run, name="gated-timing", daemon=True)
+        self._thread.start()
+
+    def _release(self, byte: bytes) -> None:
+        """Writes `byte` at the gate once the harness waits there (it opens
+        it for reading when its context is made), or not at all once the
+        run has ended (it never got there)."""
+        while True:
+            try:
+                fd = os.open(self.gate, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno != errno.ENXIO:   # ENXIO: no reader yet
+                    raise
+                if not self._thread.is_alive():
+                    return
+                time.sleep(0.001)
+                continue
+            try:
+                os.write(fd, byte)
+            finally:
+                os.close(fd)
+            return
+
+    def go(self) -> list[Timed]:
+        """Lets the run go, waits for it to end: each case's Timed."""
+        if self.done is None:
+            self._release(b"g")
+            self._thread.join()
+            self.done = _timed_results(self.work, self.cases, self.result, self.timeout)
+            self.gate.unlink(missing_ok=True)
+        return self.done
+
+    def stop(self) -> None:
+        """Ends a run never let go (status 3, no case run); nothing once it has gone."""
+        if self.done is None:
+            self._release(b"s")
+            self._thread.join()
+            self.done = _timed_results(self.work, self.cases, None, self.timeout)
+            self.gate.unlink(missing_ok=True)
 
 
 def same_answers(lab_name: str, c: Case, step: int, mine: Timed, ref: Timed) -> str | None:

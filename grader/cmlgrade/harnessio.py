@@ -52,7 +52,7 @@ def write_input(path: Path, step: int | list[int], cases: list[Case]) -> None:
     """The harness's input: every case run by `step` (or case k by step[k]).
     Checked cases of every step and both seeds share a process
     (check_together); timed cases of several steps share one too
-    (reftime.perf_lab), each step's case with a seed of its own."""
+    (reftime.LabTiming), each step's case with a seed of its own."""
     steps = step if isinstance(step, list) else [step] * len(cases)
     with path.open("wb") as f:
         f.write(b"CMLH" + struct.pack("<II", VERSION, len(cases)))

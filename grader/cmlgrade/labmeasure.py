@@ -16,7 +16,7 @@ from . import run as R
 from .checker import CHECKERS, counters_report
 from .labrun import _At
 from .labs import Lab
-from .reftime import perf_lab
+from .reftime import LabTiming
 from .results import LabRun, PerfResult
 from .stagebase import HARNESS_REPEATS, NO_REFERENCE, PUBLIC_SEED, _Job
 
@@ -118,10 +118,20 @@ class MeasureStage:
                                           at.readable)
 
     def _timing(self, at: _At, steps: list[int]) -> None:
-        """The passing timed steps against the reference, the GPU held alone."""
+        """The passing timed steps against the reference, the GPU held alone
+        (the reference's harness runs started before it is: LabTiming)."""
         lab, gpu, deadline = at.job.lab, at.gpu, at.deadline
         pr = lab.rubric.performance
+        timing = None
+        by_harness = self._harness_timed(lab, steps)
+        if by_harness and not deadline.expired():
+            timing = LabTiming(self.student_exe, self.trusted, at.job.build_dir / lab.harness,
+                               self.ref_build / f"{lab.stem}_harness_ref", lab.name, by_harness, deadline,
+                               pr.timeout_s, at.out, at.env, at.readable)
         with ExitStack() as hold:
+            if timing is not None:
+                hold.callback(timing.close)   # after the GPU is let go (last in, first out): ends what did not run
+                timing.start()   # their CUDA contexts made while other work may still run on the GPU
             if pr.steps:
                 at.say("timing against the reference")
             if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():
@@ -132,7 +142,7 @@ class MeasureStage:
                 unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None, deadline))
                 if unheld:
                     at.say(f"timing beside other work: {unheld}")
-            self._time_steps(at.job, gpu, steps, deadline, at.out, at.env, at.readable)
+            self._time_steps(at.job, gpu, steps, deadline, at.out, at.env, at.readable, timing)
 
     def _sanitizers_not_run(self, lab: Lab, run: LabRun, why: str) -> None:
         """The sanitizer checks this machine would have run on the lab (every
@@ -143,9 +153,18 @@ class MeasureStage:
         for tool in measurable:
             run.sanitizers[tool] = R.SanitizerReport("not_run", why, 0, None)
 
+    def _harness_timed(self, lab: Lab, steps: list[int]) -> dict[int, object]:
+        """The passing [performance] steps the kit-only harnesses time, each
+        with its case (where the lab has a reference to time it against)."""
+        if not lab.solution_dir:
+            return {}
+        cases = {s: self._timed_case(lab, s) for s in lab.rubric.performance.steps if s in steps}
+        return {s: c for s, c in cases.items() if c is not None}
+
     def _time_steps(self, job: _Job, gpu: str | None, steps: list[int], deadline, out: Path, env: dict[str, str],
-                    readable: list[Path]) -> None:
-        """The performance lines: each passing timed step against the reference."""
+                    readable: list[Path], timing: LabTiming | None) -> None:
+        """The performance lines: each passing timed step against the
+        reference (the harness-timed ones by `timing`, made by _timing)."""
         lab, run, bdir = job.lab, job.run, job.build_dir
         runner = bdir / lab.runner
         pr = lab.rubric.performance
@@ -168,7 +187,5 @@ class MeasureStage:
                                s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
         if by_harness and deadline.expired():
             run.timed_out += [f"performance step {s}" for s in sorted(by_harness)]
-        elif by_harness:   # student and reference interleaved, every step in one harness run a side and round
-            run.perf.update(perf_lab(self.student_exe, self.trusted, bdir / lab.harness,
-                                     self.ref_build / f"{lab.stem}_harness_ref", lab.name, by_harness, deadline,
-                                     pr.timeout_s, out, env, readable))
+        elif by_harness:   # reference, student, reference: every step in one harness run each (_timing made it)
+            run.perf.update(timing.run())

@@ -1,9 +1,9 @@
 """The reference's timings.
 
-The labs' timed steps are timed by the kit-only harnesses (perf_lab, at
-the end): the reference and the student interleaved, every step in one
-harness run a side and round, the device's copy bandwidth measured in the
-same run as a ceiling. A step timed by its runner instead (a kit whose lab
+The labs' timed steps are timed by the kit-only harnesses (LabTiming, at
+the end): the reference, the student and the reference again, every step
+in one harness run each, the device's copy bandwidth measured in the
+reference's runs as a ceiling. A step timed by its runner instead (a kit whose lab
 has no harness timing) has its reference measured once per GPU per batch
 (RefTimes), as follows.
 
@@ -19,6 +19,7 @@ again, `repeats` times, and the new median is the one compared with from
 then on. Student and reference are still measured on the same GPU."""
 from __future__ import annotations
 
+import hashlib
 import shlex
 import statistics
 import threading
@@ -112,62 +113,91 @@ class RefTimes:
         return res
 
 
-ROUNDS = 2            # reference, student, reference, student: each its share of the repeats
+ROUNDS = 2            # the reference's runs, one before and one after the student's: each its share of the repeats
 COPY_REPEATS = 10     # timed device-to-device copies in each of the reference's runs
 CEILING = 1.25        # a time implying more than this times the copy bandwidth is impossible
 
 
-def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harness: Path, lab_name: str,
-             cases: dict[int, object], deadline: Deadline, own_timeout: float, cwd: Path, gpu_env: dict[str, str],
-             readable: list[Path]) -> dict[int, PerfResult]:
-    """Every harness-timed step of a lab for one submission, the reference
-    and the student interleaved on the same GPU (the caller holds it alone:
-    gpushare.py, gpuhold.py): ROUNDS rounds of a reference run then a student run, each
-    one harness process timing every step's case (its own seed a step) for
-    its share of the repeats. So a change of the GPU's speed during the
-    timing falls on both alike. Each reference run also times the device's
-    copy of the largest case's input (the kit's code: checkbase.COPY_STEP),
-    and where the lab's checker counts a step's floating-point work
-    (checker.flops: lab 03), its library on the first timed step's case
-    (checkbase.LIBRARY_STEP: cuBLAS SGEMM). A student time that implies
-    moving the step's bytes (checker.traffic) faster than CEILING x that
-    bandwidth, or doing its work faster than CEILING x the library's rate,
-    is flagged impossible and earns nothing, unless the reference's own
-    time is (then the ceiling is not trusted, and said so)."""
-    from dataclasses import replace
-    from .checkbase import COPY_STEP, LIBRARY_STEP, copy_case, copy_gbs
-    from .checker import CHECKERS, Timed, run_timed_cases, same_answers
-    chk = CHECKERS[lab_name]
-    steps = sorted(cases)
-    per = {s: replace(cases[s], repeats=max(3, cases[s].repeats // ROUNDS)) for s in steps}
-    copy = copy_case(max(c.count for c in per.values()), COPY_REPEATS, per[steps[0]].seed)
-    library = replace(per[steps[0]], repeats=COPY_REPEATS) if chk.flops(per[steps[0]], steps[0]) else None
-    ceilings = [(COPY_STEP, copy)] + ([(LIBRARY_STEP, library)] if library else [])
-    mine = {s: Timed() for s in steps}
-    ref = {s: Timed() for s in steps}
-    copies: list[float] = []
-    calls: list[float] = []   # the library's times
-    ref_note = ""
-    work = cwd / "timed"
-    for _ in range(ROUNDS):
-        for side in ("reference", "student"):
-            if deadline.expired():
-                ref_note = ref_note or "the lab's time limit ran out"
-                break
-            if side == "reference":
-                got = run_timed_cases(exe_ref, ref_harness, ceilings + [(s, per[s]) for s in steps],
-                                      work, deadline.limit(own_timeout), gpu_env, [])
-                if not got[0].note:
-                    copies += got[0].times
-                if library and not got[1].note:
-                    calls += got[1].times
-                into = ref
-                got = got[len(ceilings):]
-            else:
-                got = run_timed_cases(exe_student, harness, [(s, per[s]) for s in steps], work,
-                                      deadline.limit(own_timeout), gpu_env, readable)
-                into = mine
-            for s, t in zip(steps, got):
+def _round_seed(seed: int, k: int) -> int:
+    """Round k's seed of a timed case: round 0 keeps the step's own, the
+    others their own data (a launcher that keeps an earlier round's answers
+    has nothing to reuse)."""
+    return seed if k == 0 else int.from_bytes(hashlib.sha256(f"{seed}|round {k}".encode()).digest()[:8], "little") >> 1
+
+
+class LabTiming:
+    """Every harness-timed step of a lab for one submission: ROUNDS
+    reference runs and one student run between them (R S R), each run one
+    harness process timing every step's case, on the same GPU, which the
+    caller holds alone while run() runs (gpushare.py, gpuhold.py). Round k
+    has its own data (its own seed a step): the student's run times round
+    0's cases, then round 1's, and the reference's k-th run round k's. A
+    change of the GPU's speed during the timing falls on both alike.
+
+    start(), called before the GPU is held, starts the reference's runs,
+    which make their CUDA contexts and wait at their gates
+    (checktime.GatedRun); run() lets them go in turn. A student's run is
+    never started early: its code would run beside the reference's timing.
+    close() ends whatever was started and not run.
+
+    Each reference run also times the device's copy of the largest case's
+    input (the kit's code: checkbase.COPY_STEP), and where the lab's checker
+    counts a step's floating-point work (checker.flops: lab 03), its library
+    on the first timed step's case (checkbase.LIBRARY_STEP: cuBLAS SGEMM).
+    A student time that implies moving the step's bytes (checker.traffic)
+    faster than CEILING x that bandwidth, or doing its work faster than
+    CEILING x the library's rate, is flagged impossible and earns nothing,
+    unless the reference's own time is (then the ceiling is not trusted,
+    and said so)."""
+
+    def __init__(self, exe_student: Executor, exe_ref: Executor, harness: Path, ref_harness: Path, lab_name: str,
+                 cases: dict[int, object], deadline: Deadline, own_timeout: float, cwd: Path,
+                 gpu_env: dict[str, str], readable: list[Path]):
+        from dataclasses import replace
+        from .checkbase import COPY_STEP, LIBRARY_STEP, copy_case
+        from .checker import CHECKERS
+        self.exe_student, self.exe_ref, self.harness, self.ref_harness = exe_student, exe_ref, harness, ref_harness
+        self.lab_name, self.deadline, self.own_timeout = lab_name, deadline, own_timeout
+        self.env, self.readable, self.work = gpu_env, readable, cwd / "timed"
+        self.chk = chk = CHECKERS[lab_name]
+        self.steps = steps = sorted(cases)
+        per = {s: replace(cases[s], repeats=max(3, cases[s].repeats // ROUNDS)) for s in steps}
+        self.rounds = [{s: replace(c, seed=_round_seed(c.seed, k)) for s, c in per.items()} for k in range(ROUNDS)]
+        self.copy = copy_case(max(c.count for c in per.values()), COPY_REPEATS, per[steps[0]].seed)
+        self.library = (replace(per[steps[0]], repeats=COPY_REPEATS) if chk.flops(per[steps[0]], steps[0])
+                        else None)
+        self.ceilings = [(COPY_STEP, self.copy)] + ([(LIBRARY_STEP, self.library)] if self.library else [])
+        self.refs: list = []
+
+    def start(self) -> None:
+        """Starts the reference's runs at their gates (before the GPU is held alone)."""
+        from .checker import GatedRun
+        if self.refs or self.deadline.expired():
+            return
+        from dataclasses import replace
+        from .checkbase import LIBRARY_STEP
+        for k, cases in enumerate(self.rounds):
+            ceilings = [(st, replace(cases[self.steps[0]], repeats=COPY_REPEATS) if st == LIBRARY_STEP else c)
+                        for st, c in self.ceilings]   # the library on this round's data
+            self.refs.append(GatedRun(self.exe_ref, self.ref_harness, ceilings + [(s, cases[s]) for s in self.steps],
+                                      self.work / f"reference-{k + 1}", max(1.0, self.deadline.left()), self.env, []))
+
+    def close(self) -> None:
+        for g in self.refs:
+            g.stop()
+
+    def run(self) -> dict[int, PerfResult]:
+        """The timing, the GPU held alone by the caller: R S R."""
+        from .checker import Timed, run_timed_cases
+        self.start()
+        mine = {s: Timed() for s in self.steps}
+        ref = {s: Timed() for s in self.steps}
+        copies: list[float] = []
+        calls: list[float] = []   # the library's times
+        ref_note = ""
+
+        def add(into, got):
+            for s, t in zip(self.steps, got):
                 acc = into[s]
                 if acc.note:
                     continue   # the first failure is the step's
@@ -176,43 +206,91 @@ def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harnes
                 else:
                     acc.times += t.times
                     acc.samples += t.samples
-    out: dict[int, PerfResult] = {}
-    gbs = copy_gbs(copy, statistics.median(copies)) if copies else None
-    rate = chk.flops(library, steps[0]) / (statistics.median(calls) * 1e-3) if library and calls else None  # FLOP/s
-    for s in steps:
-        res = out[s] = PerfResult(s, None, None, True)
-        if mine[s].note:
-            res.correct, res.note = False, mine[s].note
-            continue
-        if ref[s].note or ref_note or not ref[s].times or len(mine[s].times) != len(ref[s].times):
-            res.note = (f"the reference could not be timed: {ref[s].note or ref_note or 'no timing'}")
-            continue
-        wrong = same_answers(lab_name, per[s], s, mine[s], ref[s])
-        if wrong:
-            res.correct, res.note = False, wrong
-            continue
-        res.samples_student, res.samples_ref = list(mine[s].times), list(ref[s].times)
-        res.student_ms, res.ref_ms = statistics.median(mine[s].times), statistics.median(ref[s].times)
-        if gbs is None:
-            res.ceiling = "the device's copy bandwidth could not be measured"
-            continue
-        least_ms = chk.traffic(per[s], s) / (gbs * 1e6)   # the step's bytes at the copy bandwidth
-        res.ceiling = (f"the least time: {chk.traffic(per[s], s) / 2 ** 20:.0f} MiB moved at the device's copy "
-                       f"bandwidth ({gbs:.0f} GB/s, measured in the same run) takes {least_ms:.4f} ms")
-        work = chk.flops(per[s], s)
-        if work and rate:   # the step's work at the library's rate, when that is the larger bound
-            work_ms = work / rate * 1e3
-            res.ceiling += (f"; {work / 1e9:.1f} GFLOP at the library's rate ({rate / 1e12:.1f} TFLOP/s, cuBLAS "
-                            f"measured in the same run) takes {work_ms:.4f} ms")
-            if work_ms > least_ms:
-                least_ms, res.bound = work_ms, "do the step's work"
-        elif work:
-            res.ceiling += "; the library's rate could not be measured"
-        res.floor_ms = least_ms / CEILING
-        if res.ref_ms < res.floor_ms:
-            res.ceiling += (f"; the reference's own time ({res.ref_ms:.4f} ms) is below it, so no time is judged "
-                            "against it")
-            res.floor_ms = None
-        elif res.student_ms < res.floor_ms:
-            res.impossible = True
-    return out
+
+        def reference(k):
+            got = self.refs[k].go() if k < len(self.refs) else None
+            if got is None:
+                return "the lab's time limit ran out"
+            if not got[0].note:
+                copies.extend(got[0].times)
+            if self.library and not got[1].note:
+                calls.extend(got[1].times)
+            add(ref, got[len(self.ceilings):])
+            return ""
+
+        if self.deadline.expired():
+            ref_note = "the lab's time limit ran out"
+        else:
+            ref_note = reference(0)
+        if not ref_note and self.deadline.expired():
+            ref_note = "the lab's time limit ran out"
+        if not ref_note:
+            both = [(s, r[s]) for r in self.rounds for s in self.steps]   # round 0's cases, then round 1's
+            got = run_timed_cases(self.exe_student, self.harness, both, self.work / "student",
+                                  self.deadline.limit(self.own_timeout * ROUNDS), self.env, self.readable)
+            for k in range(ROUNDS):
+                add(mine, got[k * len(self.steps):(k + 1) * len(self.steps)])
+            for k in range(1, ROUNDS):
+                ref_note = ref_note or ("the lab's time limit ran out" if self.deadline.expired() else reference(k))
+        self.close()
+        return self._judge(mine, ref, copies, calls, ref_note)
+
+    def _judge(self, mine, ref, copies, calls, ref_note) -> dict[int, PerfResult]:
+        from .checkbase import copy_gbs
+        from .checker import same_answers
+        chk, steps, first = self.chk, self.steps, self.rounds[0]
+        out: dict[int, PerfResult] = {}
+        gbs = copy_gbs(self.copy, statistics.median(copies)) if copies else None
+        rate = (chk.flops(self.library, steps[0]) / (statistics.median(calls) * 1e-3) if self.library and calls
+                else None)   # FLOP/s
+        for s in steps:
+            res = out[s] = PerfResult(s, None, None, True)
+            if mine[s].note:
+                res.correct, res.note = False, mine[s].note
+                continue
+            if ref[s].note or ref_note or not ref[s].times or len(mine[s].times) != len(ref[s].times):
+                res.note = (f"the reference could not be timed: {ref[s].note or ref_note or 'no timing'}")
+                continue
+            wrong = same_answers(self.lab_name, first[s], s, mine[s], ref[s])
+            if wrong:
+                res.correct, res.note = False, wrong
+                continue
+            res.samples_student, res.samples_ref = list(mine[s].times), list(ref[s].times)
+            res.student_ms, res.ref_ms = statistics.median(mine[s].times), statistics.median(ref[s].times)
+            if gbs is None:
+                res.ceiling = "the device's copy bandwidth could not be measured"
+                continue
+            least_ms = chk.traffic(first[s], s) / (gbs * 1e6)   # the step's bytes at the copy bandwidth
+            res.ceiling = (f"the least time: {chk.traffic(first[s], s) / 2 ** 20:.0f} MiB moved at the device's copy "
+                           f"bandwidth ({gbs:.0f} GB/s, measured in the same run) takes {least_ms:.4f} ms")
+            work = chk.flops(first[s], s)
+            if work and rate:   # the step's work at the library's rate, when that is the larger bound
+                work_ms = work / rate * 1e3
+                res.ceiling += (f"; {work / 1e9:.1f} GFLOP at the library's rate ({rate / 1e12:.1f} TFLOP/s, cuBLAS "
+                                f"measured in the same run) takes {work_ms:.4f} ms")
+                if work_ms > least_ms:
+                    least_ms, res.bound = work_ms, "do the step's work"
+            elif work:
+                res.ceiling += "; the library's rate could not be measured"
+            res.floor_ms = least_ms / CEILING
+            if res.ref_ms < res.floor_ms:
+                res.ceiling += (f"; the reference's own time ({res.ref_ms:.4f} ms) is below it, so no time is judged "
+                                "against it")
+                res.floor_ms = None
+            elif res.student_ms < res.floor_ms:
+                res.impossible = True
+        return out
+
+
+def perf_lab(exe_student: Executor, exe_ref: Executor, harness: Path, ref_harness: Path, lab_name: str,
+             cases: dict[int, object], deadline: Deadline, own_timeout: float, cwd: Path, gpu_env: dict[str, str],
+             readable: list[Path]) -> dict[int, PerfResult]:
+    """LabTiming's timing in one call: the reference's runs started, and
+    run, with the GPU held by the caller (the tests; the grader starts them
+    before it holds the GPU: labmeasure.MeasureStage._timing)."""
+    t = LabTiming(exe_student, exe_ref, harness, ref_harness, lab_name, cases, deadline, own_timeout, cwd, gpu_env,
+                  readable)
+    try:
+        return t.run()
+    finally:
+        t.close()

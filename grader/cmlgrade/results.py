@@ -28,7 +28,7 @@ class PerfResult:
     note: str = ""
     samples_student: list[float] = field(default_factory=list)
     samples_ref: list[float] = field(default_factory=list)
-    floor_ms: float | None = None   # faster than this is impossible on this GPU (reftime.perf_lab)
+    floor_ms: float | None = None   # faster than this is impossible on this GPU (reftime.LabTiming)
     ceiling: str = ""               # how floor_ms was found (or why there is none)
     impossible: bool = False        # the student's time is below floor_ms: no credit, flagged
     bound: str = "move the step's data"   # what floor_ms is the least time for (IMPOSSIBLE's words)

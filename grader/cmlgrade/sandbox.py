@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import threading
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -169,13 +170,17 @@ class Executor:
         self.runner = runner
 
     def run(self, argv: list[str], *, cwd: Path, timeout: float | None, writable: list[Path],
-            readable: list[Path] = (), env: dict[str, str] | None = None) -> ProcResult:
+            readable: list[Path] = (), env: dict[str, str] | None = None, shared: bool = True) -> ProcResult:
+        """argv in the sandbox. While it runs it holds a share of its GPU
+        (gpushare.py), unless `shared` is False: a reference's timing run
+        started before its caller holds the GPU alone, that waits at its
+        gate until then (reftime.LabTiming)."""
         full = self.sandbox.prefix(writable, readable) + [str(a) for a in argv]
         log = os.environ.get("CMLGRADE_PROCESS_LOG")
         run_env = scrubbed_env(env)
         if log:   # a harness then says when each part of each case ended (harness.h, hn_trace)
             run_env["HN_TRACE"] = "1"
-        with shared_on(env):   # a share of the GPU it runs on, while it runs (gpushare.py, --per-gpu)
+        with shared_on(env) if shared else nullcontext():   # a share of its GPU while it runs (--per-gpu)
             r = self.runner(full, cwd=cwd, env=run_env, timeout=timeout)
         if log:   # where a stage's time goes (docs/grading.md, "Grading a large class")
             trace = "".join(f"          {t}\n" for t in (r.stderr or "").splitlines() if TRACE_LINE.match(t))

@@ -54,6 +54,13 @@
  *   the same matrices) in place of the student's launch; its records are a
  *   timed case's. A lab without one (library NULL), and the CPU path's
  *   harness, answer nrep 0. The grader asks only the reference's harness.
+ * A third argument names a FIFO, the gate: once its CUDA context is made
+ *   the harness opens it and reads one byte before it reads any case: 'g'
+ *   runs the cases; anything else, or none, ends the run with status 3 and
+ *   no output. The grader starts the reference's timing runs so, before it
+ *   holds the GPU alone (reftime.LabTiming), and lets each go in its turn:
+ *   their contexts are made while other work still runs there. Never a
+ *   student's harness: its code would run beside the reference's timing.
  * Exit status 0 when the output file is complete, 77 without a device. */
 #ifndef CML_HARNESS_H
 #define CML_HARNESS_H
@@ -326,8 +333,8 @@ static int hn_read_case(FILE *in, hn_case *c)
 /* main() of every harness: argv[1] input file, argv[2] output file. */
 static int hn_main(int argc, char **argv, const hn_lab *lab)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s INPUT OUTPUT\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s INPUT OUTPUT [GATE]\n", argv[0]);
         return 2;
     }
     int ndev = 0;
@@ -336,8 +343,17 @@ static int hn_main(int argc, char **argv, const hn_lab *lab)
         fprintf(stderr, "no CUDA device\n");
         return 77;
     }
-    cudaFree(NULL); /* the context, made here so that the trace shows what it costs */
+    cudaFree(NULL); /* the context, made here: before the gate, and so that the trace shows what it costs */
     hn_trace(0, "the CUDA context made");
+    if (argc == 4) { /* the gate (above): wait for the grader's go */
+        FILE *gate = fopen(argv[3], "rb");
+        int go = gate ? fgetc(gate) : EOF;
+        if (gate)
+            fclose(gate);
+        if (go != 'g')
+            return 3;
+        hn_trace(0, "let go");
+    }
     FILE *in = fopen(argv[1], "rb"), *out = fopen(argv[2], "wb");
     char magic[4];
     uint32_t version = 0, ncases = 0;

@@ -683,7 +683,9 @@ class TimingForgeries(unittest.TestCase):
 
 # A stand-in for a lab's harness (harness.h's file formats): every timed case, the device-copy case (step 0)
 # included, gets FAKE_MS[step] ms a repeat and the same samples as any other harness; each run appends its side
-# ("reference" or "student") and its steps to FAKE_LOG.
+# ("reference" or "student") and its steps to FAKE_LOG, and its cases' seeds to FAKE_LOG.seeds. With a gate
+# (a third argument) it says "<side> waits" in FAKE_LOG.gates, then waits there as harness.h does: 'g' goes on,
+# anything else ends it with status 3.
 FAKE_HARNESS = """#!/usr/bin/env python3
 import json, os, struct, sys
 d = open(sys.argv[1], 'rb').read()
@@ -692,13 +694,21 @@ at, cases = 12, []
 for _ in range(n):
     step, kind, a, b, count, fill, reps, seed = struct.unpack_from('<IIQQQIIQ', d, at)
     at += 48 + (0 if fill else 4 * count)
-    cases.append((step, reps))
+    cases.append((step, reps, seed))
 ms = json.loads(os.environ['FAKE_MS'])
+if len(sys.argv) > 3:
+    with open(os.environ['FAKE_LOG'] + '.gates', 'a') as log:
+        log.write(os.environ['FAKE_SIDE'] + ' waits\\n')
+    with open(sys.argv[3], 'rb') as g:
+        if g.read(1) != b'g':
+            sys.exit(3)
 with open(os.environ['FAKE_LOG'], 'a') as log:
-    log.write(os.environ['FAKE_SIDE'] + ' ' + ','.join(str(s) for s, _ in cases) + '\\n')
+    log.write(os.environ['FAKE_SIDE'] + ' ' + ','.join(str(c[0]) for c in cases) + '\\n')
+with open(os.environ['FAKE_LOG'] + '.seeds', 'a') as log:
+    log.write(os.environ['FAKE_SIDE'] + ' ' + ' '.join(f'{c[0]}:{c[2]}' for c in cases) + '\\n')
 f = open(sys.argv[2], 'wb')
 f.write(b'CMLO' + struct.pack('<II', 2, n))
-for step, reps in cases:
+for step, reps, _ in cases:
     f.write(struct.pack('<iQQI', 0, 0, 0, reps))
     for r in range(reps):
         f.write(struct.pack('<f', ms[str(step)]) + b''.join(struct.pack('<QI', k, (1000 + r + step) & 0xFFFFFFFF) for k in range(32)))
@@ -707,23 +717,23 @@ for step, reps in cases:
 
 
 class ImpossibleTimes(unittest.TestCase):
-    """reftime.perf_lab: the reference and the student interleaved (ABAB),
-    every timed step in one harness run a side and round, and the device's
+    """reftime.perf_lab / LabTiming: the reference, the student, the
+    reference (R S R), every timed step in one harness run each, and the device's
     copy bandwidth measured in the reference's runs: a student time that
     implies moving the step's data faster than the copy bandwidth allows
     is flagged impossible and earns nothing; a reference that seems
     impossible itself means the ceiling is not used."""
     lab = "04_reduction"
 
-    def timing(self, student_ms, ref_ms, copy_ms, n=1 << 28, cases=None, lab=None):
+    def sides(self, student_ms, ref_ms, n=1 << 28, cases=None):
+        """The two sides (executors of one fake harness, each told its side
+        and times), the harness, and the cases (seeds 12 and 13)."""
         from cmlgrade.checkbase import FILL_INTS, Case
-        from cmlgrade.reftime import perf_lab
-        from cmlgrade.run import Deadline
-        d = tmpdir(self)
+        self.dir = d = tmpdir(self)
         harness = d / "harness"
         harness.write_text(FAKE_HARNESS)
         harness.chmod(0o755)
-        log = d / "log"
+        self.log = log = d / "log"
         cases = cases or {s: Case(0, n, 0, b"", f"n = {n} int (timed)", fill=FILL_INTS, repeats=20, seed=5 + s,
                                   words=n) for s in (7, 8)}
 
@@ -736,18 +746,75 @@ class ImpossibleTimes(unittest.TestCase):
                 kw["env"] = dict(kw.get("env") or {}, FAKE_SIDE=self.side, FAKE_LOG=str(log),
                                  FAKE_MS=json.dumps({str(k): v for k, v in self.ms.items()}))
                 return super().run(argv, **kw)
-        got = perf_lab(Side("student", student_ms), Side("reference", {**ref_ms, 0: copy_ms}), harness,
-                       harness, lab or self.lab, cases, Deadline(600), 60, d, {}, [])
-        return got, log.read_text().splitlines()
+        return Side("student", student_ms), Side("reference", ref_ms), harness, cases
 
-    def test_student_and_reference_alternate_every_step_in_one_run(self):
+    def timing(self, student_ms, ref_ms, copy_ms, n=1 << 28, cases=None, lab=None):
+        from cmlgrade.reftime import perf_lab
+        from cmlgrade.run import Deadline
+        student, ref, harness, cases = self.sides(student_ms, {**ref_ms, 0: copy_ms}, n, cases)
+        got = perf_lab(student, ref, harness, harness, lab or self.lab, cases, Deadline(600), 60, self.dir, {}, [])
+        return got, self.log.read_text().splitlines()
+
+    def test_the_student_runs_between_the_references_runs_every_step_in_one_run(self):
         got, log = self.timing({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0}, copy_ms=1.0)
-        self.assertEqual(log, ["reference 0,7,8", "student 7,8", "reference 0,7,8", "student 7,8"])
+        self.assertEqual(log, ["reference 0,7,8", "student 7,8,7,8", "reference 0,7,8"])
         for s in (7, 8):
             self.assertTrue(got[s].correct, got[s].note)
             self.assertEqual(len(got[s].samples_student), 20)   # 10 a round, two rounds
+            self.assertEqual(len(got[s].samples_ref), 20)
             self.assertFalse(got[s].impossible)
             self.assertIn("copy bandwidth", got[s].ceiling)
+
+    def test_each_round_has_data_of_its_own(self):
+        """The student's run times round 1's cases then round 2's; each
+        reference run one round's. Round 2's seeds are not round 1's: a
+        launcher that keeps its first answers has nothing to replay."""
+        self.timing({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0}, copy_ms=1.0)
+        seeds = {}
+        for line in (self.log.parent / "log.seeds").read_text().splitlines():
+            side, *cases = line.split()
+            seeds.setdefault(side, []).append([c for c in cases if not c.startswith("0:")])   # not the copy's
+        (first, second), (student,) = seeds["reference"], seeds["student"]
+        self.assertEqual(student, first + second)
+        self.assertEqual([c.split(":")[0] for c in first], ["7", "8"])
+        self.assertFalse(set(first) & set(second), "round 2 reuses round 1's data")
+        self.assertEqual(first, ["7:12", "8:13"])   # round 1: each step's own seed, as the caller gave it
+
+    def test_the_references_runs_start_before_the_gpu_is_held_and_the_students_never(self):
+        """start() (before the GPU is held alone): both reference runs make
+        their contexts and wait at their gates; nothing is timed until
+        run(). The student's harness gets no gate: its code never runs
+        beside the reference's timing."""
+        from cmlgrade.reftime import LabTiming
+        from cmlgrade.run import Deadline
+        student, ref, harness, cases = self.sides({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0, 0: 1.0})
+        t = LabTiming(student, ref, harness, harness, self.lab, cases, Deadline(600), 60, self.dir, {}, [])
+        self.addCleanup(t.close)
+        t.start()
+        gates = self.log.parent / "log.gates"
+        for _ in range(6000):
+            if gates.is_file() and gates.read_text().count("waits") == 2:
+                break
+            time.sleep(0.01)
+        self.assertEqual(gates.read_text().splitlines(), ["reference waits", "reference waits"])
+        self.assertFalse(self.log.exists(), "something was timed before run()")
+        got = t.run()
+        self.assertEqual(self.log.read_text().splitlines(), ["reference 0,7,8", "student 7,8,7,8", "reference 0,7,8"])
+        self.assertEqual(gates.read_text().count("waits"), 2)   # the student's run had no gate
+        self.assertTrue(all(got[s].correct and got[s].student_ms == got[s].ref_ms for s in (7, 8)))
+
+    def test_runs_never_let_go_end_without_timing_anything(self):
+        """A lab whose time runs out, or an error before run(): close() ends
+        the waiting reference runs (status 3), nothing timed, no files left."""
+        from cmlgrade.reftime import LabTiming
+        from cmlgrade.run import Deadline
+        student, ref, harness, cases = self.sides({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0, 0: 1.0})
+        t = LabTiming(student, ref, harness, harness, self.lab, cases, Deadline(600), 60, self.dir, {}, [])
+        t.start()
+        t.close()
+        self.assertFalse(self.log.exists())
+        self.assertEqual([g.result.rc for g in t.refs], [3, 3])
+        self.assertEqual(sorted(p.name for p in (self.dir / "timed").rglob("*") if p.is_file()), [])
 
     def test_a_matmul_faster_than_cublas_allows_earns_nothing(self):
         # lab 03: the reference's runs also time cuBLAS SGEMM on the first timed step's case (LIBRARY_STEP); a
@@ -759,7 +826,7 @@ class ImpossibleTimes(unittest.TestCase):
         got, log = self.timing({3: 1.5, 6: 1.7}, {3: 4.0, 6: 4.0, LIBRARY_STEP: 2.0}, copy_ms=1.0, cases=cases,
                                lab="03_tiled_matmul")
         self.assertEqual(log[0], f"reference 0,{LIBRARY_STEP},3,6")   # the ceilings in the reference's runs only
-        self.assertEqual(log[1], "student 3,6")
+        self.assertEqual(log[1], "student 3,6,3,6")
         self.assertTrue(got[3].impossible, got[3].ceiling)   # 1.5 ms < 1.6 ms
         self.assertEqual(got[3].bound, "do the step's work")
         self.assertIn("cuBLAS measured in the same run", got[3].ceiling)
