@@ -52,6 +52,7 @@ class TargetBuild:
     seconds: float
     errors: list[str] = field(default_factory=list)   # the compiler's error lines, paths made relative
     log_tail: str = ""
+    timed_out: bool = False
 
 
 @dataclass
@@ -119,14 +120,18 @@ def configure(exe: Executor, src: Path, build: Path, arch: str, timeout: float, 
     return r.rc == 0, r.output
 
 
-def build_target(exe: Executor, src: Path, build: Path, target: str, jobs: int, timeout: float,
+def build_target(exe: Executor, src: Path, build: Path, target: str | list[str], jobs: int, timeout: float,
                  writable: list[Path], shown_as=None) -> TargetBuild:
-    """shown_as: (text -> text, tree): the build's output as if it had run in
-    that tree (a slot of the prebuilt kit shows the submission's own paths)."""
-    r = exe.run(["cmake", "--build", str(build), "--target", target, "-j", str(max(1, jobs))],
+    """One target (or several, in one build: kitslots.build_lab). shown_as:
+    (text -> text, tree): the build's output as if it had run in that tree
+    (a slot of the prebuilt kit shows the submission's own paths)."""
+    names = [target] if isinstance(target, str) else list(target)
+    target = " ".join(names)
+    r = exe.run(["cmake", "--build", str(build), "--target", *names, "-j", str(max(1, jobs))],
                 cwd=src, timeout=timeout, writable=writable)
     if r.timed_out:
-        return TargetBuild(target, False, r.seconds, [f"the build of {target} timed out after {timeout:.0f} s"])
+        return TargetBuild(target, False, r.seconds, [f"the build of {target} timed out after {timeout:.0f} s"],
+                           timed_out=True)
     if r.rc == 0:
         return TargetBuild(target, True, r.seconds)
     out, shown = (shown_as[0](r.output), shown_as[1]) if shown_as else (r.output, src)

@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import TreeBuild, build_target, clock, configure
+from .build import TargetBuild, TreeBuild, build_target, clock, configure
 from .buildtree import GRADING_EDITION, make_student_tree
 from .sandbox import Executor
 
@@ -153,12 +153,23 @@ class SlotPool:
         since = time.time() - 1.0   # file systems with coarse times: a kit object rebuilt costs only time
         for name, data in files.items():
             (lab_dir / name).write_bytes(data)
+        shown = (lambda text: _as_in_tree(text, slot, tree), tree / "src")
         try:
+            # every target in one build (one start of cmake and make, not one a target); where that fails,
+            # each target on its own, so that each failure has its own messages (a build that timed out is not
+            # tried again: each target would wait as long)
+            together = build_target(exe, slot.src, slot.build, targets, 1, timeout, [slot.root], shown) \
+                if len(targets) > 1 else None
+            if together is not None:
+                tb.seconds += together.seconds
             for t in targets:
-                b = build_target(exe, slot.src, slot.build, t, 1, timeout, [slot.root],
-                                 shown_as=(lambda text: _as_in_tree(text, slot, tree), tree / "src"))
+                if together is not None and (together.ok or together.timed_out):
+                    b = TargetBuild(t, together.ok, together.seconds / len(targets), together.errors,
+                                    timed_out=together.timed_out)
+                else:
+                    b = build_target(exe, slot.src, slot.build, t, 1, timeout, [slot.root], shown)
+                    tb.seconds += b.seconds
                 tb.targets[t] = b
-                tb.seconds += b.seconds
                 if b.ok:
                     built = slot.build / t
                     if built.is_file():

@@ -110,8 +110,9 @@ class PipelineCacheTests(unittest.TestCase):
         self.assertEqual(sorted(p2.cached), [("ann", BANKS.name), ("ann", RED.name)])
         self.assertTrue(any("ann 04_reduction: already graded" in m for m in said), said)
         # nothing of ann's was built or run again; bob's lab was
-        def built(calls):
-            return [a[4] for a in calls if a[:2] == ["cmake", "--build"] and a[3] == "--target" and "/slots/" in a[2]]
+        def built(calls):   # every target a build in a slot named (one build names all of a lab's)
+            return [t for a in calls if a[:2] == ["cmake", "--build"] and a[3] == "--target" and "/slots/" in a[2]
+                    for t in a[4:a.index("-j")]]
         self.assertEqual(built(first), BANKS.student_targets() + RED.student_targets() * 2)
         self.assertEqual(built(second), RED.student_targets())
         self.assertFalse(any("students/ann" in " ".join(a) for a in second))
@@ -280,6 +281,61 @@ class SlotTests(unittest.TestCase):
         self.assertEqual(len(built), n)
         b = pool.acquire(Exe())   # none built is free: another is built
         self.assertTrue(b.ready and b is not a)
+
+    def _lab_build(self, outcome):
+        """build_lab with stand-in builds: `outcome(targets)` gives a build's
+        ProcResult fields (rc, output, timed out), a built target's binary
+        is made. Returns the TreeBuild and the builds' target lists."""
+        pool = self.pool(1)
+        builds = []
+        now = [lambda targets: (0, "", False)]   # the slot's own build, then the lab's
+
+        class Exe:
+            def run(self, argv, **kw):
+                if argv[:2] == ["cmake", "--build"] and "--target" in argv:
+                    targets = argv[argv.index("--target") + 1:argv.index("-j")]
+                    builds.append(targets)
+                    rc, out, late = now[0](targets)
+                    if rc == 0:
+                        for t in targets:
+                            Path(argv[2]).mkdir(parents=True, exist_ok=True)
+                            (Path(argv[2]) / t).write_text("built")
+                    return ProcResult(list(argv), None if late else rc, out, "", late, 1.0)
+                return ProcResult(list(argv), 0, "", "", False, 0.0)
+        slot = pool.acquire(Exe())
+        self.assertTrue(slot.ready)
+        builds.clear()
+        now[0] = outcome
+        (slot.src / "labs" / "04_reduction").mkdir(parents=True)
+        targets = ["test_reduction", "reduction_run", "reduction_harness"]
+        tb = pool.build_lab(Exe(), slot, "04_reduction", {"reduction.cu": b"int x;"}, targets, tmpdir(self) / "t", 60)
+        return tb, builds
+
+    def test_a_labs_targets_build_in_one_build_each_failure_on_its_own(self):
+        """One cmake --build for all of a lab's targets; where it fails, each
+        target again on its own, so each failure has its own messages; a build
+        that timed out is not tried again target by target."""
+        tb, builds = self._lab_build(lambda targets: (0, "", False))
+        self.assertEqual(builds, [["test_reduction", "reduction_run", "reduction_harness"]])
+        self.assertTrue(all(b.ok for b in tb.targets.values()))
+        self.assertEqual(list(tb.targets), ["test_reduction", "reduction_run", "reduction_harness"])
+        self.assertAlmostEqual(tb.seconds, 1.0)
+
+        def fails(targets):   # reduction_run.c does not compile, whatever else is built with it
+            bad = "reduction_run" in targets
+            return (2, "labs/04_reduction/run.c:3:1: error: expected ';'\n", False) if bad else (0, "", False)
+        tb, builds = self._lab_build(fails)
+        self.assertEqual(builds, [["test_reduction", "reduction_run", "reduction_harness"], ["test_reduction"],
+                                  ["reduction_run"], ["reduction_harness"]])
+        self.assertEqual({t: b.ok for t, b in tb.targets.items()},
+                         {"test_reduction": True, "reduction_run": False, "reduction_harness": True})
+        self.assertTrue(any("expected ';'" in e for e in tb.targets["reduction_run"].errors))
+        self.assertAlmostEqual(tb.seconds, 4.0)
+
+        tb, builds = self._lab_build(lambda targets: (None, "", True))
+        self.assertEqual(len(builds), 1)
+        self.assertTrue(all(not b.ok and b.timed_out and "timed out after 60 s" in b.errors[0]
+                            for b in tb.targets.values()))
 
 
 class ShardTests(unittest.TestCase):
