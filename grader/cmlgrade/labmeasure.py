@@ -132,6 +132,8 @@ class MeasureStage:
             if timing is not None:
                 hold.callback(timing.close)   # after the GPU is let go (last in, first out): ends what did not run
                 timing.start()   # their CUDA contexts made while other work may still run on the GPU
+                if timing.gate_problem:
+                    at.say(timing.gate_problem)
             if pr.steps:
                 at.say("timing against the reference")
             if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():

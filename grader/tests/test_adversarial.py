@@ -803,6 +803,16 @@ class ImpossibleTimes(unittest.TestCase):
         self.assertEqual(gates.read_text().count("waits"), 2)   # the student's run had no gate
         self.assertTrue(all(got[s].correct and got[s].student_ms == got[s].ref_ms for s in (7, 8)))
 
+    def test_without_a_gate_the_references_runs_start_in_their_turn(self):
+        """A file system that cannot hold the gate (no FIFOs): the same
+        timing, each reference run started when its turn comes."""
+        from cmlgrade import checktime
+        with unittest.mock.patch.object(checktime.os, "mkfifo", side_effect=OSError(1, "Operation not permitted")):
+            got, log = self.timing({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0}, copy_ms=1.0)
+        self.assertEqual(log, ["reference 0,7,8", "student 7,8,7,8", "reference 0,7,8"])
+        self.assertFalse((self.dir / "log.gates").exists())
+        self.assertTrue(all(got[s].correct and len(got[s].samples_ref) == 20 for s in (7, 8)))
+
     def test_runs_never_let_go_end_without_timing_anything(self):
         """A lab whose time runs out, or an error before run(): close() ends
         the waiting reference runs (status 3), nothing timed, no files left."""
