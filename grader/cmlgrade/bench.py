@@ -26,12 +26,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+from . import benchlog
 from .benchclock import _children_cpu, use_cpu_clock
 from .benchcompare import compare, compare_verdicts, unexplained, verdict_lines
 from .benchreport import print_table, print_verdicts, projection, summarize, verdicts
@@ -75,6 +77,10 @@ def parser() -> argparse.ArgumentParser:
                         "of one run are compared; exit 1 if one differs (two modes graded at once, each on a GPU "
                         "of its own)")
     p.add_argument("--json", type=Path, metavar="FILE", help="also write the numbers here")
+    p.add_argument("--process-log", type=Path, metavar="FILE",
+                   help="log every process the grader starts here (CMLGRADE_PROCESS_LOG: its seconds, and each "
+                        "harness's trace) and print, per mode, the processes by kind and the CUDA contexts the "
+                        "harnesses made")
     p.add_argument("--cuda-arch", default="", help="as grade.py's --cuda-arch")
     p.add_argument("--kit", type=Path, default=Path(__file__).resolve().parent.parent.parent)
     p.add_argument("--progress", action="store_true", help="the grader's progress lines on stderr")
@@ -170,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
     work.mkdir(parents=True, exist_ok=True)
     rows: dict[str, dict] = {}
+    logged: dict[str, dict] = {}   # --process-log: each mode's processes (benchlog)
     subs: list[Submission] | None = None
     clock_kind = args.clock or ("wall" if list_gpus() else "cpu")
     if clock_kind == "cpu":
@@ -195,8 +202,19 @@ def main(argv: list[str] | None = None) -> int:
                       f"GPU: {'yes' if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}", file=sys.stderr)
             print(f"bench: grading in mode '{mode}' ...", file=sys.stderr, flush=True)
             t1, c1 = time.monotonic(), _children_cpu()
-            results, errors = pipe.grade(subs)
+            if args.process_log:
+                args.process_log.unlink(missing_ok=True)
+                os.environ["CMLGRADE_PROCESS_LOG"] = str(args.process_log.resolve())
+            try:
+                results, errors = pipe.grade(subs)
+            finally:
+                if args.process_log:
+                    os.environ.pop("CMLGRADE_PROCESS_LOG", None)
             wall = time.monotonic() - t1
+            if args.process_log:   # each mode's log kept as FILE.MODE
+                logged[mode] = benchlog.read(args.process_log)
+                if args.process_log.exists():
+                    args.process_log.replace(args.process_log.with_name(f"{args.process_log.name}.{mode}"))
             for e in errors:
                 print(f"bench: grader error: {e}", file=sys.stderr)
             write_all(work / f"out-{mode}", results, [l.name for l in labs], "", "; ".join(pipe.notes))
@@ -212,6 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         print_table(rows)
         for mode, r in rows.items():
             print_verdicts(mode, r["verdicts"])
+        for mode, got in logged.items():
+            r = rows[mode]
+            r["processes"] = got
+            print(f"\n{mode}: {args.process_log}.{mode}")
+            print("\n".join(benchlog.lines(got, r["submission_labs"])))
         if clock_kind == "wall" and list_gpus():
             print("\nprojected (GPU wall time, the class as graded here):")
             for mode, r in rows.items():

@@ -596,6 +596,51 @@ class BenchProjection(unittest.TestCase):
         self.assertIn("not a bench's outputs", err.getvalue())
 
 
+class BenchProcessLog(unittest.TestCase):
+    """benchlog: the process log (CMLGRADE_PROCESS_LOG) read back: each
+    process by kind, the contexts the harnesses' traces report, and a gated
+    reference run's wait at its gate kept out of the timing's seconds."""
+
+    LOG = """\
+    6.00 s  rc 0  /w/slots/0/src: cmake --build /w/slots/0/build --target test_x x_run x_harness -j 1
+    2.00 s  rc 1  /w/results/s/04/check-together-public-step1: /w/students/s/build/x_harness in out
+          harness:    0.500 s  case 0: started
+          harness:    0.700 s  case 0: the CUDA context made
+          harness:    1.900 s  case 3: written, torn down
+    9.00 s  rc 0  /w/results/s/04/timed/reference-1: /w/reference/build/x_harness_ref in out gate
+          harness:    0.000 s  case 0: started
+          harness:    0.400 s  case 0: the CUDA context made
+          harness:    7.400 s  case 0: let go
+          harness:    8.900 s  case 2: written, torn down
+    3.00 s  rc 0  /w/results/s/04/timed/student: /w/students/s/build/x_harness in out
+          harness:    0.000 s  case 0: started
+          harness:    1.200 s  case 0: the CUDA context made
+    4.00 s  rc 0  /w/results/s/04/counters-student-steps: /usr/local/cuda/bin/ncu --csv --log-file f x_harness in
+          harness:    0.000 s  case 0: the CUDA context made
+    1.50 s  rc 0  /w/results/s/04: /opt/cuda/bin/compute-sanitizer --tool memcheck x_run --step 1
+    5.00 s  rc 0  /w/reference/results/04-gpu0: /w/reference/build/test_x_ref --json=x.json
+    0.20 s  rc 0  /w/reference/build: /w/reference/build/x_verify describe 1
+harness: not under a process line
+"""
+
+    def test_processes_by_kind_contexts_and_gate_waits(self):
+        from cmlgrade import benchlog
+        s = benchlog.summarize(self.LOG)
+        self.assertEqual(s["kinds"], {
+            "build": {"n": 1, "seconds": 6.0}, "harness: checks": {"n": 1, "seconds": 2.0},
+            "harness: timing": {"n": 2, "seconds": 5.0},   # 9 s less 7 s at the gate, and 3 s
+            "Nsight Compute": {"n": 1, "seconds": 4.0}, "compute-sanitizer": {"n": 1, "seconds": 1.5},
+            "test program": {"n": 1, "seconds": 5.0}, "verifier": {"n": 1, "seconds": 0.2}})
+        self.assertEqual(s["contexts"], [0.7, 0.4, 1.2, 0.0])
+        self.assertEqual(s["gate_wait_s"], 7.0)
+        text = "\n".join(benchlog.lines(s, 2))
+        self.assertIn("harness: timing           2       5.0         2.50", text)
+        self.assertIn("CUDA contexts the harnesses made: 4, median 0.55 s, max 1.20 s, 2.3 s in all", text)
+        self.assertIn("waited 7.0 s in all at their gates", text)
+        self.assertEqual(benchlog.summarize("")["kinds"], {})
+        self.assertEqual(benchlog.read(tmpdir(self) / "none")["contexts"], [])
+
+
 class CudaArch(unittest.TestCase):
     """What the grader compiles for: --cuda-arch, else the GPU grading, else
     sm_90; never the shell's CUDAARCHS (a student's export for their own

@@ -1,0 +1,89 @@
+"""Where a graded class's time went, from the grader's process log
+(CMLGRADE_PROCESS_LOG, sandbox.Executor: a line a process, and under a
+harness's line its trace, harness.h's hn_trace): the processes by kind,
+their count and seconds, and the CUDA contexts the harnesses made. The
+benchmark prints it with --process-log."""
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+_PROCESS = re.compile(r"^ *([0-9.]+) s  rc (\S+)  (.*?): (\S+)(.*)$")
+_TRACE = re.compile(r"^ +harness: +([0-9.]+) s  case [0-9]+: (.*)$")
+
+KINDS = ("build", "test program", "harness: checks", "harness: timing", "Nsight Compute", "compute-sanitizer",
+         "verifier", "other")
+
+
+def kind_of(cwd: str, program: str) -> str:
+    """A logged process's kind, from its folder and program."""
+    name = program.rsplit("/", 1)[-1]
+    if name in ("cmake", "make", "ninja"):
+        return "build"
+    if name == "ncu":
+        return "Nsight Compute"
+    if name == "compute-sanitizer":
+        return "compute-sanitizer"
+    if "_harness" in name:
+        return "harness: timing" if "/timed" in cwd else "harness: checks"
+    if name.startswith("test_"):
+        return "test program"
+    if name.endswith("_verify"):
+        return "verifier"
+    return "other"
+
+
+def summarize(text: str) -> dict:
+    """{"kinds": {kind: {"n", "seconds"}}, "contexts": [s, ...] (each
+    harness's, from its trace; under Nsight Compute too), "gate_wait_s":
+    seconds the reference's gated timing runs waited for their turn (in
+    their processes' seconds, taken out of "harness: timing")}."""
+    kinds: dict[str, dict] = {}
+    contexts: list[float] = []
+    waited = 0.0
+    last, made = None, None   # the process a trace line is of (its line comes first), its context's time
+    for line in text.splitlines():
+        m = _PROCESS.match(line)
+        if m:
+            last = kinds.setdefault(kind_of(m.group(3), m.group(4)), {"n": 0, "seconds": 0.0})
+            last["n"] += 1
+            last["seconds"] += float(m.group(1))
+            made = None
+            continue
+        m = _TRACE.match(line)
+        if not m or last is None:
+            continue
+        at, what = float(m.group(1)), m.group(2)
+        if what == "the CUDA context made":
+            made = at
+            contexts.append(at)
+        elif what == "let go" and made is not None:
+            waited += at - made
+            last["seconds"] -= at - made
+    return {"kinds": {k: {"n": v["n"], "seconds": round(v["seconds"], 2)} for k, v in kinds.items()},
+            "contexts": contexts, "gate_wait_s": round(waited, 2)}
+
+
+def lines(s: dict, labs: int) -> list[str]:
+    """The summary as printed, with each kind's seconds per submission-lab."""
+    out = ["every process of the run (those once per batch too), by kind:",
+           f"{'process kind':<20} {'runs':>6} {'seconds':>9} {'per sub-lab':>12}"]
+    for k in sorted(s["kinds"], key=lambda k: KINDS.index(k) if k in KINDS else len(KINDS)):
+        v = s["kinds"][k]
+        out.append(f"{k:<20} {v['n']:>6} {v['seconds']:>9.1f} {v['seconds'] / max(1, labs):>12.2f}")
+    c = s["contexts"]
+    if c:
+        out.append(f"CUDA contexts the harnesses made: {len(c)}, median {statistics.median(c):.2f} s, "
+                   f"max {max(c):.2f} s, {sum(c):.1f} s in all")
+    if s["gate_wait_s"]:
+        out.append(f"the reference's timing runs waited {s['gate_wait_s']:.1f} s in all at their gates, their "
+                   "contexts made (not counted above)")
+    return out
+
+
+def read(path: Path) -> dict:
+    try:
+        return summarize(path.read_text(encoding="utf-8", errors="replace"))
+    except OSError:
+        return summarize("")
