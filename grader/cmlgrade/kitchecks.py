@@ -33,7 +33,7 @@ KIT_CHECK_TEST = "kit_only_check"
 
 def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str, int | None]], public_seed: int,
                    out: Path, step_limit: float, deadline, env: dict[str, str], readable: list[Path],
-                   cpu: bool) -> None:
+                   cpu: bool, per_gpu: int = 1) -> None:
     """Each step's verdict from the kit-only checker, public and (with a
     secret seed) hidden data, kept in run.checks. Public data: Criterion's
     outcomes stay what each test saw; a step the checker fails gets one more
@@ -41,7 +41,10 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
     and score.py caps the step's credit at the checker's share of right cases
     (Criterion's report can lower a grade, never raise it). The hidden tests
     are the checker's verdict alone (no student process ever gets the secret
-    seed)."""
+    seed). On a GPU the cases are shared among GPU_SIDE_BY_SIDE / per_gpu harness
+    processes side by side (at least one): with --per-gpu N the other
+    submissions on the GPU run beside them, and each process makes a CUDA
+    context of its own."""
     from .checker import check_step, check_together, together_parts
     from .parsers import TestOutcome
     from .results import BinaryRun
@@ -54,11 +57,11 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
         return check_step(exe, harness, lab.name, step, seed, out, deadline.limit(step_limit), env, readable, cpu,
                           kind)
     # every step of both seeds in one harness process, within one step's limit (on a GPU the steps shared
-    # among GPU_SIDE_BY_SIDE processes side by side, of about the same data each); what that run does not
+    # among GPU_SIDE_BY_SIDE / per_gpu processes side by side, of about the same data each); what that run does not
     # settle (a CUDA error, a hang, a crash) a step a process, on a GPU several at once (on the CPU path
     # each uses every core)
     wanted = [(kind, public_seed if seed is None else seed, s.num) for s in lab.steps for kind, seed in seeds]
-    width = 1 if cpu else GPU_SIDE_BY_SIDE
+    width = 1 if cpu else max(1, GPU_SIDE_BY_SIDE // max(1, per_gpu))
     got = {}
     if not deadline.expired():
         def together(part):

@@ -153,7 +153,7 @@ class LabStage:
         at.say("kit-only checks")
         run_kit_checks(self.student_exe, lab, run, at.job.ref, at.bdir / lab.harness, self._seeds(), PUBLIC_SEED,
                        at.out, lab.rubric.tests.step_time_limit_s, at.deadline, at.env, at.readable,
-                       lab.harness.endswith("_cpu"))
+                       lab.harness.endswith("_cpu"), self.opts.per_gpu if self.gpu_ok else 1)
 
     def _test_binary(self, at: _At, b: str, kind: str, seed: int | None, known: bool) -> R.BinaryRun:
         """One test program's outcomes on one data set; with `known`, the

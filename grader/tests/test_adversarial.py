@@ -1095,7 +1095,7 @@ class OneHarnessProcess(unittest.TestCase):
                       + struct.pack('<Ii', 0, 0))
         """
 
-    def grade(self, mode: str, step_limit: float = 120, cpu: bool = True):
+    def grade(self, mode: str, step_limit: float = 120, cpu: bool = True, per_gpu: int = 1):
         from cmlgrade.run import Deadline
         lab = LABS["06_transpose"]
         log = tmpdir(self) / "runs.log"
@@ -1108,7 +1108,7 @@ class OneHarnessProcess(unittest.TestCase):
                 unittest.mock.patch.object(checker, "make_cases", lambda name, seed, _: cases(name, seed, True)):
             trust.run_kit_checks(Executor(Sandbox(None, "")), lab, run, ref, harness,
                                  [("public", None), ("hidden", 777)], 4242, self.out, step_limit,
-                                 Deadline(600), {}, [], cpu)
+                                 Deadline(600), {}, [], cpu, per_gpu)
         runs = [line.split(",") for line in log.read_text().split()]
         verdicts = {(kind, s): v.ok for kind, per in run.checks.items() for s, v in per.items()}
         return lab, runs, verdicts
@@ -1130,6 +1130,18 @@ class OneHarnessProcess(unittest.TestCase):
         self.assertEqual(sorted((k, s) for p in parts for k, _, s in p), sorted(keys))
         self.assertEqual(sorted(sorted(r) for r in runs), sorted(sorted({str(s) for _, _, s in p}) for p in parts))
         self.assertEqual(verdicts, {key: True for key in keys})
+
+    def test_with_several_submissions_a_gpu_a_lab_makes_fewer_processes(self):
+        """--per-gpu N: the other submissions run beside a lab's checks, and
+        each process makes a CUDA context: GPU_SIDE_BY_SIDE / N processes a
+        lab (at least one), the same verdicts."""
+        from cmlgrade.run import GPU_SIDE_BY_SIDE
+        for per_gpu, want in ((2, GPU_SIDE_BY_SIDE // 2), (GPU_SIDE_BY_SIDE, 1), (16, 1)):
+            with self.subTest(per_gpu=per_gpu):
+                lab, runs, verdicts = self.grade("right", cpu=False, per_gpu=per_gpu)
+                self.assertEqual(len(runs), want)
+                self.assertEqual(sorted({s for r in runs for s in r}, key=int), [str(s.num) for s in lab.steps])
+                self.assertEqual(verdicts, {(k, s.num): True for k in ("public", "hidden") for s in lab.steps})
 
     def test_a_wrong_step_fails_alone_and_only_its_own_process_fails_it(self):
         # wrong in the shared run: checked again a step a process (a step is never failed for what another
