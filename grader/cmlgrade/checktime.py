@@ -119,6 +119,8 @@ class GatedRun:
                 continue
             try:
                 os.write(fd, byte)
+            except OSError:
+                pass   # it ended between its open and its read (EPIPE): its result says how
             finally:
                 os.close(fd)
             return

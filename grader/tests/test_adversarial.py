@@ -813,6 +813,24 @@ class ImpossibleTimes(unittest.TestCase):
         self.assertFalse((self.dir / "log.gates").exists())
         self.assertTrue(all(got[s].correct and len(got[s].samples_ref) == 20 for s in (7, 8)))
 
+    def test_a_reference_run_that_ends_at_its_gate_is_no_timing_not_an_error(self):
+        """The run ends between opening its gate and reading it (the write
+        then fails, EPIPE): the reference could not be timed, said so; the
+        grader goes on."""
+        from cmlgrade import checktime
+        real_write = os.write
+
+        def write(fd, data):
+            if data in (b"g", b"s"):
+                raise BrokenPipeError(32, "Broken pipe")
+            return real_write(fd, data)
+        with unittest.mock.patch.object(checktime.os, "write", write):
+            got, log = self.timing({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0}, copy_ms=1.0)
+        self.assertEqual(log, ["student 7,8,7,8"])   # the reference's runs ended at their gates (EOF): status 3
+        for s in (7, 8):
+            self.assertIn("the reference could not be timed", got[s].note)
+            self.assertIsNone(got[s].student_ms)
+
     def test_runs_never_let_go_end_without_timing_anything(self):
         """A lab whose time runs out, or an error before run(): close() ends
         the waiting reference runs (status 3), nothing timed, no files left."""
