@@ -125,22 +125,23 @@ class GatedRun:
                 os.close(fd)
             return
 
-    def go(self) -> list[Timed]:
-        """Lets the run go, waits for it to end: each case's Timed."""
+    def _end(self, go: bool) -> list[Timed]:
+        """Once: lets the run go ('g') or stops it ('s': status 3, no case
+        run), waits for it to end; each case's Timed ("not run" if stopped)."""
         if self.done is None:
-            self._release(b"g")
+            self._release(b"g" if go else b"s")
             self._thread.join()
-            self.done = _timed_results(self.work, self.cases, self.result, self.timeout)
+            self.done = _timed_results(self.work, self.cases, self.result if go else None, self.timeout)
             self.gate.unlink(missing_ok=True)
         return self.done
 
+    def go(self) -> list[Timed]:
+        """Lets the run go, waits for it to end: each case's Timed."""
+        return self._end(True)
+
     def stop(self) -> None:
-        """Ends a run never let go (status 3, no case run); nothing once it has gone."""
-        if self.done is None:
-            self._release(b"s")
-            self._thread.join()
-            self.done = _timed_results(self.work, self.cases, None, self.timeout)
-            self.gate.unlink(missing_ok=True)
+        """Ends a run never let go; nothing once it has gone."""
+        self._end(False)
 
 
 def same_answers(lab_name: str, c: Case, step: int, mine: Timed, ref: Timed) -> str | None:

@@ -197,10 +197,16 @@ def nsight_lock_dirs() -> list[Path]:
     return dirs
 
 
+def _nsight_gpu(uuid: str | None) -> str:
+    """A GPU as Nsight Compute names its lock file (gpu_uuid's form without
+    "gpu-"); "" where the UUID is not a GPU's (not known, a MIG instance)."""
+    return uuid[4:] if uuid and re.fullmatch(r"gpu-[0-9a-f-]+", uuid) else ""
+
+
 def nsight_lock_files(uuid: str | None) -> list[tuple[Path, bool]]:
     """The files the grader locks for a sandboxed ncu on the GPU with this
     UUID (gpu_uuid's form), each with True where the lock is exclusive."""
-    gpu = uuid[4:] if uuid and re.fullmatch(r"gpu-[0-9a-f-]+", uuid) else None
+    gpu = _nsight_gpu(uuid)
     files: list[tuple[Path, bool]] = []
     for d in nsight_lock_dirs():
         files += [(d / "lock", False), (d / f"lock.{gpu}", True)] if gpu else [(d / "lock", True)]
@@ -284,9 +290,8 @@ def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: f
         return
     t0 = time.monotonic()
     files = nsight_lock_files(uuid)
-    key = next((p.name for p, exclusive in files if exclusive and p.name != "lock"), "")
     with _NSIGHT_STATE:
-        turn = _NSIGHT_TURN.setdefault(key, threading.Lock())
+        turn = _NSIGHT_TURN.setdefault(_nsight_gpu(uuid), threading.Lock())
     busy = "the lab's time limit ran out while another Nsight Compute run held the GPU"
     if not turn.acquire(timeout=deadline.left() if deadline is not None else -1):
         add_waited(time.monotonic() - t0)

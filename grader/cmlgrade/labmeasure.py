@@ -144,7 +144,7 @@ class MeasureStage:
                 unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None, deadline))
                 if unheld:
                     at.say(f"timing beside other work: {unheld}")
-            self._time_steps(at.job, gpu, steps, deadline, at.out, at.env, at.readable, timing)
+            self._time_steps(at.job, gpu, steps, deadline, at.out, at.env, at.readable, by_harness, timing)
 
     def _sanitizers_not_run(self, lab: Lab, run: LabRun, why: str) -> None:
         """The sanitizer checks this machine would have run on the lab (every
@@ -164,22 +164,20 @@ class MeasureStage:
         return {s: c for s, c in cases.items() if c is not None}
 
     def _time_steps(self, job: _Job, gpu: str | None, steps: list[int], deadline, out: Path, env: dict[str, str],
-                    readable: list[Path], timing: LabTiming | None) -> None:
+                    readable: list[Path], by_harness: dict[int, object], timing: LabTiming | None) -> None:
         """The performance lines: each passing timed step against the
-        reference (the harness-timed ones by `timing`, made by _timing)."""
+        reference (those in `by_harness` by `timing`: _timing made both;
+        None when the lab's time had run out)."""
         lab, run, bdir = job.lab, job.run, job.build_dir
         runner = bdir / lab.runner
         pr = lab.rubric.performance
-        by_harness = {}
         for s in pr.steps:
             if s not in steps:
                 continue  # a wrong or hanging step is not timed
             if not lab.solution_dir:   # nothing to time it against
                 run.perf[s] = PerfResult(s, None, None, True, note=NO_REFERENCE)
                 continue
-            case = self._timed_case(lab, s)
-            if case is not None:   # timed by the kit-only harnesses, all such steps at once (below)
-                by_harness[s] = case
+            if s in by_harness:   # timed by the kit-only harnesses, all such steps at once (below)
                 continue
             if deadline.expired():
                 run.timed_out.append(f"performance step {s}")
@@ -187,7 +185,7 @@ class MeasureStage:
             perf = R.run_perf if self.ref_times is None else partial(self.ref_times.perf, key=(gpu, lab.name))
             run.perf[s] = perf(self.student_exe, self.trusted, runner, self.ref_build / lab.ref_targets()[-1],
                                s, pr.runner_args, pr.repeats, deadline, pr.timeout_s, out, env, readable)
-        if by_harness and deadline.expired():
+        if by_harness and (timing is None or deadline.expired()):
             run.timed_out += [f"performance step {s}" for s in sorted(by_harness)]
         elif by_harness:   # reference, student, reference: every step in one harness run each (_timing made it)
             run.perf.update(timing.run())

@@ -154,7 +154,7 @@ class LabTiming:
                  cases: dict[int, object], deadline: Deadline, own_timeout: float, cwd: Path,
                  gpu_env: dict[str, str], readable: list[Path]):
         from dataclasses import replace
-        from .checkbase import COPY_STEP, LIBRARY_STEP, copy_case
+        from .checkbase import copy_case
         from .checker import CHECKERS
         self.exe_student, self.exe_ref, self.harness, self.ref_harness = exe_student, exe_ref, harness, ref_harness
         self.lab_name, self.deadline, self.own_timeout = lab_name, deadline, own_timeout
@@ -165,8 +165,7 @@ class LabTiming:
         self.rounds = [{s: replace(c, seed=_round_seed(c.seed, k)) for s, c in per.items()} for k in range(ROUNDS)]
         self.copy = copy_case(max(c.count for c in per.values()), COPY_REPEATS, per[steps[0]].seed)
         self.library = (replace(per[steps[0]], repeats=COPY_REPEATS) if chk.flops(per[steps[0]], steps[0])
-                        else None)
-        self.ceilings = [(COPY_STEP, self.copy)] + ([(LIBRARY_STEP, self.library)] if self.library else [])
+                        else None)   # round 0's: the FLOP count of the rate
         self.refs: list = []          # the reference's runs at their gates (start)
         self.started = False
         self.gate_problem = ""
@@ -175,11 +174,10 @@ class LabTiming:
         """The k-th reference run's cases: the ceilings (the library on this
         round's data), then every step's case of round k."""
         from dataclasses import replace
-        from .checkbase import LIBRARY_STEP
+        from .checkbase import COPY_STEP, LIBRARY_STEP
         cases = self.rounds[k]
-        ceilings = [(st, replace(cases[self.steps[0]], repeats=COPY_REPEATS) if st == LIBRARY_STEP else c)
-                    for st, c in self.ceilings]
-        return ceilings + [(s, cases[s]) for s in self.steps]
+        library = [(LIBRARY_STEP, replace(cases[self.steps[0]], repeats=COPY_REPEATS))] if self.library else []
+        return [(COPY_STEP, self.copy)] + library + [(s, cases[s]) for s in self.steps]
 
     def start(self) -> None:
         """Starts the reference's runs at their gates (before the GPU is held
@@ -210,7 +208,6 @@ class LabTiming:
         ref = {s: Timed() for s in self.steps}
         copies: list[float] = []
         calls: list[float] = []   # the library's times
-        ref_note = ""
 
         def add(into, got):
             for s, t in zip(self.steps, got):
@@ -234,23 +231,24 @@ class LabTiming:
                 copies.extend(got[0].times)
             if self.library and not got[1].note:
                 calls.extend(got[1].times)
-            add(ref, got[len(self.ceilings):])
-            return ""
+            add(ref, got[2 if self.library else 1:])   # after the ceilings
 
-        if self.deadline.expired():
-            ref_note = "the lab's time limit ran out"
-        else:
-            ref_note = reference(0)
-        if not ref_note and self.deadline.expired():
-            ref_note = "the lab's time limit ran out"
-        if not ref_note:
-            both = [(s, r[s]) for r in self.rounds for s in self.steps]   # round 0's cases, then round 1's
-            got = run_timed_cases(self.exe_student, self.harness, both, self.work / "student",
-                                  self.deadline.limit(self.own_timeout * ROUNDS), self.env, self.readable)
-            for k in range(ROUNDS):
-                add(mine, got[k * len(self.steps):(k + 1) * len(self.steps)])
-            for k in range(1, ROUNDS):
-                ref_note = ref_note or ("the lab's time limit ran out" if self.deadline.expired() else reference(k))
+        # R, then S (round 0's cases, then round 1's), then the other R's; the lab's time running out ends it
+        ref_note = ""
+        for k in range(ROUNDS):
+            if self.deadline.expired():
+                ref_note = "the lab's time limit ran out"
+                break
+            reference(k)
+            if k == 0:
+                if self.deadline.expired():
+                    ref_note = "the lab's time limit ran out"
+                    break
+                both = [(s, r[s]) for r in self.rounds for s in self.steps]
+                got = run_timed_cases(self.exe_student, self.harness, both, self.work / "student",
+                                      self.deadline.limit(self.own_timeout * ROUNDS), self.env, self.readable)
+                for j in range(ROUNDS):
+                    add(mine, got[j * len(self.steps):(j + 1) * len(self.steps)])
         self.close()
         return self._judge(mine, ref, copies, calls, ref_note)
 
