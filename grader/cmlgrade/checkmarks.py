@@ -2,7 +2,8 @@
 (marked_ncu_run), each step's cases after the kit's mark (mark_case,
 hn_mark.cu's kernel), and ncu's CSV of that run split back into each step's
 own at the marks (split_ncu_by_marks). The counters (checkcount.py) and the
-technique traces (checktrace.py) measure many steps in one run with it."""
+technique traces (checktrace.py) measure many steps in one run with it, and
+a lab's profile (checkprofile.py) both at once."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -23,10 +24,11 @@ def mark_case(step: int) -> Case:
     return Case(step, 0, 0, b"", f"mark of step {step}", fill=FILL_INTS)
 
 
-def split_ncu_by_marks(text: str, steps: list[int]) -> dict[int, str] | None:
-    """ncu's CSV of a marked run of several steps split at the kit's marks:
-    each step's own CSV (the header and the rows of its launches); None
-    unless the marks are exactly one per step, before any other launch."""
+def split_ncu_by_marks(text: str, steps: list) -> dict | None:
+    """ncu's CSV of a marked run of several steps (segments) split at the
+    kit's marks: each one's own CSV (the header and the rows of its
+    launches); None unless the marks are exactly one per segment, before any
+    other launch."""
     import csv
     import io
     rows = [r for r in csv.reader(io.StringIO(text)) if r]
@@ -65,13 +67,22 @@ def csv_text(rows: list[list[str]]) -> str:
     return buf.getvalue()
 
 
-def marked_ncu_run(exe: Executor, harness: Path, lab_name: str, per: dict[int, list[Case]], metrics: list[str],
-                   work: Path, timeout: float, env: dict[str, str], readable: list[Path]) -> dict[int, str]:
-    """One Nsight Compute run of the harness over several steps' cases, each
-    step's after the kit's mark (MARK_STEP, hn_mark.cu): each step's own CSV
-    (split_ncu_by_marks), for the steps whose mark and cases all ended
-    without a CUDA error. A step left out (a sticky error, a hang, marks
-    that are not the grader's) is for the caller to measure alone."""
+def segment_step(key) -> int:
+    """The step of a marked run's segment: the key itself, or the last
+    item of a tuple key such as ("count", 3)."""
+    return key if isinstance(key, int) else key[-1]
+
+
+def marked_ncu_run(exe: Executor, harness: Path, lab_name: str, per: dict, metrics: list[str],
+                   work: Path, timeout: float, env: dict[str, str], readable: list[Path]) -> dict:
+    """One Nsight Compute run of the harness over several segments of cases,
+    each after the kit's mark (MARK_STEP, hn_mark.cu): each segment's own CSV
+    (split_ncu_by_marks), for the segments whose mark and cases all ended
+    without a CUDA error. A segment is a step's cases, keyed by the step, or
+    keyed by a tuple whose last item is the step (segment_step), so that one
+    run can hold a step twice (its traced cases and its counter cases). A
+    segment left out (a sticky error, a hang, marks that are not the
+    grader's) is for the caller to measure alone."""
     from .checker import CHECKERS   # read when called: checker.py imports this module
     from .run import find_tool
     ncu = find_tool("ncu")
@@ -82,8 +93,8 @@ def marked_ncu_run(exe: Executor, harness: Path, lab_name: str, per: dict[int, l
     cases: list[Case] = []
     order: list[int] = []
     for s in steps:
-        cases += [mark_case(s)] + per[s]
-        order += [MARK_STEP] + [s] * len(per[s])
+        cases += [mark_case(segment_step(s))] + per[s]
+        order += [MARK_STEP] + [segment_step(s)] * len(per[s])
     work.mkdir(parents=True, exist_ok=True)
     inp, outp, log = work / "input.bin", work / "output.bin", work / "ncu.csv"
     write_input(inp, order, cases)

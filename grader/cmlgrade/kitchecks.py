@@ -145,17 +145,29 @@ def _technique(exe, lab: Lab, run, harness: Path, seed: int, out: Path, step_lim
     kernels' SASS breaks the rule. The rubric's SASS checks with `steps`
     are judged here too, on the kernels each step launched."""
     from .checker import trace_steps
+    from .checkprofile import counted_by_harness, lab_profile
     from .static import run_sass_checks, step_kernels
     public = run.checks.get("public", {})
     tech = lab.rubric.technique
     traces = {}
     sass = run.objects.sass if run.objects is not None else {}
     # the steps whose outputs are right, traced together (one Nsight Compute run on a GPU; a step whose part
-    # of it fails is traced again alone), within a step's limit each
-    right = [s for s in traced_steps(lab, bool(sass)) if (v := public.get(s)) is not None and v.ok is True]
-    traced = {} if not right or deadline.expired() else \
-        trace_steps(exe, harness, lab.name, right, seed, out, deadline.limit(step_limit), env, readable, cpu,
-                    total=deadline.limit(step_limit * len(right)))
+    # of it fails is traced again alone), within a step's limit each; on a GPU that run counts the lab's
+    # counter steps whose outputs are right too (checkprofile.py: one profiled process a lab), and the
+    # counters stage takes those values (labmeasure.py)
+    ok = {s for s, v in public.items() if v is not None and v.ok is True}
+    right = [s for s in traced_steps(lab, bool(sass)) if s in ok]
+    counted = [] if cpu or not counted_by_harness(lab) else \
+        list(dict.fromkeys(c.step for c in lab.counter_checks if c.step in ok))
+    traced = {}
+    if counted and not deadline.expired():
+        count_limit = lab.rubric.counters.timeout_s
+        traced, run.counters = lab_profile(
+            exe, harness, lab, right, counted, seed, out, deadline.limit(step_limit), deadline.limit(count_limit),
+            env, readable, "student", total=deadline.limit(step_limit * len(right) + count_limit * len(counted)))
+    elif right and not deadline.expired():
+        traced = trace_steps(exe, harness, lab.name, right, seed, out, deadline.limit(step_limit), env, readable, cpu,
+                             total=deadline.limit(step_limit * len(right)))
     for s, (tr, why) in traced.items():
         if tr is None:
             if s in tech.shared_steps:

@@ -14,6 +14,7 @@ from pathlib import Path
 from . import gpuhold, gpushare
 from . import run as R
 from .checker import CHECKERS, counters_report
+from .checkprofile import counted_by_harness
 from .labrun import _At
 from .labs import Lab
 from .reftime import LabTiming
@@ -35,7 +36,7 @@ class MeasureStage:
     def _counted_by_harness(lab: Lab) -> bool:
         """Counters from the grader's ncu run on the kit-only harness (not
         from the student-linked runner's --counters lines)."""
-        return bool(lab.harness) and not lab.cpu and lab.name in CHECKERS and all(c.metric for c in lab.counter_checks)
+        return counted_by_harness(lab)
 
     def _timed_case(self, lab: Lab, step: int):
         """The harness-timed case of a step, None where the runner times it."""
@@ -107,11 +108,22 @@ class MeasureStage:
         if deadline.expired():
             run.timed_out.append("counters")
             return
+        pre = run.counters   # the kit-only checks' Nsight Compute run counted the steps whose outputs are right
+        if pre is not None and not pre.available:
+            return   # it could count none, for one reason: another run would not do better
+        rest = [s for s in counter_steps if pre is None or (s not in pre.conflicts and s not in pre.missing)]
+        if not rest:
+            return
         at.say("counters")
         if self._counted_by_harness(lab):   # the grader's own ncu run on the kit-only harness
-            run.counters = counters_report(self.student_exe, at.bdir / lab.harness, lab, counter_steps,
-                                           PUBLIC_SEED, at.out, deadline.limit(lab.rubric.counters.timeout_s),
-                                           at.env, at.readable, "student")
+            rep = counters_report(self.student_exe, at.bdir / lab.harness, lab, rest,
+                                  PUBLIC_SEED, at.out, deadline.limit(lab.rubric.counters.timeout_s),
+                                  at.env, at.readable, "student")
+            if pre is not None and rep.available:
+                pre.conflicts.update(rep.conflicts)
+                pre.missing.update(rep.missing)
+                rep = pre
+            run.counters = rep
         else:
             run.counters = R.run_counters(self.student_exe, at.bdir / lab.runner, counter_steps,
                                           deadline.limit(lab.rubric.counters.timeout_s), at.out, at.env,

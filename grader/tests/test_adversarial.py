@@ -30,7 +30,7 @@ from pathlib import Path
 import helpers  # noqa: F401  (import path)
 from helpers import labs, tmpdir
 
-from cmlgrade import checker, kitchecks, objcheck, trust
+from cmlgrade import checker, checkprofile, kitchecks, objcheck, trust
 from cmlgrade.results import LabRun, StudentResult
 from cmlgrade.sandbox import Executor, Sandbox, become_subreaper, run_process
 from cmlgrade.score import score_lab
@@ -1000,6 +1000,72 @@ class MarkedTraceTests(unittest.TestCase):
         every = checker.make_cases(lab.name, 5, False)
         self.assertEqual(rep.conflicts, {s: 10.0 * s * len(ck.counter_cases(ck.step_cases(every, s), s))
                                          for s in steps})
+
+    def profile(self, traced, counted, **env):
+        harness, calls, env = self.fake(**env)
+        with unittest.mock.patch.dict(os.environ, env):
+            got = checkprofile.lab_profile(Executor(Sandbox(None, "")), harness, LABS["06_transpose"], traced, counted,
+                                           5, tmpdir(self), 60, 60, dict(os.environ), [], "student")
+        return got, calls.read_text().splitlines()
+
+    def counted(self, steps):
+        """What the stand-in counts for 06's counter steps: 10 x step a launch, a launch a case."""
+        ck = checker.CHECKERS["06_transpose"]
+        every = checker.make_cases("06_transpose", 5, False)
+        return {s: 10.0 * s * len(ck.counter_cases(ck.step_cases(every, s), s)) for s in steps}
+
+    def test_a_labs_traces_and_counters_come_from_one_profiled_run(self):
+        # issue 23: one Nsight Compute run a lab reads every counter (the technique's and the bank conflicts')
+        (traces, rep), calls = self.profile([3, 4, 5, 6], [3, 4, 5, 6])
+        self.assertEqual(len(calls), 1, calls)
+        self.assertEqual(self.loads(traces), {s: {f"k{s}": (2, 20.0 * s)} for s in (3, 4, 5, 6)})
+        self.assertTrue(rep.available)
+        self.assertEqual(rep.conflicts, self.counted([3, 4, 5, 6]))
+        self.assertEqual(rep.missing, {})
+
+    def test_a_step_that_fails_in_the_labs_profile_is_measured_alone_and_costs_the_others_nothing(self):
+        (traces, rep), calls = self.profile([3, 4, 5], [4, 6], CML_FAKE_FAIL_STEP="4")
+        # the run of all, then step 4's trace alone and its counters alone
+        self.assertEqual(len(calls), 3, calls)
+        self.assertEqual(self.loads(traces), {s: {f"k{s}": (2, 20.0 * s)} for s in (3, 4, 5)})
+        self.assertEqual(rep.conflicts, self.counted([4, 6]))
+
+    def test_a_profile_with_nothing_to_count_is_the_traces_alone(self):
+        (traces, rep), calls = self.profile([3, 5], [])
+        self.assertEqual(len(calls), 1, calls)
+        self.assertIsNone(rep)
+        self.assertEqual(self.loads(traces), {3: {"k3": (2, 60.0)}, 5: {"k5": (2, 100.0)}})
+
+    def test_forged_marks_leave_every_value_to_a_run_of_its_own(self):
+        # a mark before the grader's first: the profile is not believed, each trace and count is measured alone
+        (traces, rep), calls = self.profile([3], [4], CML_FAKE_FORGED_MARK="1")
+        self.assertEqual(len(calls), 3, calls)
+        self.assertEqual(self.loads(traces), {3: {"cml_hn_mark": (1, 0.0), "k3": (2, 60.0)}})
+        self.assertEqual(rep.conflicts, {4: self.counted([4])[4]})
+
+    def test_the_kit_checks_count_the_right_steps_and_the_counters_stage_runs_no_ncu_of_its_own(self):
+        from types import SimpleNamespace
+        from cmlgrade.labmeasure import MeasureStage
+        from cmlgrade.runbase import Deadline
+        import dataclasses
+        lab = dataclasses.replace(LABS["06_transpose"], harness="transpose_harness")   # as the pipeline sets it
+        harness, calls, env = self.fake()
+        run = LabRun(lab.name)
+        run.checks["public"] = {s.num: checker.StepVerdict(s.num != 5, 0 if s.num != 5 else 1, 3) for s in lab.steps}
+        out = tmpdir(self)
+        with unittest.mock.patch.dict(os.environ, env):
+            kitchecks._technique(Executor(Sandbox(None, "")), lab, run, harness, 5, out, 60, Deadline(600),
+                                 dict(os.environ), [], False)
+            self.assertEqual(len(calls.read_text().splitlines()), 1)   # the technique's trace and the counters
+            self.assertEqual(run.counters.conflicts, self.counted([3, 4, 6]))   # step 5's outputs are wrong
+            self.assertEqual(sorted(run.technique), [3, 4, 6])
+            at = SimpleNamespace(job=SimpleNamespace(lab=lab, run=run), bdir=harness.parent, deadline=Deadline(600),
+                                 out=out, env=dict(os.environ), readable=[], say=lambda what: None)
+            stage = SimpleNamespace(_counted_by_harness=MeasureStage._counted_by_harness,
+                                    student_exe=Executor(Sandbox(None, "")))
+            MeasureStage._counters(stage, at, [3, 4, 6])
+            self.assertEqual(len(calls.read_text().splitlines()), 1)   # nothing left to count: no run of its own
+            self.assertEqual(run.counters.conflicts, self.counted([3, 4, 6]))
 
     def trace(self, steps, **env):
         harness, calls, env = self.fake(**env)
