@@ -36,7 +36,7 @@ from pathlib import Path
 from . import benchlog
 from .benchclock import _children_cpu, use_cpu_clock
 from .benchcompare import compare, compare_verdicts, unexplained, verdict_lines
-from .benchreport import print_table, print_verdicts, projection, summarize, verdicts
+from .benchreport import print_table, print_verdicts, projection, steady_projection, summarize, verdicts
 from .build import clock
 from .intake import Submission
 from .labs import LabError, load_labs
@@ -239,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
             print("\nprojected (GPU wall time, the class as graded here):")
             for mode, r in rows.items():
                 print(f"{mode}: {projection(r, max(1, args.per_gpu), len(list_gpus()))}")
+                steady = steady_projection(r, len(list_gpus()))
+                if steady:
+                    print(f"{mode}, steady state: {steady}")
         same = None
         if len(modes) > 1:
             a, b = work / f"out-{modes[0]}", work / f"out-{modes[-1]}"

@@ -14,6 +14,8 @@ def summarize(results, wall: float, setup: dict[str, float]) -> dict:
     per: dict[str, list[float]] = {p: [] for p in PHASES}
     gpu_stage: list[float] = []
     waited: list[float] = []
+    began: list[float] = []
+    ended: list[float] = []
     n = 0
     for r in results:
         for lab, t in sorted(r.timings.items()):
@@ -22,6 +24,9 @@ def summarize(results, wall: float, setup: dict[str, float]) -> dict:
                 per[p].append(float(t.get(p, 0.0)))
             gpu_stage.append(float(t.get("gpu", 0.0)))
             waited.append(float(t.get("waiting alone", 0.0)))
+            if "began" in t and "ended" in t and not t.get("cached"):
+                began.append(float(t["began"]))
+                ended.append(float(t["ended"]))
     row = {p: {"mean": round(statistics.fmean(v), 2) if v else 0.0,
                "median": round(statistics.median(v), 2) if v else 0.0,
                "max": round(max(v), 2) if v else 0.0} for p, v in per.items()}
@@ -31,7 +36,12 @@ def summarize(results, wall: float, setup: dict[str, float]) -> dict:
             "gpu_stage_s": round(statistics.fmean(gpu_stage), 2) if gpu_stage else 0.0,
             # of the phases' seconds (the counters' and the timing's), those spent waiting for the GPU alone:
             # the other workers' processes on it ending (--per-gpu N), not this lab's work
-            "waiting_alone_s": round(statistics.fmean(waited), 2) if waited else 0.0}
+            "waiting_alone_s": round(statistics.fmean(waited), 2) if waited else 0.0,
+            # the class's steady state: from the first lab run's start (after the slots' pristine builds) to the
+            # last one's end, every lab run of the class inside it (None: no run timed, e.g. all cached)
+            "runs_span_s": round(max(ended) - min(began), 1) if began else None,
+            "runs_began_s": round(min(began), 1) if began else None,
+            "runs_counted": len(began)}
 
 
 def verdicts(results) -> dict:
@@ -83,6 +93,26 @@ def projection(s: dict, per_gpu: int, gpus_here: int) -> str:
             f"{gpus_here} GPU(s) / {s['submission_labs']} submission-labs, --per-gpu {per_gpu}; one submission-lab's "
             f"GPU stage alone: {s['gpu_stage_s']:.1f} s); {CLASS[0]} students x {CLASS[1]} labs ({n} "
             f"submission-labs), GPU-bound: {hours}; builds {n * build / 3600:.1f} CPU-hours alongside")
+
+
+def steady_projection(s: dict, gpus_here: int) -> str | None:
+    """The class of CLASS at this run's steady state: the wall seconds from
+    the first lab run's start to the last one's end x the GPUs / the lab
+    runs in them (each run's reference runs and every ramp and tail inside
+    it, so a class of a few submissions overstates it), plus the seconds
+    before the first lab run, once (the slots' pristine builds; the
+    reference build before the class's clock starts, said beside it).
+    None without the runs' times."""
+    span, runs = s.get("runs_span_s"), s.get("runs_counted", 0)
+    if span is None or not runs:
+        return None
+    n = CLASS[0] * CLASS[1]
+    per = span * max(1, gpus_here) / runs
+    once = (s.get("runs_began_s") or 0.0) + s.get("per_batch_s", {}).get("reference build and skeletons", 0.0)
+    hours = "  ".join(f"{g} GPU{'s' if g > 1 else ''}: {(once + n * per / g) / 3600:.1f} h" for g in (1, 4, 8))
+    return (f"{per:.1f} GPU wall seconds per submission-lab from the first lab run's start to the last one's end "
+            f"({span:.0f} s x {gpus_here} GPU(s) / {runs} submission-labs), {once:.0f} s before it once (reference "
+            f"build, skeletons, the slots' pristine builds); {CLASS[0]} students x {CLASS[1]} labs: {hours}")
 
 
 def print_table(rows: dict[str, dict], out=sys.stdout) -> None:

@@ -10,6 +10,7 @@ path's checks, the counters and the timing are labmeasure.py's
 from __future__ import annotations
 
 import queue
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,7 +83,7 @@ class LabStage:
             self._sanitizers_not_run(lab, run, "refused by the object checks")
             progress.say(job.sub.student, lab.name, "refused by the object checks", finished=True)
             return
-        t0 = clock()
+        t0, began = clock(), time.monotonic()
         run.gpu = gpu or ""
         job.gpu_key = gpu
         at = _At(job, gpu, R.Deadline(lab.rubric.lab.time_limit_s), self._gpu_env(gpu),
@@ -113,6 +114,9 @@ class LabStage:
             self._timing(at, steps)
             phase.done("timing")
         run.seconds["gpu"] = clock() - t0
+        # when, in wall seconds after grading began, this lab's run began and ended (the benchmark's steady state)
+        since = getattr(self, "graded_from", began)
+        run.seconds["began"], run.seconds["ended"] = began - since, time.monotonic() - since
         run.seconds["waiting alone"] = gpushare.take_waited()   # of the phases' seconds, waiting for the GPU alone
         progress.say(job.sub.student, lab.name, "done", finished=True)
 

@@ -18,6 +18,7 @@ import random
 import shutil
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
@@ -145,6 +146,7 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
     # ------------------------------------------------------------ everything
     def grade(self, subs: list[Submission]) -> tuple[list[StudentResult], list[str]]:
         """Returns the results (sorted by student) and grader errors."""
+        self.graded_from = time.monotonic()   # a lab run's "began" and "ended" seconds count from here
         if self.cache is not None:
             self.cached = self.cache.lookup(subs, self.labs, self.say)
         total = sum(1 for s in subs for lab in self.labs if lab.name in s.files) - len(self.cached)

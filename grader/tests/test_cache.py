@@ -117,6 +117,10 @@ class PipelineCacheTests(unittest.TestCase):
         self.assertEqual(built(second), RED.student_targets())
         self.assertFalse(any("students/ann" in " ".join(a) for a in second))
         self.assertEqual(res2[0].timings[RED.name].get("cached"), 1.0)
+        # a lab run graded now says when it began and ended after grading began (the benchmark's steady state)
+        bob = res2[1].timings[RED.name]
+        self.assertLessEqual(0.0, bob["began"])
+        self.assertLessEqual(bob["began"], bob["ended"])
         write_all(d / "out2", res2, [BANKS.name, RED.name])
         for f in ("feedback.md", "result.json"):
             self.assertEqual((d / "out1/students/ann" / f).read_bytes(), (d / "out2/students/ann" / f).read_bytes())

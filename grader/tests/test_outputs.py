@@ -462,6 +462,26 @@ class BenchProjection(unittest.TestCase):
         self.assertIn("checker-first: of those seconds, 1.50 a submission-lab (mean) waited for the GPU alone",
                       out.getvalue())
 
+    def test_the_steady_state_leaves_the_batchs_start_out_once(self):
+        # a class of a few submissions spends most of its wall time before its first lab run (the slots'
+        # pristine builds): that is paid once a batch, not once a submission-lab
+        from types import SimpleNamespace
+        from cmlgrade.benchreport import steady_projection, summarize
+        t = {"build": 1.0, "gpu": 5.0}
+        results = [SimpleNamespace(timings={"04_reduction": dict(t, began=100.0, ended=110.0),
+                                            "06_transpose": dict(t, began=104.0, ended=118.0)}),
+                   SimpleNamespace(timings={"04_reduction": dict(t, began=109.0, ended=120.0),
+                                            "06_transpose": dict(t, began=50.0, ended=60.0, cached=1.0)})]
+        s = summarize(results, 120.0, {"reference build and skeletons": 30.0})
+        self.assertEqual((s["runs_span_s"], s["runs_began_s"], s["runs_counted"]), (20.0, 100.0, 3))
+        line = steady_projection(s, 2)   # 20 s x 2 GPUs / 3 runs; 100 s + 30 s once
+        self.assertIn("13.3 GPU wall seconds per submission-lab", line)
+        self.assertIn("130 s before it once", line)
+        self.assertIn("1 GPU: 6.7 h  4 GPUs: 1.7 h  8 GPUs: 0.9 h", line)   # (130 + 1800 x 13.33) / g
+        # without the runs' times (every lab cached): nothing to say
+        self.assertIsNone(steady_projection(summarize([SimpleNamespace(timings={"04_reduction": dict(t)})], 1.0,
+                                                      {}), 1))
+
 
     def test_the_verdicts_are_checked_against_what_each_submission_is(self):
         """A lab left as the reference must be at full marks, the lab a
