@@ -112,7 +112,7 @@ def steady_projection(s: dict, gpus_here: int) -> str | None:
     hours = "  ".join(f"{g} GPU{'s' if g > 1 else ''}: {(once + n * per / g) / 3600:.1f} h" for g in (1, 4, 8))
     return (f"{per:.1f} GPU wall seconds per submission-lab from the first lab run's start to the last one's end "
             f"({span:.0f} s x {gpus_here} GPU(s) / {runs} submission-labs), {once:.0f} s before it once (reference "
-            f"build, skeletons, the slots' pristine builds); {CLASS[0]} students x {CLASS[1]} labs: {hours}")
+            f"build, skeletons, the first slot's pristine build); {CLASS[0]} students x {CLASS[1]} labs: {hours}")
 
 
 def print_table(rows: dict[str, dict], out=sys.stdout) -> None:
