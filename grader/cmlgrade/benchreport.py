@@ -37,7 +37,7 @@ def summarize(results, wall: float, setup: dict[str, float]) -> dict:
             # of the phases' seconds (the counters' and the timing's), those spent waiting for the GPU alone:
             # the other workers' processes on it ending (--per-gpu N), not this lab's work
             "waiting_alone_s": round(statistics.fmean(waited), 2) if waited else 0.0,
-            # the class's steady state: from the first lab run's start (after the slots' pristine builds) to the
+            # the class's steady state: from the first lab run's start (after the first slot's pristine build) to the
             # last one's end, every lab run of the class inside it (None: no run timed, e.g. all cached)
             "runs_span_s": round(max(ended) - min(began), 1) if began else None,
             "runs_began_s": round(min(began), 1) if began else None,
@@ -100,7 +100,7 @@ def steady_projection(s: dict, gpus_here: int) -> str | None:
     the first lab run's start to the last one's end x the GPUs / the lab
     runs in them (each run's reference runs and every ramp and tail inside
     it, so a class of a few submissions overstates it), plus the seconds
-    before the first lab run, once (the slots' pristine builds; the
+    before the first lab run, once (the first slot's pristine build; the
     reference build before the class's clock starts, said beside it).
     None without the runs' times."""
     span, runs = s.get("runs_span_s"), s.get("runs_counted", 0)
