@@ -119,9 +119,12 @@ class MeasureStage:
             rep = counters_report(self.student_exe, at.bdir / lab.harness, lab, rest,
                                   PUBLIC_SEED, at.out, deadline.limit(lab.rubric.counters.timeout_s),
                                   at.env, at.readable, "student")
-            if pre is not None and rep.available:
-                pre.conflicts.update(rep.conflicts)
-                pre.missing.update(rep.missing)
+            if pre is not None:   # the profile's values kept, beside what this run found of the rest
+                if rep.available:
+                    pre.conflicts.update(rep.conflicts)
+                    pre.missing.update(rep.missing)
+                else:
+                    pre.missing.update({s: rep.reason for s in rest})
                 rep = pre
             run.counters = rep
         else:

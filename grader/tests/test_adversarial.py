@@ -1067,6 +1067,30 @@ class MarkedTraceTests(unittest.TestCase):
             self.assertEqual(len(calls.read_text().splitlines()), 1)   # nothing left to count: no run of its own
             self.assertEqual(run.counters.conflicts, self.counted([3, 4, 6]))
 
+    def test_a_step_the_profile_left_out_that_cannot_be_counted_costs_the_others_nothing(self):
+        # the counters stage counts a passing step the kit-only checks' profile did not; where that fails, the
+        # profile's values stay and only that step is "not measured"
+        import dataclasses
+        from types import SimpleNamespace
+        from cmlgrade.labmeasure import MeasureStage
+        from cmlgrade.parsers import CounterReport
+        from cmlgrade.runbase import Deadline
+        lab = dataclasses.replace(LABS["06_transpose"], harness="transpose_harness")
+        d = tmpdir(self)
+        (d / "ncu").write_text("#!/bin/sh\nexit 1\n")   # profiles nothing
+        (d / "ncu").chmod(0o755)
+        run = LabRun(lab.name)
+        run.counters = CounterReport(True, "", {3: 640.0})
+        at = SimpleNamespace(job=SimpleNamespace(lab=lab, run=run), bdir=d, deadline=Deadline(600), out=tmpdir(self),
+                             env={}, readable=[], say=lambda what: None)
+        stage = SimpleNamespace(_counted_by_harness=MeasureStage._counted_by_harness,
+                                student_exe=Executor(Sandbox(None, "")))
+        with unittest.mock.patch.dict(os.environ, {"PATH": f"{d}:{os.environ.get('PATH', '')}"}):
+            MeasureStage._counters(stage, at, [3, 4])
+        self.assertTrue(run.counters.available)
+        self.assertEqual(run.counters.conflicts, {3: 640.0})
+        self.assertEqual(list(run.counters.missing), [4])
+
     def trace(self, steps, **env):
         harness, calls, env = self.fake(**env)
         with unittest.mock.patch.dict(os.environ, env):
