@@ -34,21 +34,42 @@ def kind_of(cwd: str, program: str) -> str:
     return "other"
 
 
+_LAB_DIR = re.compile(r"^([0-9]{2}_[a-z0-9_]+?)(-gpu[0-9]+)?$")
+
+
+def lab_of(cwd: str) -> str:
+    """The lab a logged process ran for, from its folder (a student's
+    results/<student>/<lab>/..., the reference's results/<lab>-gpuN/...);
+    "" where the folder names none (a slot's build of several labs)."""
+    for part in cwd.split("/"):
+        m = _LAB_DIR.match(part)
+        if m:
+            return m.group(1)
+    return ""
+
+
 def summarize(text: str) -> dict:
-    """{"kinds": {kind: {"n", "seconds"}}, "contexts": [s, ...] (each
-    harness's, from its trace; under Nsight Compute too), "gate_wait_s":
-    seconds the reference's gated timing runs waited for their turn (in
-    their processes' seconds, taken out of "harness: timing")}."""
+    """{"kinds": {kind: {"n", "seconds"}}, "labs": {lab: {kind: seconds}}
+    (lab_of; "" for none), "contexts": [s, ...] (each harness's, from its
+    trace; under Nsight Compute too), "gate_wait_s": seconds the
+    reference's gated timing runs waited for their turn (in their
+    processes' seconds, taken out of "harness: timing")}."""
     kinds: dict[str, dict] = {}
+    labs: dict[str, dict[str, float]] = {}
     contexts: list[float] = []
     waited = 0.0
     last, made = None, None   # the process a trace line is of (its line comes first), its context's time
+    mine: dict[str, float] = {}   # that process's lab's seconds by kind
+    kind = ""
     for line in text.splitlines():
         m = _PROCESS.match(line)
         if m:
-            last = kinds.setdefault(kind_of(m.group(3), m.group(4)), {"n": 0, "seconds": 0.0})
+            kind = kind_of(m.group(3), m.group(4))
+            last = kinds.setdefault(kind, {"n": 0, "seconds": 0.0})
             last["n"] += 1
             last["seconds"] += float(m.group(1))
+            mine = labs.setdefault(lab_of(m.group(3)), {})
+            mine[kind] = mine.get(kind, 0.0) + float(m.group(1))
             made = None
             continue
         m = _TRACE.match(line)
@@ -61,7 +82,9 @@ def summarize(text: str) -> dict:
         elif what == "let go" and made is not None:
             waited += at - made
             last["seconds"] -= at - made
+            mine[kind] -= at - made
     return {"kinds": {k: {"n": v["n"], "seconds": round(v["seconds"], 2)} for k, v in kinds.items()},
+            "labs": {lab: {k: round(v, 2) for k, v in got.items()} for lab, got in labs.items()},
             "contexts": contexts, "gate_wait_s": round(waited, 2)}
 
 
@@ -72,6 +95,14 @@ def lines(s: dict, labs: int) -> list[str]:
     for k in sorted(s["kinds"], key=lambda k: KINDS.index(k) if k in KINDS else len(KINDS)):
         v = s["kinds"][k]
         out.append(f"{k:<20} {v['n']:>6} {v['seconds']:>9.1f} {v['seconds'] / max(1, labs):>12.2f}")
+    by_lab = {lab: got for lab, got in s.get("labs", {}).items() if lab}
+    if by_lab:
+        out.append("by lab (the students' processes and the reference's; builds of several labs at once not "
+                   "counted), the two costliest kinds:")
+        for lab in sorted(by_lab):
+            got = by_lab[lab]
+            top = sorted(got.items(), key=lambda kv: -kv[1])[:2]
+            out.append(f"{lab:<20} {sum(got.values()):>8.1f} s: " + ", ".join(f"{k} {v:.1f} s" for k, v in top))
     c = s["contexts"]
     if c:
         out.append(f"CUDA contexts the harnesses made: {len(c)}, median {statistics.median(c):.2f} s, "

@@ -657,6 +657,29 @@ harness: not under a process line
         self.assertIn("harness: timing           2       5.0         2.50", text)
         self.assertIn("CUDA contexts the harnesses made: 4, median 0.55 s, max 1.20 s, 2.3 s in all", text)
         self.assertIn("waited 7.0 s in all at their gates", text)
+
+    def test_the_processes_by_lab(self):
+        # a student's folder, the reference's, and a slot's build of several labs (no lab of its own); a student
+        # named after a mistake (s001_01_...) is not a lab
+        from cmlgrade import benchlog
+        log = """\
+    6.00 s  rc 0  /w/grade/slots/0/src: cmake --build /w/slots/0/build --target test_x x_run -j 1
+    7.50 s  rc 0  /w/grade/results/s001_01_padding_forgotten/01_shared_banks: /cuda/bin/compute-sanitizer --tool racecheck r
+    2.50 s  rc 0  /w/grade/results/s001_01_padding_forgotten/01_shared_banks/profile-student-steps: /cuda/bin/ncu --csv x
+    4.00 s  rc 0  /w/grade/reference/results/01_shared_banks-gpu1: /w/reference/build/test_banks_ref --json=x.json
+    9.00 s  rc 0  /w/grade/results/s000_reference/04_reduction/timed/reference-1: /w/reference/build/reduction_harness_ref i o g
+          harness:    0.400 s  case 0: the CUDA context made
+          harness:    7.400 s  case 0: let go
+"""
+        s = benchlog.summarize(log)
+        self.assertEqual(s["labs"], {"": {"build": 6.0},
+                                     "01_shared_banks": {"compute-sanitizer": 7.5, "Nsight Compute": 2.5,
+                                                         "test program": 4.0},
+                                     "04_reduction": {"harness: timing": 2.0}})   # 9 s less 7 s at the gate
+        text = "\n".join(benchlog.lines(s, 2))
+        self.assertIn("01_shared_banks          14.0 s: compute-sanitizer 7.5 s, test program 4.0 s", text)
+        self.assertIn("04_reduction              2.0 s: harness: timing 2.0 s", text)
+        self.assertNotIn("s001_01", text)
         self.assertEqual(benchlog.summarize("")["kinds"], {})
         self.assertEqual(benchlog.read(tmpdir(self) / "none")["contexts"], [])
 
