@@ -1,13 +1,12 @@
 """A step's hardware counters, measured by the grader's own Nsight Compute
 run on the kit-only harness (counters_step; counters_report for a lab's
-counter checks, many steps in one marked run where they share a metric),
+counter checks, many steps in one marked run: checkprofile.lab_profile),
 and the sum of a metric in ncu's CSV (parse_ncu_csv). What the student's
 code prints counts for nothing."""
 from __future__ import annotations
 
 from pathlib import Path
 
-from .checkmarks import marked_ncu_run
 from .gpuhold import profiling_on
 from .harnessio import write_input
 from .runbase import Deadline
@@ -86,31 +85,12 @@ def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: 
 def counters_report(exe: Executor, harness: Path, lab, steps: list[int], seed: int, out_dir: Path, timeout: float,
                     env: dict[str, str], readable: list[Path], tag: str):
     """A CounterReport (parsers.py) of the lab's counter checks for `steps`,
-    every value from the grader's own ncu run on the harness."""
-    from .checker import CHECKERS, make_cases   # read when called: checker.py imports this module
+    every value from the grader's own ncu run on the harness: the lab's
+    profile with nothing traced (checkprofile.lab_profile: the steps in one
+    marked run, a step that failed in it counted alone)."""
+    from .checkprofile import lab_profile   # read when called: checkprofile imports this module
     from .parsers import CounterReport
-    rep = CounterReport(True, "")
-    metrics = {c.metric for c in lab.counter_checks if c.step in steps}
-    if len(metrics) == 1:   # the steps' counters from one marked run (a step that failed in it: alone, below)
-        ck = CHECKERS[lab.name]
-        every = make_cases(lab.name, seed, False)
-        per = {s: ck.counter_cases(ck.step_cases(every, s), s) for s in dict.fromkeys(
-            c.step for c in lab.counter_checks if c.step in steps)}
-        metric = next(iter(metrics))
-        for s, text in marked_ncu_run(exe, harness, lab.name, per, [metric], out_dir / f"counters-{tag}-steps",
-                                      timeout * len(per), env, readable).items():
-            total, n = parse_ncu_csv(text, metric)
-            if n:
-                rep.conflicts[s] = total
-    for chk in lab.counter_checks:
-        if chk.step not in steps or chk.step in rep.conflicts:
-            continue
-        v, why = counters_step(exe, harness, lab.name, chk.step, seed, chk.metric, out_dir, timeout,
-                               env, readable, tag)
-        if v is None:
-            rep.missing[chk.step] = why
-        else:
-            rep.conflicts[chk.step] = v
-    if not rep.conflicts and rep.missing and len(set(rep.missing.values())) == 1:
-        return CounterReport(False, next(iter(rep.missing.values())))
-    return rep
+    steps = [s for s in dict.fromkeys(steps) if any(c.step == s for c in lab.counter_checks)]
+    if not steps:
+        return CounterReport(True, "")
+    return lab_profile(exe, harness, lab, [], steps, seed, out_dir, timeout, timeout, env, readable, tag)[1]

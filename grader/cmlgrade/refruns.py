@@ -10,7 +10,6 @@ from pathlib import Path
 
 from . import gpuhold
 from . import run as R
-from .checker import counters_report
 from .checkprofile import lab_profile
 from .labs import Lab
 from .parsers import TestOutcome
@@ -94,28 +93,24 @@ class RefStage:
             ref.tests[kind] = {}
         for (kind, _, b), br in zip(runs, got):
             ref.tests[kind][b] = br
-        counted = [c.step for c in lab.counter_checks] \
-            if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab) else []
-        if lab.harness and (self.gpu_ok or lab.cpu) and _shares(lab):   # what a student's shared steps must reach
-            cpu = lab.harness.endswith("_cpu")
-            harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else ""))
-            if counted and not cpu and harness.is_file():   # the traces and the counters in one profiled run
-                traced, ref.counters = lab_profile(self.trusted, harness, lab, lab.rubric.technique.shared_steps,
-                                                   counted, PUBLIC_SEED, out, lab.rubric.tests.step_time_limit_s,
-                                                   lab.rubric.counters.timeout_s, env, [], "reference")
-                ref.traces = {s: tr for s, (tr, _) in traced.items() if tr is not None}
-                counted = []
-            else:
+        traced = bool(lab.harness) and (self.gpu_ok or lab.cpu) and _shares(lab)   # what a student's shared steps must reach
+        cpu = lab.harness.endswith("_cpu")
+        harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else ""))
+        if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab):
+            # on a GPU the traces and the counters in one profiled run
+            shared = list(lab.rubric.technique.shared_steps) if traced and harness.is_file() else []
+            got, ref.counters = lab_profile(self.trusted, harness, lab, shared, [c.step for c in lab.counter_checks],
+                                            PUBLIC_SEED, out, lab.rubric.tests.step_time_limit_s,
+                                            lab.rubric.counters.timeout_s, env, [], "reference")
+            ref.traces = {s: tr for s, (tr, _) in got.items() if tr is not None}
+        else:
+            if traced:
                 ref.traces = reference_traces(self.trusted, lab, harness, PUBLIC_SEED, out,
                                               lab.rubric.tests.step_time_limit_s, env, cpu)
-        if counted:
-            ref.counters = counters_report(self.trusted, self.ref_build / f"{lab.stem}_harness_ref", lab,
-                                           counted, PUBLIC_SEED, out,
-                                           lab.rubric.counters.timeout_s, env, [], "reference")
-        elif self.gpu_ok and lab.counter_checks and not self._counted_by_harness(lab):
-            ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
-                                          [c.step for c in lab.counter_checks],
-                                          lab.rubric.counters.timeout_s, out, env, [])
+            if self.gpu_ok and lab.counter_checks:   # the student-linked runner's --counters lines
+                ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
+                                              [c.step for c in lab.counter_checks],
+                                              lab.rubric.counters.timeout_s, out, env, [])
         with self.ref_lock:
             self.refs[key] = ref
         return ref
