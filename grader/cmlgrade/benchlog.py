@@ -51,9 +51,10 @@ def lab_of(cwd: str) -> str:
 def summarize(text: str) -> dict:
     """{"kinds": {kind: {"n", "seconds"}}, "labs": {lab: {kind: seconds}}
     (lab_of; "" for none), "contexts": [s, ...] (each harness's, from its
-    trace; under Nsight Compute too), "gate_wait_s": seconds the
-    reference's gated timing runs waited for their turn (in their
-    processes' seconds, taken out of "harness: timing")}."""
+    trace; under Nsight Compute too), "gate_wait_s": seconds the gated
+    runs (the reference's timing, profrun.py's Nsight Compute runs) waited
+    at their gates for their turn, ready (in their processes' seconds,
+    taken out of their kinds')}."""
     kinds: dict[str, dict] = {}
     labs: dict[str, dict[str, float]] = {}
     contexts: list[float] = []
@@ -79,6 +80,8 @@ def summarize(text: str) -> dict:
         if what == "the CUDA context made":
             made = at
             contexts.append(at)
+        elif what == "the profiler's warm-up launched" and made is not None:
+            made = at   # a profiled run's (profrun.py): ready at its gate from here
         elif what == "let go" and made is not None:
             waited += at - made
             last["seconds"] -= at - made
@@ -108,8 +111,8 @@ def lines(s: dict, labs: int) -> list[str]:
         out.append(f"CUDA contexts the harnesses made: {len(c)}, median {statistics.median(c):.2f} s, "
                    f"max {max(c):.2f} s, {sum(c):.1f} s in all")
     if s["gate_wait_s"]:
-        out.append(f"the reference's timing runs waited {s['gate_wait_s']:.1f} s in all at their gates, their "
-                   "contexts made (not counted above)")
+        out.append(f"the gated runs (the reference's timing, every Nsight Compute run) waited {s['gate_wait_s']:.1f} s "
+                   "in all at their gates, ready to go (not counted above)")
     return out
 
 

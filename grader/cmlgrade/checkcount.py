@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .gpuhold import profiling_on
 from .harnessio import write_input
+from .profrun import profiled_run, read_profile
 from .runbase import Deadline
 from .sandbox import Executor
 
@@ -65,17 +65,15 @@ def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: 
         p.unlink(missing_ok=True)
     # every kernel the step launches: the harness runs nothing else (the manifest's kernel regex is the
     # runner's, which launches copies and references too)
-    with profiling_on(exe, env, Deadline(timeout)):   # the GPU to itself, and the host's Nsight Compute lock (gpuhold.py)
-        r = exe.run([ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
-                     str(harness), str(inp), str(outp)],
-                    cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
-    except OSError:
-        text = ""
+    # the GPU to itself, its context made before (profrun.py), and the host's Nsight Compute lock (gpuhold.py)
+    r = profiled_run(exe, [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
+                           str(harness), str(inp), str(outp)], work, timeout, env, readable, Deadline(timeout))
+    text, bad = read_profile(log, 1 << 22)
     total, n = parse_ncu_csv(text, metric)
     if r.timed_out:
         return None, f"timed out after {timeout:.0f} s"
+    if bad:
+        return None, bad
     if n == 0:
         why = next((ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "ERR_" in ln or "==ERROR==" in ln), "")
         return None, why or "ncu profiled no kernel of the step"

@@ -9,8 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .checkbase import FILL_INTS, Case
-from .gpuhold import profiling_on
 from .harnessio import read_output, write_input
+from .profrun import profiled_run, read_profile
 from .runbase import Deadline
 from .sandbox import Executor
 
@@ -102,14 +102,11 @@ def marked_ncu_run(exe: Executor, harness: Path, lab_name: str, per: dict, metri
         p.unlink(missing_ok=True)
     cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
            "--metrics", ",".join(metrics), str(harness), str(inp), str(outp)]
-    with profiling_on(exe, env, Deadline(timeout)):   # the GPU to itself, and the host's Nsight Compute lock (gpuhold.py)
-        r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")[:1 << 24] if log.is_file() else ""
-    except OSError:
-        text = ""
+    # the GPU to itself, its context made before (profrun.py), and the host's Nsight Compute lock (gpuhold.py)
+    r = profiled_run(exe, cmd, work, timeout, env, readable, Deadline(timeout))
+    text, why = read_profile(log, 1 << 24)
     outs = read_output(outp, cases, [0 if o == MARK_STEP else chk.out_bytes(c) for o, c in zip(order, cases)])
-    split = None if r.timed_out else split_ncu_by_marks(text, steps)
+    split = None if r.timed_out or why else split_ncu_by_marks(text, steps)
     if split is None:
         return {}
     got, k = {}, 0

@@ -6,14 +6,13 @@ on the CPU path by the runtime's bank tracing (parse_cpu_launches); a step
 at a time (trace_step) or many in one marked run (trace_steps)."""
 from __future__ import annotations
 
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checkbase import Case, ordinary
 from .checkmarks import marked_ncu_run
-from .gpuhold import profiling_on
 from .harnessio import write_input
+from .profrun import profiled_run, read_profile
 from .runbase import Deadline
 from .sandbox import Executor
 
@@ -134,14 +133,20 @@ def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         # mangled names: what cuobjdump calls the same functions (static.step_kernels)
         cmd = [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--print-kernel-base", "mangled",
                "--metrics", ",".join(SHARED_METRICS), str(harness), str(inp), str(outp)]
-    with nullcontext() if cpu else profiling_on(exe, env, Deadline(timeout)):   # the GPU to itself, and the host's Nsight Compute lock (gpuhold.py)
+    bad = ""
+    if cpu:
         r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
-    except OSError:
-        text = ""
+        try:
+            text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
+        except OSError:
+            text = ""
+    else:   # the GPU to itself, its context made before (profrun.py), and the host's Nsight Compute lock (gpuhold.py)
+        r = profiled_run(exe, cmd, work, timeout, env, readable, Deadline(timeout))
+        text, bad = read_profile(log, 1 << 22)
     if r.timed_out:
         return None, f"timed out after {timeout:.0f} s"
+    if bad:
+        return None, bad
     if cpu:   # no launch line at all: no launch, no shared memory either
         return StepTrace(parse_cpu_launches(text), len(cases)), ""
     kernels = parse_ncu_launches(text)

@@ -278,27 +278,31 @@ def _let_go_nsight(taken: list) -> None:
             os.close(t)
 
 
+NSIGHT_BUSY = "the lab's time limit ran out while another Nsight Compute run held the GPU"
+
+
 @contextmanager
 def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: float = 0.05):
     """Holds Nsight Compute's host-wide locks for a sandboxed ncu run on the
-    GPU with this UUID (above). Yields "" once held (or when nothing need be
-    held: an unsandboxed run), else why not (a lock file this user cannot
-    open or lock; the deadline ran out while another profiler held the
-    GPU): the block then runs unheld."""
-    if not sandboxed:
-        yield ""
-        return
+    GPU with this UUID (above), and the grader's turn of that GPU for any
+    ncu run (an unsandboxed one takes the files itself): one profile at a
+    time a GPU among the grader's threads (profrun.py relies on it). Yields
+    "" once held, else why not (NSIGHT_BUSY: the deadline ran out while
+    another profiler held the GPU, turn and files unheld; a lock file this
+    user cannot open or lock, the turn held): the block then runs unheld."""
     t0 = time.monotonic()
-    files = nsight_lock_files(uuid)
     with _NSIGHT_STATE:
         turn = _NSIGHT_TURN.setdefault(_nsight_gpu(uuid), threading.Lock())
-    busy = "the lab's time limit ran out while another Nsight Compute run held the GPU"
     if not turn.acquire(timeout=deadline.left() if deadline is not None else -1):
         add_waited(time.monotonic() - t0)
-        yield busy
+        yield NSIGHT_BUSY
         return
     try:
-        taken, why = _take_nsight(files, deadline, poll, busy)
+        if not sandboxed:
+            add_waited(time.monotonic() - t0)
+            yield ""
+            return
+        taken, why = _take_nsight(nsight_lock_files(uuid), deadline, poll, NSIGHT_BUSY)
         add_waited(time.monotonic() - t0)   # waiting for the other profilers: the bench counts it apart
         try:
             yield why
@@ -310,9 +314,16 @@ def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: f
 
 @contextmanager
 def profiling_on(exe, env: dict[str, str], deadline=None):
-    """Where the grader runs Nsight Compute: the GPU alone among the
-    grader's own workers (gpushare.alone_on), and the host's Nsight Compute
-    lock for a sandboxed run (nsight_held). Yields nsight_held's answer."""
-    gpu = (env or {}).get("CUDA_VISIBLE_DEVICES", "").split(",")[0]
-    with alone_on(env), nsight_held(exe.sandbox.active, gpu_uuid(gpu) if gpu else None, deadline) as why:
+    """Where the grader runs Nsight Compute: the host's Nsight Compute lock
+    for a sandboxed run (nsight_held), then the GPU alone among the
+    grader's own workers (gpushare.alone_on). Yields nsight_held's answer.
+    In that order everywhere (profrun.profiled_run too): a worker that
+    holds the GPU alone never waits for the lock."""
+    with nsight_on(exe, env, deadline) as why, alone_on(env):
         yield why
+
+
+def nsight_on(exe, env: dict[str, str], deadline=None):
+    """nsight_held for a process with this environment (its GPU's UUID)."""
+    gpu = (env or {}).get("CUDA_VISIBLE_DEVICES", "").split(",")[0]
+    return nsight_held(exe.sandbox.active, gpu_uuid(gpu) if gpu else None, deadline)

@@ -72,18 +72,39 @@ class GpuShare:
             self._drop_share(1)
 
     @contextmanager
-    def alone(self):
+    def alone(self, timeout: float | None = None, upgrade: bool = False):
+        """The GPU alone for the block; with `timeout`, TimeoutError where
+        the others' processes still hold it after that many seconds (the
+        block then never runs, and this thread's shares are its again).
+        With `upgrade`, this thread's shares stay held until the GPU is its
+        alone, so no other alone() comes between (profrun.py: a student's
+        process waiting at its gate never outlives the share it was started
+        with), and are its again at once after; only one thread of a GPU may
+        upgrade at a time (there, the Nsight Compute turn of the GPU)."""
         mine = getattr(self._mine, "n", 0)
-        if mine:
+        if mine and not upgrade:
             self._drop_share(mine)
+        kept = mine if upgrade else 0   # this thread's own, in _sharing while it waits
         t0 = time.monotonic()
+        got = True
         with self._c:
             self._waiting += 1
-            while self._alone or self._sharing:
-                self._c.wait()
+            while self._alone or self._sharing > kept:
+                left = None if timeout is None else t0 + timeout - time.monotonic()
+                if left is not None and left <= 0:
+                    got = False
+                    break
+                self._c.wait(left)
             self._waiting -= 1
-            self._alone = True
+            if got:
+                self._sharing -= kept
+                self._alone = True
+            self._c.notify_all()   # given up: a shared() that waited behind this alone() goes on
         add_waited(time.monotonic() - t0)
+        if not got:
+            if mine and not upgrade:
+                self._take_share(mine)
+            raise TimeoutError(f"other processes held the GPU for {timeout:.0f} s")
         self._mine.alone = True
         try:
             yield
@@ -91,8 +112,9 @@ class GpuShare:
             self._mine.alone = False
             with self._c:
                 self._alone = False
+                self._sharing += kept   # an upgrade's shares are its again at once (its caller lets them go next)
                 self._c.notify_all()
-            if mine:
+            if mine and not upgrade:
                 self._take_share(mine)
 
 

@@ -60,7 +60,14 @@
  *   no output. The grader starts the reference's timing runs so, before it
  *   holds the GPU alone (reftime.LabTiming), and lets each go in its turn:
  *   their contexts are made while other work still runs there. Never a
- *   student's harness: its code would run beside the reference's timing.
+ *   student's harness for timing: its code would run beside the reference's
+ *   timing. A fourth argument, `warm`, launches the kit's empty kernel
+ *   cml_hn_warm (hn_mark.cu) before the gate: the grader's Nsight Compute
+ *   runs (profrun.py) start so, the student's harness too, with a share of
+ *   the GPU, so that ncu's start, the context and the profiler's setup
+ *   happen before the GPU is held alone; no student code runs before the
+ *   gate. The CPU path's harness refuses `warm` (status 2): it is never
+ *   profiled.
  * Exit status 0 when the output file is complete, 77 without a device. */
 #ifndef CML_HARNESS_H
 #define CML_HARNESS_H
@@ -97,11 +104,18 @@ cudaError_t cml_hn_fill_host(uint32_t *w, uint64_t n, uint32_t fill, uint64_t s)
 /* hn_mark.cu: launches cml_hn_mark (the step marks of a traced run) */
 cudaError_t cml_hn_mark_step(uint32_t step);
 #define hn_mark cml_hn_mark_step
+/* hn_mark.cu: launches cml_hn_warm and waits for it (a profiled run's warm-up) */
+cudaError_t cml_hn_warm_up(void);
+#define hn_warm cml_hn_warm_up
 #else
 static cudaError_t hn_mark(uint32_t step)
 {
     (void)step;
     return cudaErrorInvalidValue; /* the CPU path's harness: its traces are taken a step a run */
+}
+static cudaError_t hn_warm(void)
+{
+    return cudaErrorInvalidValue; /* the CPU path's harness is never profiled */
 }
 #endif
 
@@ -374,8 +388,8 @@ static int hn_read_case(FILE *in, hn_case *c)
 /* main() of every harness: argv[1] input file, argv[2] output file. */
 static int hn_main(int argc, char **argv, const hn_lab *lab)
 {
-    if (argc != 3 && argc != 4) {
-        fprintf(stderr, "usage: %s INPUT OUTPUT [GATE]\n", argv[0]);
+    if (argc < 3 || argc > 5 || (argc == 5 && strcmp(argv[4], "warm") != 0)) {
+        fprintf(stderr, "usage: %s INPUT OUTPUT [GATE [warm]]\n", argv[0]);
         return 2;
     }
     int ndev = 0;
@@ -386,7 +400,15 @@ static int hn_main(int argc, char **argv, const hn_lab *lab)
     }
     cudaFree(NULL); /* the context, made here: before the gate, and so that the trace shows what it costs */
     hn_trace(0, "the CUDA context made");
-    if (argc == 4) { /* the gate (above): wait for the grader's go */
+    if (argc == 5) { /* a profiled run's warm-up (above), before the gate */
+        cudaError_t err = hn_warm();
+        if (err != cudaSuccess) {
+            fprintf(stderr, "harness: the warm-up launch failed: %s\n", cudaGetErrorString(err));
+            return 2;
+        }
+        hn_trace(0, "the profiler's warm-up launched");
+    }
+    if (argc >= 4) { /* the gate (above): wait for the grader's go */
         FILE *gate = fopen(argv[3], "rb");
         int go = gate ? fgetc(gate) : EOF;
         if (gate)

@@ -916,7 +916,7 @@ class CounterForgeries(unittest.TestCase):
     def test_printed_counter_lines_count_for_nothing(self):
         d = tmpdir(self)
         # an ncu that runs the program and profiles nothing (as for a step with no kernel of the lab)
-        (d / "ncu").write_text('#!/bin/sh\nwhile [ "$#" -gt 3 ]; do shift; done\nexec "$@"\n')
+        (d / "ncu").write_text('#!/bin/sh\nwhile [ "$1" != "--metrics" ]; do shift; done\nshift 2\nexec "$@"\n')
         (d / "ncu").chmod(0o755)
         harness = d / "harness"
         harness.write_text("#!/bin/sh\necho 'step 3 transpose_tile_kernel: shared-load bank conflicts 0'\n"
@@ -943,6 +943,9 @@ class MarkedTraceTests(unittest.TestCase):
         import os, struct, sys
         a = sys.argv[1:]
         log = a[a.index('--log-file') + 1]
+        gate = None
+        if a[-1] == 'warm':   # profrun.py's gated run: the warm-up launch, then the gate
+            gate, a = a[-2], a[:-2]
         inp, outp = a[-2], a[-1]
         open(os.environ['CML_FAKE_NCU_CALLS'], 'a').write(' '.join(a[-3:]) + '\\n')
         d = open(inp, 'rb').read(); n = struct.unpack_from('<I', d, 8)[0]; p = 12
@@ -959,6 +962,12 @@ class MarkedTraceTests(unittest.TestCase):
                 rows.append(f'"{ident}","7","h","x","{name}","1","7","(1, 1, 1)","(1, 1, 1)","0","9.0","m","{m}","",'
                             f'"{v}"')
             ident += 1
+        if gate:
+            if not os.environ.get('CML_FAKE_NO_WARM'):
+                launch('cml_hn_warm', 0, 0)
+            with open(gate, 'rb') as g:
+                if g.read(1) != b'g':
+                    sys.exit(3)
         if os.environ.get('CML_FAKE_FORGED_MARK'):
             launch('cml_hn_mark', 0, 0)
         for _ in range(n):

@@ -228,6 +228,31 @@ class Sharing(unittest.TestCase):
         self.assertGreaterEqual(got[0], 0.25)
         self.assertEqual(got[1], 0.0)
 
+    def test_an_alone_that_times_out_lets_the_shares_behind_it_go_and_runs_nothing(self):
+        """alone(timeout): TimeoutError where the shares outlast it; a
+        share that queued behind it goes on, and the thread's own share is
+        its again. The timeout is short and the share outlasts it by an
+        event, not by a clock: no margin to miss on a loaded machine."""
+        share = gpushare.GpuShare()
+        held, leave, late_in = threading.Event(), threading.Event(), threading.Event()
+        self.hold_a_share(share, held, leave)
+        self.assertTrue(held.wait(60))
+        ran = []
+        with share.shared():   # this thread's own share, given back after
+            with self.assertRaises(TimeoutError):
+                with share.alone(timeout=0.05):
+                    ran.append("alone")
+            self.assertEqual(share._sharing, 2)   # the other thread's and this one's again
+        self.assertEqual(ran, [])
+        self.assertEqual(share._waiting, 0)
+
+        def late():
+            with share.shared():
+                late_in.set()
+        self.run_in(late)
+        self.assertTrue(late_in.wait(60), "a share waited behind an alone() that had given up")
+        leave.set()
+
     def test_alone_inside_a_share_lets_it_go_and_takes_it_back(self):
         share = gpushare.GpuShare()
         with share.shared():
@@ -520,18 +545,201 @@ class NsightLock(unittest.TestCase):
         trace) runs inside profiling_on: the 'ncu' of a sandboxed executor
         runs while no ncu outside can profile its GPU; an unsandboxed one
         while the files are free. The GPU is the one CUDA_VISIBLE_DEVICES names."""
-        from cmlgrade import runmeasure
+        from cmlgrade import profrun, runmeasure
         for sandboxed, want in ((True, "sh -"), (False, "ex ex")):
             exe = _Exe(sandboxed, [self.host, self.gpu])
             with mock.patch.object(gpuhold, "_UUIDS", {"3": UUID}):
                 runmeasure.run_counters(exe, Path("/x/runner"), [1], 60, Path(self.dir), {"CUDA_VISIBLE_DEVICES": "3"},
                                         [])
-            self.assertEqual(exe.seen, [want])
+                # a harness run under ncu (that one never opens its gate: its result stands)
+                profrun.profiled_run(exe, ["ncu", "/x/harness", "in", "out"], Path(self.dir), 60,
+                                     {"CUDA_VISIBLE_DEVICES": "3"}, [])
+            self.assertEqual(exe.seen, [want, want])
         src = {f: (helpers.KIT / "grader" / "cmlgrade" / f).read_text() for f in
-               ("checkcount.py", "checkmarks.py", "checktrace.py", "runmeasure.py")}
+               ("checkcount.py", "checkmarks.py", "checktrace.py", "runmeasure.py", "profrun.py")}
         for f, text in src.items():
-            self.assertIn("profiling_on(exe", text, f)
+            self.assertIn({"runmeasure.py": "profiling_on(exe", "profrun.py": "nsight_on(exe"}.get(f, "profiled_run(exe"),
+                          text, f)
             self.assertNotIn("alone_on(", text, f"{f} starts ncu with the GPU alone but not the host's lock")
+
+
+# A stand-in for `ncu ... HARNESS IN OUT GATE warm` (profrun.profiled_run): appends what it does to $CML_CALLS
+# ("start", "at gate", then "ran" after a 'g' or "stopped" after anything else), like the harness
+# (harness.h: its context and warm-up launch, then the gate); CML_NO_GATE: it ends at once, status 77.
+# CML_NCU_LOCK: first it locks that file, as an unsandboxed ncu its host's lock ("locked"), held to its end;
+# CML_HOLD: it opens its gate only once that file exists.
+GATED_NCU = """
+import fcntl, os, sys, time
+say = lambda w: open(os.environ["CML_CALLS"], "a").write(w + "\\n")
+say("start")
+if os.environ.get("CML_NO_GATE"):
+    sys.exit(77)
+assert sys.argv[-1] == "warm", sys.argv
+if os.environ.get("CML_NCU_LOCK"):
+    lock = os.open(os.environ["CML_NCU_LOCK"], os.O_RDWR | os.O_CREAT)
+    fcntl.lockf(lock, fcntl.LOCK_EX)
+    say("locked")
+while os.environ.get("CML_HOLD") and not os.path.exists(os.environ["CML_HOLD"]):
+    time.sleep(0.01)
+with open(sys.argv[-2], "rb") as g:
+    say("at gate")
+    go = g.read(1)
+say("ran" if go == b"g" else "stopped")
+sys.exit(0 if go == b"g" else 3)
+"""
+
+
+class ProfiledRun(unittest.TestCase):
+    """profrun.profiled_run: an Nsight Compute run of a harness starts with a
+    share of its GPU (its context and the profiler's warm-up beside the other
+    submissions' work), waits at its gate, and goes only once the GPU is the
+    grader's alone; a wait past its time limit stops it, and it runs again
+    the way it did before, the GPU held first. A Python stand-in plays ncu
+    and the harness; events and the calls file order things, no clocks."""
+
+    def setUp(self):
+        self.dir = Path(tempfile.mkdtemp(prefix="cml-profrun-"))
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        self.calls = self.dir / "calls"
+        self.calls.write_text("")
+        self.gpu = f"profrun-{id(self)}"   # a GPU of this test's own (gpushare.share_of)
+        self.env = {"CUDA_VISIBLE_DEVICES": self.gpu}
+
+    def said(self):
+        return self.calls.read_text().splitlines()
+
+    def wait_said(self, words):
+        for _ in range(6000):   # up to a minute: readiness, not a margin
+            if self.said() == words:
+                return
+            threading.Event().wait(0.01)
+        self.fail(f"the stand-in said {self.said()}, not {words}")
+
+    def profile(self, timeout=60, work="", **env):
+        from cmlgrade import profrun
+        from cmlgrade.sandbox import Executor, Sandbox
+        got = {}
+        folder = self.dir / work   # the run's own folder (its gate)
+        folder.mkdir(exist_ok=True)
+
+        def run():
+            with mock.patch.dict(os.environ, {"CML_CALLS": str(self.calls), **env}):
+                got["r"] = profrun.profiled_run(Executor(Sandbox(None, "")),
+                                                [sys.executable, "-c", GATED_NCU, "harness", "in", "out"],
+                                                folder, timeout, dict(os.environ, **self.env), [])
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        self.addCleanup(t.join, 60)
+        return t, got
+
+    def hold_a_share(self):
+        held, leave = threading.Event(), threading.Event()
+
+        def hold():
+            with gpushare.share_of(self.gpu).shared():
+                held.set()
+                leave.wait(120)
+        threading.Thread(target=hold, daemon=True).start()
+        self.assertTrue(held.wait(60))
+        self.addCleanup(leave.set)
+        return leave
+
+    def test_it_starts_beside_other_work_and_goes_once_the_gpu_is_alone(self):
+        share = gpushare.share_of(self.gpu)
+        leave = self.hold_a_share()   # another submission's test program on the GPU
+        t, got = self.profile()
+        self.wait_said(["start", "at gate"])   # its context and warm-up made while the other's ran
+        self.assertTrue(t.is_alive())
+        self.assertEqual(share._sharing, 2)   # its share kept while it waits at its gate
+
+        def timer():   # another submission's timing, asking for the GPU now
+            with share.alone():
+                with open(self.calls, "a") as f:
+                    f.write("timed\n")
+        waiting = threading.Thread(target=timer, daemon=True)
+        waiting.start()
+        self.addCleanup(waiting.join, 60)
+        while share._waiting < 2:   # both queued (on the condition, not on a clock)
+            threading.Event().wait(0.01)
+        leave.set()
+        t.join(60)
+        waiting.join(60)
+        # the profile went first: the timing never had the GPU while the profiled process existed
+        self.assertEqual(self.said(), ["start", "at gate", "ran", "timed"])
+        self.assertEqual(got["r"].rc, 0)
+        self.assertEqual(share._sharing, 0)
+        self.assertFalse((self.dir / "gate").exists())
+
+    def test_a_wait_past_its_time_limit_stops_it_and_it_runs_again_with_the_gpu_held_first(self):
+        leave = self.hold_a_share()
+        t, got = self.profile(timeout=10)   # the share outlasts it; the stand-in's runs take far less
+        self.wait_said(["start", "at gate", "stopped"])   # the share outlasted its limit: stopped unrun
+        self.assertTrue(t.is_alive())   # and waiting for the GPU alone, as before the gate
+        leave.set()
+        t.join(60)
+        self.assertEqual(self.said(), ["start", "at gate", "stopped", "start", "at gate", "ran"])
+        self.assertEqual(got["r"].rc, 0)
+
+    def test_two_profiles_of_one_gpu_take_turns_unsandboxed_too(self):
+        """The GPU's Nsight Compute turn is taken for an unsandboxed run as
+        well (the reference's): two profiles gated at once on one GPU, each
+        holding a share while it waits for the other's ncu, would wait for
+        each other for ever (seen on an H200: two reference profiles, both
+        ncu spinning for minutes)."""
+        leave = self.hold_a_share()
+        lock, hold = str(self.dir / "ncu.lock"), self.dir / "hold"
+        first, _ = self.profile(work="first", CML_NCU_LOCK=lock, CML_HOLD=str(hold))
+        self.wait_said(["start", "locked"])   # ncu's own lock held, its harness not yet at its gate
+        second, got = self.profile(work="second", CML_NCU_LOCK=lock)
+        threading.Event().wait(0.3)   # a second profile that did not wait would have started by now
+        hold.touch()
+        self.wait_said(["start", "locked", "at gate"])
+        leave.set()
+        first.join(60)
+        second.join(60)
+        self.assertEqual(self.said(), ["start", "locked", "at gate", "ran", "start", "locked", "at gate", "ran"])
+        self.assertEqual(got["r"].rc, 0)
+
+    def test_a_run_that_ends_before_its_gate_is_its_own_result(self):
+        t, got = self.profile(CML_NO_GATE="1")
+        t.join(60)
+        self.assertEqual(self.said(), ["start"])
+        self.assertEqual(got["r"].rc, 77)
+
+
+class ReadProfile(unittest.TestCase):
+    """profrun.read_profile: the warm-up launch (ncu's ID 0, the kit's
+    cml_hn_warm, launched before the gate) is no step's, and a profile whose
+    first launch is anything else counts for nothing."""
+    HEAD = '"ID","Process ID","Process Name","Host Name","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+
+    def row(self, ident, name, v):
+        return f'"{ident}","7","h","x","{name}","smsp__x.sum","","{v}"\n'
+
+    def read(self, text):
+        from cmlgrade import profrun
+        d = Path(tempfile.mkdtemp(prefix="cml-profile-"))
+        self.addCleanup(shutil.rmtree, d, True)
+        (d / "ncu.csv").write_text(text)
+        return profrun.read_profile(d / "ncu.csv", 1 << 20)
+
+    def test_the_warm_up_launch_is_dropped(self):
+        text, why = self.read("==PROF== x\n" + self.HEAD + self.row(0, "cml_hn_warm", 0) + self.row(1, "cml_hn_mark", 0)
+                              + self.row(2, "_Z1kPf", 5))
+        self.assertEqual(why, "")
+        self.assertNotIn("cml_hn_warm", text)
+        self.assertIn('"1","7","h","x","cml_hn_mark"', text)
+        self.assertIn('"2","7","h","x","_Z1kPf","smsp__x.sum","","5"', text)
+
+    def test_a_first_launch_that_is_not_the_warm_up_counts_for_nothing(self):
+        from cmlgrade import profrun
+        text, why = self.read(self.HEAD + self.row(0, "_Z1kPf", 5) + self.row(1, "cml_hn_warm", 0))
+        self.assertEqual((text, why), ("", profrun.NOT_WARM))
+
+    def test_no_launch_at_all_is_left_to_the_caller(self):
+        self.assertEqual(self.read("==ERROR== no kernels were profiled\n"),
+                         ("==ERROR== no kernels were profiled\n", ""))
+        self.assertEqual(self.read(self.HEAD), (self.HEAD, ""))
 
 
 if __name__ == "__main__":

@@ -658,6 +658,21 @@ harness: not under a process line
         self.assertIn("CUDA contexts the harnesses made: 4, median 0.55 s, max 1.20 s, 2.3 s in all", text)
         self.assertIn("waited 7.0 s in all at their gates", text)
 
+    def test_a_profiled_runs_wait_at_its_gate_counts_from_its_warm_up(self):
+        # profrun.py: the context made, the profiler's warm-up launched (work), then the wait for the GPU alone
+        from cmlgrade import benchlog
+        s = benchlog.summarize("""\
+    6.00 s  rc 0  /w/results/s/01/profile-student-steps: /cuda/bin/ncu --csv x_harness in out gate warm
+          harness:    0.000 s  case 0: started
+          harness:    0.500 s  case 0: the CUDA context made
+          harness:    1.250 s  case 0: the profiler's warm-up launched
+          harness:    4.250 s  case 0: let go
+          harness:    5.500 s  case 9: written, torn down
+""")
+        self.assertEqual(s["kinds"], {"Nsight Compute": {"n": 1, "seconds": 3.0}})   # 6 s less 3 s at the gate
+        self.assertEqual(s["contexts"], [0.5])
+        self.assertEqual(s["gate_wait_s"], 3.0)
+
     def test_the_processes_by_lab(self):
         # a student's folder, the reference's, and a slot's build of several labs (no lab of its own); a student
         # named after a mistake (s001_01_...) is not a lab
