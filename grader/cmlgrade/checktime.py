@@ -6,15 +6,12 @@ checker's command line (_copy_ceiling). The cases and the checkers are
 checker.py's."""
 from __future__ import annotations
 
-import errno
-import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .checkbase import Case
-from .harnessio import SAMPLES, cuda_error, read_output, write_input
+from .harnessio import SAMPLES, HarnessGate, cuda_error, read_output, write_input
 from .sandbox import Executor
 
 
@@ -90,12 +87,10 @@ class GatedRun:
                  env: dict[str, str], readable: list[Path]):
         inp, outp = _timed_files(work, cases)
         self.work, self.cases, self.timeout = work, [c for _, c in cases], timeout
-        self.gate = work / "gate"
-        self.gate.unlink(missing_ok=True)
-        os.mkfifo(self.gate, 0o600)
+        self.gate = HarnessGate(work / "gate")
         self.result = None
         self.done: list[Timed] | None = None
-        argv = [str(harness), str(inp), str(outp), str(self.gate)]
+        argv = [str(harness), str(inp), str(outp), str(self.gate.path)]
 
         def run():
             self.result = exe.run(argv, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env,
@@ -103,36 +98,14 @@ class GatedRun:
         self._thread = threading.Thread(target=run, name="gated-timing", daemon=True)
         self._thread.start()
 
-    def _release(self, byte: bytes) -> None:
-        """Writes `byte` at the gate once the harness waits there (it opens
-        it for reading when its context is made), or not at all once the
-        run has ended (it never got there)."""
-        while True:
-            try:
-                fd = os.open(self.gate, os.O_WRONLY | os.O_NONBLOCK)
-            except OSError as e:
-                if e.errno != errno.ENXIO:   # ENXIO: no reader yet
-                    raise
-                if not self._thread.is_alive():
-                    return
-                time.sleep(0.001)
-                continue
-            try:
-                os.write(fd, byte)
-            except OSError:
-                pass   # it ended between its open and its read (EPIPE): its result says how
-            finally:
-                os.close(fd)
-            return
-
     def _end(self, go: bool) -> list[Timed]:
         """Once: lets the run go ('g') or stops it ('s': status 3, no case
         run), waits for it to end; each case's Timed ("not run" if stopped)."""
         if self.done is None:
-            self._release(b"g" if go else b"s")
+            self.gate.release(b"g" if go else b"s", self._thread.is_alive)
             self._thread.join()
             self.done = _timed_results(self.work, self.cases, self.result if go else None, self.timeout)
-            self.gate.unlink(missing_ok=True)
+            self.gate.remove()
         return self.done
 
     def go(self) -> list[Timed]:

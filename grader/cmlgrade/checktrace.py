@@ -12,7 +12,7 @@ from pathlib import Path
 from .checkbase import Case, ordinary
 from .checkmarks import marked_ncu_run
 from .harnessio import write_input
-from .profrun import profiled_run, read_profile
+from .profrun import profiled_run, read_log, read_profile
 from .runbase import Deadline
 from .sandbox import Executor
 
@@ -136,10 +136,7 @@ def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
     bad = ""
     if cpu:
         r = exe.run(cmd, cwd=work, timeout=timeout, writable=[work], readable=readable, env=env)
-        try:
-            text = log.read_text(encoding="utf-8", errors="replace")[:1 << 22] if log.is_file() else ""
-        except OSError:
-            text = ""
+        text = read_log(log, 1 << 22)
     else:   # the GPU to itself, its context made before (profrun.py), and the host's Nsight Compute lock (gpuhold.py)
         r = profiled_run(exe, cmd, work, timeout, env, readable, Deadline(timeout))
         text, bad = read_profile(log, 1 << 22)

@@ -6,11 +6,13 @@ and the name of a CUDA error number (cuda_error). Nothing here runs a
 harness or judges what it wrote."""
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
 import shutil
 import struct
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,3 +120,48 @@ def read_output(path: Path, cases: list[Case], expect_out: list[int]) -> list[Ou
             o.timed_err = struct.unpack("<i", te)[0]
             res[k] = o
     return res
+
+
+class HarnessGate:
+    """A harness's gate (harness.h): a FIFO the harness opens once it is
+    ready (its context made; with `warm`, its warm-up launched) and reads
+    one byte from: 'g' runs its cases, anything else ends it with status 3.
+    OSError where the file system cannot hold a FIFO. The reference's timing
+    runs (checktime.GatedRun) and every Nsight Compute run (profrun.py)
+    wait at one."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        path.unlink(missing_ok=True)
+        os.mkfifo(path, 0o600)
+        self._fd: int | None = None
+
+    def wait_ready(self, alive) -> bool:
+        """Waits until the harness has opened the gate, or its run has
+        ended without (alive() false: False)."""
+        while self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as e:
+                if e.errno != errno.ENXIO:   # ENXIO: no reader yet
+                    raise
+                if not alive():
+                    return False
+                time.sleep(0.001)
+        return True
+
+    def release(self, byte: bytes, alive) -> None:
+        """Writes `byte` once the harness waits at the gate, or nothing once
+        its run has ended (it never got there)."""
+        if not self.wait_ready(alive):
+            return
+        try:
+            os.write(self._fd, byte)
+        except OSError:
+            pass   # it ended between its open and its read (EPIPE): its result says how
+        finally:
+            os.close(self._fd)
+            self._fd = None
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)

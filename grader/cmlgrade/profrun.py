@@ -21,19 +21,20 @@ The warm-up launch is the run's first (ncu's ID 0) and no step's:
 read_profile drops it from the CSV, and a run whose first launch is not it
 counts for nothing. Where the others' processes hold the GPU for longer
 than the run's own time limit, the gated run is stopped and the run is made
-as before, the GPU held alone first (so the wait never eats its time)."""
+as before, the GPU held alone first (so the wait never eats its time); the
+same where no FIFO can be made. The gate itself is harnessio.HarnessGate,
+the reference's timing runs' too."""
 from __future__ import annotations
 
 import csv
-import errno
 import io
-import os
 import threading
 import time
 from pathlib import Path
 
 from .gpuhold import NSIGHT_BUSY, nsight_on
 from .gpushare import share_of
+from .harnessio import HarnessGate
 from .process import ProcResult
 from .sandbox import Executor
 
@@ -43,16 +44,21 @@ WARM_KERNEL = "cml_hn_warm"   # hn_mark.cu: the gated harness's launch before th
 NOT_WARM = "the profile's first launch is not the kit's warm-up: not the harness's order"
 
 
+def read_log(log: Path, cap: int) -> str:
+    """A tool's log file (at most `cap` characters), "" where there is none."""
+    try:
+        return log.read_text(encoding="utf-8", errors="replace")[:cap] if log.is_file() else ""
+    except OSError:
+        return ""
+
+
 def read_profile(log: Path, cap: int) -> tuple[str, str]:
     """ncu's CSV of a profiled_run (at most `cap` characters) without its
     warm-up launch, and "" or why it counts for nothing: a run whose first
     launch is not the kit's warm-up (NOT_WARM). No file, or a CSV without
     launches, is ("", "") or the text as it is: the callers say why from
     ncu's messages."""
-    try:
-        text = log.read_text(encoding="utf-8", errors="replace")[:cap] if log.is_file() else ""
-    except OSError:
-        return "", ""
+    text = read_log(log, cap)
     rows = list(csv.reader(io.StringIO(text)))
     start = next((i for i, r in enumerate(rows) if "ID" in r and "Kernel Name" in r), None)
     if start is None:
@@ -71,46 +77,8 @@ def read_profile(log: Path, cap: int) -> tuple[str, str]:
     return buf.getvalue(), ""
 
 
-class _Gate:
-    """The FIFO a gated harness reads its go from (harness.h)."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.unlink(missing_ok=True)
-        os.mkfifo(path, 0o600)
-        self.fd: int | None = None
-
-    def wait_reader(self, alive) -> bool:
-        """Waits until the harness has opened the gate (its context made,
-        its warm-up launched), or has ended without (False)."""
-        while True:
-            try:
-                self.fd = os.open(self.path, os.O_WRONLY | os.O_NONBLOCK)
-                return True
-            except OSError as e:
-                if e.errno != errno.ENXIO:   # ENXIO: no reader yet
-                    raise
-            if not alive():
-                return False
-            time.sleep(0.002)
-
-    def send(self, byte: bytes) -> None:
-        if self.fd is None:
-            return
-        try:
-            os.write(self.fd, byte)
-        except OSError:
-            pass   # it ended between its open and its read (EPIPE): its result says how
-        finally:
-            os.close(self.fd)
-            self.fd = None
-
-    def remove(self) -> None:
-        self.path.unlink(missing_ok=True)
-
-
-def _start(exe: Executor, ncu_argv: list[str], gate: _Gate, work: Path, timeout: float, env: dict[str, str],
-           readable: list[Path]) -> tuple[threading.Thread, dict]:
+def _start(exe: Executor, ncu_argv: list[str], gate: HarnessGate, work: Path, timeout: float,
+           env: dict[str, str], readable: list[Path]) -> tuple[threading.Thread, dict]:
     """The gated harness under ncu, in a thread of its own; its result
     lands in the dict's "r". Never a share of its own (shared=False): the
     caller holds what the run needs."""
@@ -136,7 +104,10 @@ def profiled_run(exe: Executor, ncu_argv: list[str], work: Path, timeout: float,
     with nsight_on(exe, env, deadline) as why:
         if why == NSIGHT_BUSY:   # without the GPU's turn another profile may be gated there: as before
             return _alone_first(share, exe, ncu_argv, work, timeout, env, readable)
-        gate = _Gate(work / "gate")
+        try:
+            gate = HarnessGate(work / "gate")
+        except OSError:   # a file system without FIFOs: as before
+            return _alone_first(share, exe, ncu_argv, work, timeout, env, readable)
         try:
             # its context and warm-up beside others' work, never inside another's alone(); the share held
             # until the GPU is this thread's alone (upgrade), so that no other alone() (another submission's
@@ -144,16 +115,16 @@ def profiled_run(exe: Executor, ncu_argv: list[str], work: Path, timeout: float,
             with share.shared():
                 # its own time limit, and as long again for the wait at its gate (stopped beyond it)
                 thread, got = _start(exe, ncu_argv, gate, work, 2 * timeout, env, readable)
-                if not gate.wait_reader(thread.is_alive):   # it ended before its gate (no device, a harness
+                if not gate.wait_ready(thread.is_alive):   # it ended before its gate (no device, a harness
                     thread.join()                          # that failed): that result stands
                     return got["r"]
                 try:
                     with share.alone(timeout=max(0.0, timeout - (time.monotonic() - t0)), upgrade=True):
-                        gate.send(b"g")
+                        gate.release(b"g", thread.is_alive)
                         thread.join()
                     return got["r"]
                 except TimeoutError:
-                    gate.send(b"s")   # stopped unrun (status 3), the share still held
+                    gate.release(b"s", thread.is_alive)   # stopped unrun (status 3), the share still held
                     thread.join()
         finally:
             gate.remove()
@@ -163,15 +134,14 @@ def profiled_run(exe: Executor, ncu_argv: list[str], work: Path, timeout: float,
 def _alone_first(share, exe: Executor, ncu_argv: list[str], work: Path, timeout: float, env: dict[str, str],
                  readable: list[Path]) -> ProcResult:
     """The run as before the gate: the GPU alone first, then the harness
-    started, with its whole time limit (let go at its gate at once, so its
-    profile is read as profiled_run's)."""
-    with share.alone():
-        gate = _Gate(work / "gate")
-        try:
-            thread, got = _start(exe, ncu_argv, gate, work, timeout, env, readable)
-            if gate.wait_reader(thread.is_alive):
-                gate.send(b"g")
-            thread.join()
-            return got["r"]
-        finally:
-            gate.remove()
+    started, with its whole time limit. Its gate is a plain file that says
+    'g' (no FIFO needed: it goes at once), so that it warms up too and its
+    profile reads as profiled_run's."""
+    go = work / "go"
+    go.write_bytes(b"g")
+    try:
+        with share.alone():
+            return exe.run([*ncu_argv, str(go), "warm"], cwd=work, timeout=timeout, writable=[work],
+                           readable=readable, env=env)
+    finally:
+        go.unlink(missing_ok=True)

@@ -806,8 +806,8 @@ class ImpossibleTimes(unittest.TestCase):
     def test_without_a_gate_the_references_runs_start_in_their_turn(self):
         """A file system that cannot hold the gate (no FIFOs): the same
         timing, each reference run started when its turn comes."""
-        from cmlgrade import checktime
-        with unittest.mock.patch.object(checktime.os, "mkfifo", side_effect=OSError(1, "Operation not permitted")):
+        from cmlgrade import harnessio
+        with unittest.mock.patch.object(harnessio.os, "mkfifo", side_effect=OSError(1, "Operation not permitted")):
             got, log = self.timing({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0}, copy_ms=1.0)
         self.assertEqual(log, ["reference 0,7,8", "student 7,8,7,8", "reference 0,7,8"])
         self.assertFalse((self.dir / "log.gates").exists())
@@ -817,14 +817,14 @@ class ImpossibleTimes(unittest.TestCase):
         """The run ends between opening its gate and reading it (the write
         then fails, EPIPE): the reference could not be timed, said so; the
         grader goes on."""
-        from cmlgrade import checktime
+        from cmlgrade import harnessio
         real_write = os.write
 
         def write(fd, data):
             if data in (b"g", b"s"):
                 raise BrokenPipeError(32, "Broken pipe")
             return real_write(fd, data)
-        with unittest.mock.patch.object(checktime.os, "write", write):
+        with unittest.mock.patch.object(harnessio.os, "write", write):
             got, log = self.timing({7: 40.0, 8: 30.0}, {7: 40.0, 8: 30.0}, copy_ms=1.0)
         self.assertEqual(log, ["student 7,8,7,8"])   # the reference's runs ended at their gates (EOF): status 3
         for s in (7, 8):

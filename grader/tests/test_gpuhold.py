@@ -602,7 +602,7 @@ class ProfiledRun(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.dir, True)
         self.calls = self.dir / "calls"
         self.calls.write_text("")
-        self.gpu = f"profrun-{id(self)}"   # a GPU of this test's own (gpushare.share_of)
+        self.gpu = f"profrun-{self.dir.name}"   # a GPU of this test's own (gpushare.share_of)
         self.env = {"CUDA_VISIBLE_DEVICES": self.gpu}
 
     def said(self):
@@ -622,11 +622,13 @@ class ProfiledRun(unittest.TestCase):
         folder = self.dir / work   # the run's own folder (its gate)
         folder.mkdir(exist_ok=True)
 
+        # the stand-in's settings in its own environment, not os.environ (two profiles at once would mix them)
+        run_env = dict(os.environ, CML_CALLS=str(self.calls), **env, **self.env)
+
         def run():
-            with mock.patch.dict(os.environ, {"CML_CALLS": str(self.calls), **env}):
-                got["r"] = profrun.profiled_run(Executor(Sandbox(None, "")),
-                                                [sys.executable, "-c", GATED_NCU, "harness", "in", "out"],
-                                                folder, timeout, dict(os.environ, **self.env), [])
+            got["r"] = profrun.profiled_run(Executor(Sandbox(None, "")),
+                                            [sys.executable, "-c", GATED_NCU, "harness", "in", "out"],
+                                            folder, timeout, run_env, [])
         t = threading.Thread(target=run, daemon=True)
         t.start()
         self.addCleanup(t.join, 60)
@@ -699,6 +701,21 @@ class ProfiledRun(unittest.TestCase):
         second.join(60)
         self.assertEqual(self.said(), ["start", "locked", "at gate", "ran", "start", "locked", "at gate", "ran"])
         self.assertEqual(got["r"].rc, 0)
+
+    def test_without_a_fifo_it_runs_with_the_gpu_held_first(self):
+        """A file system that cannot hold the gate: the run is made as
+        before, the GPU held alone first, its gate a file that says go."""
+        from cmlgrade import harnessio
+        leave = self.hold_a_share()
+        with mock.patch.object(harnessio.os, "mkfifo", side_effect=OSError(1, "Operation not permitted")):
+            t, got = self.profile()
+            threading.Event().wait(0.3)   # a run that did not wait for the GPU would have started by now
+            self.assertEqual(self.said(), [])
+            leave.set()
+            t.join(60)
+        self.assertEqual(self.said(), ["start", "at gate", "ran"])
+        self.assertEqual(got["r"].rc, 0)
+        self.assertFalse((self.dir / "go").exists())
 
     def test_a_run_that_ends_before_its_gate_is_its_own_result(self):
         t, got = self.profile(CML_NO_GATE="1")
