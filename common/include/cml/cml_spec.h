@@ -45,7 +45,8 @@ enum {
 
 typedef struct cml_case {
     uint32_t kind;             /* harness.h's case fields */
-    uint64_t a, b, count;      /* count: 32-bit words of data */
+    uint64_t a, b, count;      /* count: 32-bit words of data (0 in a tests-only case whose
+                                  test makes its data itself, e.g. on the device) */
     uint32_t *data;            /* count words, owned by the list */
     char label[CML_SPEC_LABEL];/* what the student reads, e.g. "n = 65537 int" */
     uint32_t steps;            /* bit s set: step s runs it; 0: every step */
