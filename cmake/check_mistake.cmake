@@ -111,11 +111,14 @@ else()
     return()
   endif()
   set(env "")
+  set(options "")
   if(MISTAKE_CAUGHT_BY STREQUAL "memcheck")
-    set(env CML_EXACT_BUFFERS=1)  # buffers of exactly their size (cml_buffer.h), as the grader's memcheck
+    # buffers of exactly their size (cml_buffer.h) and memcheck's padding after each, as the grader's memcheck
+    set(env CML_EXACT_BUFFERS=1)
+    set(options --padding 1048576)
   endif()
   execute_process(
-    COMMAND "${CMAKE_COMMAND}" -E env ${env} "${SANITIZER}" --tool ${MISTAKE_CAUGHT_BY} --error-exitcode 99 --print-limit 5
+    COMMAND "${CMAKE_COMMAND}" -E env ${env} "${SANITIZER}" --tool ${MISTAKE_CAUGHT_BY} ${options} --error-exitcode 99 --print-limit 5
             "${RUNNER}" --step ${MISTAKE_STEP} ${RUNNER_ARGS} --check-only
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 800)
   if(NOT rc EQUAL 99)

@@ -10,16 +10,20 @@ if(NOT ready)
 endif()
 set(failures "")
 # memcheck on buffers of exactly the interface's sizes (cml_buffer.h): a read
-# past an input's end is then outside the allocation, where the tool sees it
+# past an input's end is then outside the allocation, where the tool sees it;
+# and memcheck's own padding after each allocation, so that it is not inside
+# the next one (small allocations are packed side by side; grader/cmlgrade/run.py)
 set(env "")
+set(options "")
 if(TOOL STREQUAL "memcheck")
   set(env CML_EXACT_BUFFERS=1)
+  set(options --padding 1048576)
 endif()
 string(REPLACE "|" ";" CONFIGS "${CONFIGS}")
 foreach(config IN LISTS CONFIGS)
   separate_arguments(args UNIX_COMMAND "${config}")
   execute_process(
-    COMMAND "${CMAKE_COMMAND}" -E env ${env} "${SANITIZER}" --tool ${TOOL} --error-exitcode 99 --print-limit 20
+    COMMAND "${CMAKE_COMMAND}" -E env ${env} "${SANITIZER}" --tool ${TOOL} ${options} --error-exitcode 99 --print-limit 20
             "${RUNNER}" --step all ${args} --check-only
     RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 800)
   string(REGEX MATCHALL "[^\n]*(ERROR SUMMARY|RACECHECK SUMMARY)[^\n]*" summary "${out}${err}")

@@ -31,6 +31,10 @@ from .runtests import check_against, failing_steps, passing_steps, run_tests, ru
 # the tools that check bounds: a read past an input's end is then outside every allocation, where they see it.
 EXACT_BUFFERS = {"CML_EXACT_BUFFERS": "1"}
 EXACT_BUFFERS_FOR = ("memcheck",)
+# memcheck's own padding after every allocation (compute-sanitizer --padding, bytes): small allocations are packed
+# side by side, so a read past the end of one lands in the next, where memcheck sees a valid address; in the padding
+# it sees an invalid one. The same in cmake/run_sanitizer.cmake and cmake/check_mistake.cmake.
+TOOL_OPTIONS = {"memcheck": ["--padding", str(1 << 20)]}
 
 
 def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], deadline: Deadline, own_timeout: float,
@@ -51,7 +55,7 @@ def run_sanitizer(exe: Executor, tool: str, runner: Path, configs: list[str], de
     words: list[str] = []
     for k, cfg in enumerate(configs):
         words += (["--then"] if k else []) + ["--step", steps, *shlex.split(cfg), "--check-only"]
-    argv = [cs, "--tool", tool, "--error-exitcode", "99", "--print-limit", "20", str(runner), *words]
+    argv = [cs, "--tool", tool, *TOOL_OPTIONS.get(tool, []), "--error-exitcode", "99", "--print-limit", "20", str(runner), *words]
     r = exe.run(argv, cwd=cwd, timeout=deadline.limit(own_timeout * len(configs)), writable=[cwd],
                 readable=readable, env=gpu_env)
     if r.timed_out:

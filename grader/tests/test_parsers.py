@@ -92,7 +92,8 @@ class OneSanitizerProcessTests(unittest.TestCase):
                                         + fixture("sanitizer_clean.txt"), 0)
         self.assertEqual(len(calls), 1, "one compute-sanitizer process for the tool")
         argv, kw = calls[0]
-        self.assertEqual(argv, ["/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "99",
+        self.assertEqual(argv, ["/cuda/bin/compute-sanitizer", "--tool", "memcheck", "--padding", "1048576",
+                                "--error-exitcode", "99",
                                 "--print-limit", "20", "/b/reduction_run",
                                 "--step", "1,2", "--type", "int", "--n", "1000003", "--check-only", "--then",
                                 "--step", "1,2", "--type", "float", "--n", "70001", "--check-only", "--then",
