@@ -37,13 +37,18 @@ def sanitizer_name(lab: Lab, tool: str) -> str:
     return f"{CPU_CHECKS[tool]} (for {tool})" if lab.cpu and tool in CPU_CHECKS else f"compute-sanitizer {tool}"
 
 
-def _cpu_check_command(lab: Lab, tool: str, cfg: str) -> str:
-    """The command that repeats the CPU path's check of a tool (as
-    run.run_cpu_check ran it), for the student to run."""
+def _check_command(lab: Lab, tool: str, cfg: str, on_cpu: bool) -> str:
+    """The command that repeats a tool's run as the grader ran it (the CPU
+    path's check, run.run_cpu_check, or compute-sanitizer with the grader's
+    options, run.run_sanitizer), for the student to run."""
     env = dict(R.EXACT_BUFFERS) if tool in R.EXACT_BUFFERS_FOR else {}
-    if R.CPU_TOOLS.get(tool):
-        env["CML_CPU_CHECK"] = R.CPU_TOOLS[tool]
-    return " ".join([f"{k}={v}" for k, v in env.items()] + [lab.runner, cfg, "--check-only"])
+    if on_cpu:
+        if R.CPU_TOOLS.get(tool):
+            env["CML_CPU_CHECK"] = R.CPU_TOOLS[tool]
+        tool_words = []
+    else:
+        tool_words = ["compute-sanitizer", "--tool", tool, *R.TOOL_OPTIONS.get(tool, [])]
+    return " ".join([f"{k}={v}" for k, v in env.items()] + tool_words + [lab.runner, cfg, "--check-only"])
 
 
 def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
@@ -56,11 +61,12 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
         rep, rref = run.sanitizers.get(tool), ref.sanitizers.get(tool)
         cfg = run.sanitizer_configs.get(tool, "")
         diag_steps, diag = run.diagnoses.get(tool, ([], None))
+        explaining = ""
         if diag is not None and diag.state == "errors" and (rep is None or rep.state in ("clean", "not_run")):
             # the tool found errors in code whose tests fail: not clean
             rep = diag
-            cfg = (f"--step {','.join(map(str, diag_steps))} {lab.sanitize[0] if lab.sanitize else ''}".rstrip()
-                   + " (steps that fail their tests, run to explain them)")
+            cfg = f"--step {','.join(map(str, diag_steps))} {lab.sanitize[0] if lab.sanitize else ''}".rstrip()
+            explaining = " (steps that fail their tests, run to explain them)"
         if run.machine_note and (rep is None or rep.state == "unavailable"):
             items.append(Item(name, "sanitizer", pts, 0.0, "not_measured", sr.visibility,
                               [NO_GPU]))
@@ -90,10 +96,8 @@ def _sanitizer_items(lab: Lab, run: LabRun, ref: LabRun) -> list[Item]:
             where = " at " + rep.first.location if rep.first.location else ""
             kern = f" in kernel {rep.first.kernel}" if rep.first.kernel else ""
             details.append(f"first finding{kern}{where}: {rep.first.what}")
-        if cfg and on_cpu:
-            details.append(f"run it: {_cpu_check_command(lab, tool, cfg)}")
-        elif cfg:
-            details.append(f"runner arguments: {cfg} --check-only")
+        if cfg:
+            details.append(f"run it: {_check_command(lab, tool, cfg, on_cpu)}{explaining}")
         if rep.state == "incomplete":
             fb = [f"{name} did not finish: {rep.summary}"]
         fb += _sanitizer_mistake_lines(lab, run, tool, rep)

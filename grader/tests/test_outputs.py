@@ -291,7 +291,8 @@ class CpuPathLabels(unittest.TestCase):
         ls, files = self.graded(cpu=False)
         md = files["students/kim/feedback.md"]
         self.assertIn("compute-sanitizer racecheck is not clean: CPU race check: 2 hazards", md)
-        self.assertIn("runner arguments: --step 1,2,3", md)
+        self.assertIn("run it: compute-sanitizer --tool racecheck reduction_run --step 1,2,3 --type int --n 1000003 "
+                      "--check-only", md)
         self.assertNotIn("CPU path race check", md)
 
 
