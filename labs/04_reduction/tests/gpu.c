@@ -102,6 +102,36 @@ static int check_past_2_pow_31(int step, const cml_case *c, uint64_t seed, int64
     return guards && right;
 }
 
+/* The kit's maker and sum (red_big.cu) held to the host at a small size
+ * first: the head's words each -1, 0 or 1 and all three present, the tail
+ * all +1, and the device's sum the host's. */
+static void kit_kernels_agree_with_the_host(uint64_t seed)
+{
+    enum { HEAD = 1 << 16, N = HEAD + 1000 };
+    int *dev = NULL, *host = (int *)malloc(N * sizeof(int));
+    cr_assert(host != NULL, "out of host memory");
+    CML_TEST_CHECK(cudaMalloc((void **)&dev, N * sizeof(int)));
+    CML_TEST_CHECK(cml_red_big_make_on_device(dev, N, HEAD, seed));
+    int64_t on_device = 0, on_host = 0;
+    CML_TEST_CHECK(cml_red_big_sum_on_device(dev, N, &on_device));
+    CML_TEST_CHECK(cudaMemcpy(host, dev, N * sizeof(int), cudaMemcpyDeviceToHost));
+    CML_TEST_CHECK(cudaFree(dev));
+    size_t seen[3] = {0, 0, 0};
+    for (size_t i = 0; i < N; ++i) {
+        on_host += host[i];
+        if (i < HEAD) {
+            cr_assert(host[i] >= -1 && host[i] <= 1, "the kit's maker: word %zu is %d, not -1, 0 or 1", i, host[i]);
+            seen[host[i] + 1]++;
+        } else {
+            cr_assert(host[i] == 1, "the kit's maker: tail word %zu is %d, not 1", i, host[i]);
+        }
+    }
+    free(host);
+    cr_assert(seen[0] && seen[1] && seen[2], "the kit's maker: the head lacks one of -1, 0 and 1");
+    cr_assert(on_device == on_host, "the kit's sum: %lld on the device, %lld on the host", (long long)on_device,
+              (long long)on_host);
+}
+
 /* n > 2^31 (the size_t interface): every step on one case of 8 GiB, one
  * step at a time, so that the GPU holds it once beside the other tests
  * (each test counts on 4 GiB: common/test/criterion_main.c). The data are
@@ -117,6 +147,7 @@ Test(past_2_pow_31, every_step_sums_2_pow_31_plus_2_pow_20_plus_7_ints_exactly, 
     cr_assert(cml_spec_group_cases(&cml_lab_spec, "past_2_pow_31", seed, 0, 1, &list) && list.n == 1,
               "spec group past_2_pow_31: expected its one case");
     const cml_case *c = &list.v[0];
+    kit_kernels_agree_with_the_host(seed);
     int64_t expected;
     {
         int *in = NULL;
@@ -125,6 +156,11 @@ Test(past_2_pow_31, every_step_sums_2_pow_31_plus_2_pow_20_plus_7_ints_exactly, 
         CML_TEST_CHECK(cml_red_big_sum_on_device(in, (size_t)c->a, &expected));
         CML_TEST_CHECK(cudaFree(in));
     }
+    /* the tail's +1s are in it: the head's 2^31 words of -1, 0 and 1 sum to
+     * about +-38,000 (one standard deviation), far inside 2^19 */
+    int64_t tail = (int64_t)(c->a - c->b);
+    cr_assert(expected > tail - (1 << 19) && expected < tail + (1 << 19),
+              "the kit's sum past 2^31: %lld, expected about %lld", (long long)expected, (long long)tail);
     int wrong = 0;
     for (int step = 1; step <= REDUCTION_NUM_STEPS; ++step)
         wrong += !check_past_2_pow_31(step, c, seed, expected);
