@@ -45,6 +45,7 @@ from .labs import LabError, load_labs
 from .pipeline import Pipeline
 from .stagebase import GraderError, Options
 from .report import write_all
+from .gpuhold import gpu_model
 from .run import list_gpus
 
 # names this module defined before benchclock.py, benchreport.py and benchcompare.py were split from it: importable
@@ -152,6 +153,18 @@ def compare_runs(a: Path, b: Path, out=sys.stdout) -> int:
     return 1 if diffs else 0
 
 
+def gpus_named() -> str:
+    """The GPUs the bench runs on, by model and count, e.g. "1 x NVIDIA
+    H200" (nvidia-smi's names; "2 x NVIDIA H100 80GB HBM3, 1 x NVIDIA
+    H200" for a mixed host): what its figures are labelled with, since an
+    H100's and an H200's never share a table. "" without a GPU."""
+    count: dict[str, int] = {}
+    for g in list_gpus():
+        m = gpu_model(g) or f"GPU {g} (model not told)"
+        count[m] = count.get(m, 0) + 1
+    return ", ".join(f"{n} x {m}" for m, n in count.items())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if args.compare:
@@ -198,10 +211,11 @@ def main(argv: list[str] | None = None) -> int:
             pipe.prepare()
             t_ref = clock() - t0
             if subs is None:
+                named = gpus_named() if pipe.gpu_ok else ""
                 subs = make_class(kit, labs, pipe._labtool(), args.size, work / "class", args.mistakes_alone)
                 print(f"bench: a class of {len(subs)} submissions x {len(labs)} labs "
                       f"({', '.join(l.name for l in labs)}), {args.jobs} CPU job(s); "
-                      f"GPU: {'yes' if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}", file=sys.stderr)
+                      f"GPU: {(named or 'yes') if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}", file=sys.stderr)
             print(f"bench: grading in mode '{mode}' ...", file=sys.stderr, flush=True)
             t1, c1 = time.monotonic(), _children_cpu()
             if args.process_log:
@@ -238,7 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\n{mode}: {args.process_log}.{mode}")
             print("\n".join(benchlog.lines(got, r["submission_labs"])))
         if clock_kind == "wall" and list_gpus():
-            print("\nprojected (GPU wall time, the class as graded here):")
+            print(f"\nprojected (GPU wall time, the class as graded here; {gpus_named()}, {time.strftime('%Y-%m-%d')}):")
             for mode, r in rows.items():
                 print(f"{mode}: {projection(r, max(1, args.per_gpu), len(list_gpus()))}")
                 steady = steady_projection(r, len(list_gpus()))
@@ -260,7 +274,8 @@ def main(argv: list[str] | None = None) -> int:
             print("\n".join(verdict_lines(f"'{modes[0]}' and '{modes[-1]}'", n, vdiffs, counts, most=8)))
         if args.json:
             args.json.write_text(json.dumps({"modes": rows, "identical": same, "class": args.size, "clock": clock_kind,
-                                             "jobs": args.jobs, "labs": [l.name for l in labs]},
+                                             "jobs": args.jobs, "labs": [l.name for l in labs],
+                                             "gpus": gpus_named(), "date": time.strftime("%Y-%m-%d")},
                                             indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return 0 if same in (None, True) and not any(r["grader_errors"] for r in rows.values()) else 1
     except GraderError as e:

@@ -463,6 +463,21 @@ class BenchProjection(unittest.TestCase):
         self.assertIn("checker-first: of those seconds, 1.50 a submission-lab (mean) waited for the GPU alone",
                       out.getvalue())
 
+    def test_the_figures_are_labelled_with_the_gpus_model(self):
+        # an H100's figures and an H200's never share a table: the bench names the model and the count
+        from unittest import mock
+        from cmlgrade import bench, gpuhold
+        listed = [("0", "GPU-aa", "NVIDIA H200"), ("1", "GPU-bb", "NVIDIA H200"), ("2", "GPU-cc", "NVIDIA H100 80GB HBM3")]
+        with mock.patch.object(gpuhold, "_smi_gpus", return_value=listed):
+            with mock.patch.object(bench, "list_gpus", return_value=["0", "1"]):
+                self.assertEqual(bench.gpus_named(), "2 x NVIDIA H200")
+            with mock.patch.object(bench, "list_gpus", return_value=["0", "2", "1"]):
+                self.assertEqual(bench.gpus_named(), "2 x NVIDIA H200, 1 x NVIDIA H100 80GB HBM3")
+            with mock.patch.object(bench, "list_gpus", return_value=["GPU-0/1/0"]):   # a MIG instance: no model
+                self.assertEqual(bench.gpus_named(), "1 x GPU GPU-0/1/0 (model not told)")
+            with mock.patch.object(bench, "list_gpus", return_value=[]):
+                self.assertEqual(bench.gpus_named(), "")
+
     def test_the_steady_state_leaves_the_batchs_start_out_once(self):
         # a class of a few submissions spends most of its wall time before its first lab run (the slots'
         # pristine builds): that is paid once a batch, not once a submission-lab
