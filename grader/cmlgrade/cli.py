@@ -61,8 +61,8 @@ def parser() -> argparse.ArgumentParser:
                         "stage runs, on a terminal or not; --quiet turns them off)")
     g = p.add_argument_group("a class at scale: GPUs, clusters, platforms, reruns")
     g.add_argument("--per-gpu", type=int, default=1, metavar="N",
-                   help="submissions graded at once on each GPU (default 1): their tests, checks and sanitizers "
-                        "share it; Nsight Compute and the timing have it alone")
+                   help="submissions graded at once on each GPU (default 1; 4 on a GPU of 80 GB or more): their "
+                        "tests, checks and sanitizers share it; Nsight Compute and the timing have it alone")
     g.add_argument("--jobs", type=int, default=0, help="CPU jobs for builds (default: all cores)")
     g.add_argument("--cache", type=Path, metavar="DIR", help="where graded labs are kept so that a rerun skips a "
                    "submission-lab graded from the same bytes, kit, rubric and seed (default OUT/.cache)")
