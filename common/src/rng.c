@@ -25,25 +25,18 @@ int cml_seed(uint64_t *seed, char *err, size_t errlen)
 
 void cml_rng_init(cml_rng *rng, uint64_t seed, uint64_t stream)
 {
-    /* Mix the stream in so that (seed, 1) and (seed + 1, 0) differ. */
-    rng->state = seed ^ (stream * UINT64_C(0xD1B54A32D192ED03));
+    rng->state = cml_rng_origin(seed, stream);
     (void)cml_rng_next(rng);
 }
 
 uint64_t cml_rng_next(cml_rng *rng)
 {
-    uint64_t z = (rng->state += UINT64_C(0x9E3779B97F4A7C15));
-    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return z ^ (z >> 31);
+    return cml_rng_mix(rng->state += CML_RNG_GOLDEN);
 }
 
 int cml_rng_int(cml_rng *rng, int lo, int hi)
 {
-    uint64_t span = (uint64_t)((int64_t)hi - (int64_t)lo) + 1;
-    /* Multiply-shift: bias below 2^-32 for the spans the labs use. */
-    uint64_t r = (cml_rng_next(rng) >> 32) * span >> 32;
-    return (int)((int64_t)lo + (int64_t)r);
+    return cml_rng_int_of(cml_rng_next(rng), lo, hi);
 }
 
 float cml_rng_float(cml_rng *rng, float lo, float hi)

@@ -102,6 +102,26 @@ Test(rng, gives_different_data_for_other_seeds_and_streams)
     cr_expect(memcmp(a, c, sizeof a) != 0);
 }
 
+Test(rng, any_draw_is_made_at_once_as_the_sequence_makes_it)
+{
+    /* cml_rng_draw(seed, stream, i): what a kernel's thread makes of word i
+     * (lab 04's red_big.cu), the i-th draw after cml_rng_init */
+    static const uint64_t seeds[] = {0, 1, 20261122, UINT64_C(0xFFFFFFFFFFFFFFFF)};
+    for (size_t s = 0; s < sizeof seeds / sizeof seeds[0]; ++s) {
+        cml_rng rng;
+        cml_rng_init(&rng, seeds[s], 700);
+        int words[300];
+        cml_fill_int(words, 300, -1, 1, seeds[s], 700);
+        for (uint64_t i = 0; i < 300; ++i) {
+            uint64_t r = cml_rng_draw(seeds[s], 700, i);
+            cr_assert(r == cml_rng_next(&rng), "seed %llu: draw %llu differs from the sequence's",
+                      (unsigned long long)seeds[s], (unsigned long long)i);
+            cr_assert(cml_rng_int_of(r, -1, 1) == words[i], "seed %llu: word %llu differs from cml_fill_int's",
+                      (unsigned long long)seeds[s], (unsigned long long)i);
+        }
+    }
+}
+
 Test(rng, stays_in_range_and_reaches_both_ends)
 {
     enum { N = 100000 };

@@ -114,7 +114,8 @@ static int large_ints(cml_cases *l, uint64_t seed, int cpu)
  * data below 2^31 are -1, 0 or 1 and every element from 2^31 on is +1, so
  * the tail dropped or read from the start moves the sum by about 2^20.
  * The case carries no host data (count 0): the test makes its 8 GiB on the
- * device from the seed and sums them there, with the kit's own kernels
+ * device, the head cml_fill_int's words of (seed, RED_BIG_STREAM) as before,
+ * and sums them there, with the kit's own kernels
  * (common/labs/04_reduction/red_big.cu); a host loop over 8 GiB and its
  * upload cost 11 to 16 s of every lab 04 grading. The tests only, and not
  * on the CPU path (8 GiB, and 2^31 threads emulated): no case there. */

@@ -20,6 +20,46 @@ int cml_seed(uint64_t *seed, char *err, size_t errlen);
 /* splitmix64: small, fast, and good enough for test data. */
 typedef struct cml_rng { uint64_t state; } cml_rng;
 
+#ifdef __CUDACC__
+#define CML_RNG_HD __host__ __device__
+#else
+#define CML_RNG_HD
+#endif
+
+#define CML_RNG_GOLDEN UINT64_C(0x9E3779B97F4A7C15)
+
+/* splitmix64's output function: a draw is the mix of the state, and the
+ * state advances by CML_RNG_GOLDEN a draw. */
+static inline CML_RNG_HD uint64_t cml_rng_mix(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94D049BB133111EB);
+    return z ^ (z >> 31);
+}
+
+/* The state of (seed, stream) before cml_rng_init's first, discarded draw:
+ * the stream mixed in so that (seed, 1) and (seed + 1, 0) differ. */
+static inline CML_RNG_HD uint64_t cml_rng_origin(uint64_t seed, uint64_t stream)
+{
+    return seed ^ (stream * UINT64_C(0xD1B54A32D192ED03));
+}
+
+/* Draw i (from 0) of (seed, stream) at once, what the (i + 1)-th
+ * cml_rng_next after cml_rng_init returns: any thread of a kernel makes
+ * any word of cml_fill_int's data (lab 04's 8 GiB case, red_big.cu). */
+static inline CML_RNG_HD uint64_t cml_rng_draw(uint64_t seed, uint64_t stream, uint64_t i)
+{
+    return cml_rng_mix(cml_rng_origin(seed, stream) + (i + 2) * CML_RNG_GOLDEN);
+}
+
+/* cml_rng_int's integer in [lo, hi] from a draw r (multiply-shift: bias
+ * below 2^-32 for the spans the labs use). */
+static inline CML_RNG_HD int cml_rng_int_of(uint64_t r, int lo, int hi)
+{
+    uint64_t span = (uint64_t)((int64_t)hi - (int64_t)lo) + 1;
+    return (int)((int64_t)lo + (int64_t)((r >> 32) * span >> 32));
+}
+
 /* A generator for (seed, stream): different streams give independent data
  * from one seed (e.g. one stream per test case). */
 void cml_rng_init(cml_rng *rng, uint64_t seed, uint64_t stream);

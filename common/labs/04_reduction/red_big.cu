@@ -3,30 +3,24 @@
  *
  * Its 8 GiB were made by a host loop and summed on the host, then pinned
  * and uploaded: 11 to 16 s of every lab 04 grading on an H200, most of it
- * the host's, all of it with 8 GiB of the GPU taken. Here the data come
- * from a counter-based hash of (seed, index), so any thread makes any word,
- * and the expected sum is the kit's plain sum in 64 bits, taken before a
- * student's step runs. Kit code only (the object checks refuse a student's
- * cml_ names). */
+ * the host's, all of it with 8 GiB of the GPU taken. Here each thread makes
+ * its words of the kit's generator at once (cml_rng.h, cml_rng_draw: the
+ * words cml_fill_int makes one after the other), and the expected sum is
+ * the kit's plain sum in 64 bits, taken before a student's step runs. Kit
+ * code only (the object checks refuse a student's cml_ names). */
+#include <cml/cml_rng.h>
+
 #include "red_big.h"
 
 #define BIG_THREADS 256
 #define BIG_BLOCKS 2048 /* a few waves of an H100's or H200's SMs; the rest loops */
-
-/* splitmix64's finaliser: a word of the stream from (seed, index) alone */
-static __device__ unsigned long long big_mix(unsigned long long z)
-{
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 extern "C" __global__ void cml_red_big_make(int *in, unsigned long long n, unsigned long long head,
                                             unsigned long long seed)
 {
     unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
     for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-        in[i] = i < head ? (int)(big_mix(seed + (i + 1) * 0x9E3779B97F4A7C15ull) % 3u) - 1 : 1;
+        in[i] = i < head ? cml_rng_int_of(cml_rng_draw(seed, RED_BIG_STREAM, i), -1, 1) : 1;
 }
 
 /* Each thread's share in 64 bits, the block's in shared memory, one atomic a block. */

@@ -103,8 +103,8 @@ static int check_past_2_pow_31(int step, const cml_case *c, uint64_t seed, int64
 }
 
 /* The kit's maker and sum (red_big.cu) held to the host at a small size
- * first: the head's words each -1, 0 or 1 and all three present, the tail
- * all +1, and the device's sum the host's. */
+ * first: the head's words cml_fill_int's (each -1, 0 or 1, all three
+ * present), the tail all +1, and the device's sum the host's. */
 static void kit_kernels_agree_with_the_host(uint64_t seed)
 {
     enum { HEAD = 1 << 16, N = HEAD + 1000 };
@@ -116,17 +116,22 @@ static void kit_kernels_agree_with_the_host(uint64_t seed)
     CML_TEST_CHECK(cml_red_big_sum_on_device(dev, N, &on_device));
     CML_TEST_CHECK(cudaMemcpy(host, dev, N * sizeof(int), cudaMemcpyDeviceToHost));
     CML_TEST_CHECK(cudaFree(dev));
+    int *want = (int *)malloc(HEAD * sizeof(int));
+    cr_assert(want != NULL, "out of host memory");
+    cml_fill_int(want, HEAD, -1, 1, seed, RED_BIG_STREAM);
     size_t seen[3] = {0, 0, 0};
     for (size_t i = 0; i < N; ++i) {
         on_host += host[i];
         if (i < HEAD) {
             cr_assert(host[i] >= -1 && host[i] <= 1, "the kit's maker: word %zu is %d, not -1, 0 or 1", i, host[i]);
+            cr_assert(host[i] == want[i], "the kit's maker: word %zu is %d, cml_fill_int's %d", i, host[i], want[i]);
             seen[host[i] + 1]++;
         } else {
             cr_assert(host[i] == 1, "the kit's maker: tail word %zu is %d, not 1", i, host[i]);
         }
     }
     free(host);
+    free(want);
     cr_assert(seen[0] && seen[1] && seen[2], "the kit's maker: the head lacks one of -1, 0 and 1");
     cr_assert(on_device == on_host, "the kit's sum: %lld on the device, %lld on the host", (long long)on_device,
               (long long)on_host);
