@@ -132,3 +132,20 @@ function(kit_require_sanitizer runner sanitizer out_var)
   endif()
   set(${out_var} ${have_gpu} PARENT_SCOPE)
 endfunction()
+
+# How the kit runs a compute-sanitizer tool, as the grader does
+# (grader/cmlgrade/run.py: EXACT_BUFFERS, TOOL_OPTIONS): for memcheck, the
+# runner's buffers at exactly their sizes (cml_buffer.h: a read past an
+# input's end is outside the allocation) and memcheck's own padding after
+# every allocation (small allocations lie side by side: without it such a
+# read lands in the next one). Sets env_var (for cmake -E env) and
+# options_var (after --tool).
+function(kit_sanitizer_tool tool env_var options_var)
+  if(tool STREQUAL "memcheck")
+    set(${env_var} CML_EXACT_BUFFERS=1 PARENT_SCOPE)
+    set(${options_var} --padding 1048576 PARENT_SCOPE)
+  else()
+    set(${env_var} "" PARENT_SCOPE)
+    set(${options_var} "" PARENT_SCOPE)
+  endif()
+endfunction()

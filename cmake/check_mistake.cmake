@@ -110,13 +110,7 @@ else()
   if(NOT ready)
     return()
   endif()
-  set(env "")
-  set(options "")
-  if(MISTAKE_CAUGHT_BY STREQUAL "memcheck")
-    # buffers of exactly their size (cml_buffer.h) and memcheck's padding after each, as the grader's memcheck
-    set(env CML_EXACT_BUFFERS=1)
-    set(options --padding 1048576)
-  endif()
+  kit_sanitizer_tool(${MISTAKE_CAUGHT_BY} env options)   # as the grader runs the tool
   execute_process(
     COMMAND "${CMAKE_COMMAND}" -E env ${env} "${SANITIZER}" --tool ${MISTAKE_CAUGHT_BY} ${options} --error-exitcode 99 --print-limit 5
             "${RUNNER}" --step ${MISTAKE_STEP} ${RUNNER_ARGS} --check-only

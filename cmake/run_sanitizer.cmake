@@ -9,16 +9,8 @@ if(NOT ready)
   return()
 endif()
 set(failures "")
-# memcheck on buffers of exactly the interface's sizes (cml_buffer.h): a read
-# past an input's end is then outside the allocation, where the tool sees it;
-# and memcheck's own padding after each allocation, so that it is not inside
-# the next one (small allocations are packed side by side; grader/cmlgrade/run.py)
-set(env "")
-set(options "")
-if(TOOL STREQUAL "memcheck")
-  set(env CML_EXACT_BUFFERS=1)
-  set(options --padding 1048576)
-endif()
+# memcheck as the grader runs it (kit_sanitizer_tool: exact buffers, padding)
+kit_sanitizer_tool(${TOOL} env options)
 string(REPLACE "|" ";" CONFIGS "${CONFIGS}")
 foreach(config IN LISTS CONFIGS)
   separate_arguments(args UNIX_COMMAND "${config}")

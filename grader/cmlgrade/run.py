@@ -33,7 +33,8 @@ EXACT_BUFFERS = {"CML_EXACT_BUFFERS": "1"}
 EXACT_BUFFERS_FOR = ("memcheck",)
 # memcheck's own padding after every allocation (compute-sanitizer --padding, bytes): small allocations are packed
 # side by side, so a read past the end of one lands in the next, where memcheck sees a valid address; in the padding
-# it sees an invalid one. The same in cmake/run_sanitizer.cmake and cmake/check_mistake.cmake.
+# it sees an invalid one. The kit's own sanitizer tests the same (cmake/KitCriterionJson.cmake,
+# kit_sanitizer_tool; test_parsers holds the two equal).
 TOOL_OPTIONS = {"memcheck": ["--padding", str(1 << 20)]}
 
 

@@ -113,6 +113,27 @@ class OneSanitizerProcessTests(unittest.TestCase):
         self.assertEqual((rep.state, cfg), ("incomplete", "--step 1,2 --type int --n 33"))
 
 
+class SanitizerOptionsTests(unittest.TestCase):
+    def test_the_kits_sanitizer_tests_run_each_tool_as_the_grader_does(self):
+        """cmake/KitCriterionJson.cmake's kit_sanitizer_tool (the kit's
+        sanitizer and mistake tests) and run.py's EXACT_BUFFERS and
+        TOOL_OPTIONS (the grader) say the same: a mistake the kit's test
+        catches is one the grader catches."""
+        import re
+        from helpers import KIT
+        from cmlgrade import run as R
+        text = (KIT / "cmake" / "KitCriterionJson.cmake").read_text(encoding="utf-8")
+        body = text[text.index("function(kit_sanitizer_tool"):]
+        body = body[:body.index("endfunction()")]
+        memcheck = body[:body.index("else()")]
+        env = re.search(r"set\(\$\{env_var\} (.*) PARENT_SCOPE\)", memcheck).group(1).split()
+        options = re.search(r"set\(\$\{options_var\} (.*) PARENT_SCOPE\)", memcheck).group(1).split()
+        self.assertEqual(R.EXACT_BUFFERS_FOR, ("memcheck",))
+        self.assertEqual(env, [f"{k}={v}" for k, v in R.EXACT_BUFFERS.items()])
+        self.assertEqual(options, R.TOOL_OPTIONS["memcheck"])
+        self.assertEqual(set(R.TOOL_OPTIONS), {"memcheck"})   # the other tools: none, as the cmake's else()
+
+
 class CounterTests(unittest.TestCase):
     def test_lines_with_separators_and_missing_values(self):
         c = parse_counters(fixture("counters_banks.txt"))
