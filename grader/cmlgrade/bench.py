@@ -43,7 +43,7 @@ from .build import clock
 from .intake import Submission
 from .labs import LabError, load_labs
 from .pipeline import Pipeline
-from .stagebase import GraderError, Options
+from .stagebase import GraderError, Options, per_gpu_arg
 from .report import write_all
 from .gpuhold import gpu_model
 from .run import list_gpus
@@ -67,7 +67,8 @@ def parser() -> argparse.ArgumentParser:
                         "grade.py's --public-tests all and its default); the "
                         "outputs of the first and the last are compared")
     p.add_argument("--jobs", type=int, default=1, help="CPU jobs (default 1: seconds on one core)")
-    p.add_argument("--per-gpu", type=int, default=1, metavar="N", help="as grade.py's --per-gpu (default 1)")
+    p.add_argument("--per-gpu", type=per_gpu_arg, default=0, metavar="N|auto",
+                   help="as grade.py's --per-gpu (default auto; the count used is printed)")
     p.add_argument("--mistakes-alone", action="store_true",
                    help="each catalogued mistake's submission holds only the lab it was made in (the reference's "
                         "holds every lab): comparing modes over every mistake of several labs without grading "
@@ -193,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict] = {}
     logged: dict[str, dict] = {}   # --process-log: each mode's processes (benchlog)
     subs: list[Submission] | None = None
+    per_gpu_used = 1
     clock_kind = args.clock or ("wall" if list_gpus() else "cpu")
     if clock_kind == "cpu":
         use_cpu_clock()
@@ -205,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                            sandbox=args.sandbox or clock_kind == "wall",
                            cpu_path={"auto": None, "cuda": False, "cpu": True}[args.path],
                            fresh_trees=(mode == "fresh"), retime_reference=(mode == "fresh"), progress=args.progress,
-                           per_gpu=max(1, args.per_gpu), public_tests="failing" if mode == "checker-first" else "all")
+                           per_gpu=args.per_gpu, public_tests="failing" if mode == "checker-first" else "all")
             pipe = Pipeline(opts, labs)
             t0 = clock()
             pipe.prepare()
@@ -215,7 +217,11 @@ def main(argv: list[str] | None = None) -> int:
                 subs = make_class(kit, labs, pipe._labtool(), args.size, work / "class", args.mistakes_alone)
                 print(f"bench: a class of {len(subs)} submissions x {len(labs)} labs "
                       f"({', '.join(l.name for l in labs)}), {args.jobs} CPU job(s); "
-                      f"GPU: {(named or 'yes') if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}", file=sys.stderr)
+                      f"GPU: {(named or 'yes') + ', --per-gpu ' + str(pipe.per_gpu) if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}; "
+                      f"{pipe.sandbox.note}", file=sys.stderr)
+                if pipe.per_gpu_note:
+                    print(f"bench: {pipe.per_gpu_note}", file=sys.stderr)
+                per_gpu_used = pipe.per_gpu
             print(f"bench: grading in mode '{mode}' ...", file=sys.stderr, flush=True)
             t1, c1 = time.monotonic(), _children_cpu()
             if args.process_log:
@@ -254,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         if clock_kind == "wall" and list_gpus():
             print(f"\nprojected (GPU wall time, the class as graded here; {gpus_named()}, {time.strftime('%Y-%m-%d')}):")
             for mode, r in rows.items():
-                print(f"{mode}: {projection(r, max(1, args.per_gpu), len(list_gpus()))}")
+                print(f"{mode}: {projection(r, per_gpu_used, len(list_gpus()))}")
                 steady = steady_projection(r, len(list_gpus()))
                 if steady:
                     print(f"{mode}, steady state: {steady}")

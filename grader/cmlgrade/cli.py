@@ -16,7 +16,7 @@ from .intake import Submission, is_archive, kit_file_names, looks_like_one_submi
 from .checker import has_checker
 from .labs import LabError, kit_description, load_labs
 from .pipeline import Pipeline
-from .stagebase import STUDENT_EDITION, GraderError, Options, parse_seed
+from .stagebase import STUDENT_EDITION, GraderError, Options, parse_seed, per_gpu_arg
 from .report import fmt, gradescope_json, write_all
 from .rubric import RubricError, load_override
 from .scorebase import REFERENCE_FAILED
@@ -60,9 +60,11 @@ def parser() -> argparse.ArgumentParser:
                    help="progress lines on stderr (the default: a line a stage, and one every 10 s while a long "
                         "stage runs, on a terminal or not; --quiet turns them off)")
     g = p.add_argument_group("a class at scale: GPUs, clusters, platforms, reruns")
-    g.add_argument("--per-gpu", type=int, default=1, metavar="N",
-                   help="submissions graded at once on each GPU (default 1; 4 on a GPU of 80 GB or more): their "
-                        "tests, checks and sanitizers share it; Nsight Compute and the timing have it alone")
+    g.add_argument("--per-gpu", type=per_gpu_arg, default=0, metavar="N|auto",
+                   help="submissions graded at once on each GPU: their tests, checks and sanitizers share it; "
+                        "Nsight Compute and the timing have it alone (default auto: one for every 16 GiB free on "
+                        "the GPU when grading starts, at most 4: 4 on an idle 80 GB card, 1 on a 16 GB one; the "
+                        "count is printed)")
     g.add_argument("--jobs", type=int, default=0, help="CPU jobs for builds (default: all cores)")
     g.add_argument("--cache", type=Path, metavar="DIR", help="where graded labs are kept so that a rerun skips a "
                    "submission-lab graded from the same bytes, kit, rubric and seed (default OUT/.cache)")
@@ -129,6 +131,12 @@ def _clean_up_when_stopped(pipe: Pipeline) -> None:
         signal.signal(sig, stop)
 
 
+def _per_gpu_words(pipe) -> str:
+    """How many submissions share each GPU, and why (auto's reason)."""
+    n = pipe.per_gpu
+    return f" ({pipe.per_gpu_note})" if pipe.per_gpu_note else f" ({n} submission{'s' if n > 1 else ''} at once on each)"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if not args.input and not args.self_check:
@@ -137,9 +145,6 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     if args.batch and args.single:
         print("grade.py: --batch and --single exclude each other", file=sys.stderr)
-        return EXIT_USAGE
-    if not 1 <= args.per_gpu <= 16:
-        print(f"grade.py: --per-gpu {args.per_gpu}: give 1 to 16 submissions at once per GPU", file=sys.stderr)
         return EXIT_USAGE
     kit = (args.kit or default_kit()).resolve()
     problems = check_kit(kit)
@@ -252,7 +257,8 @@ def main(argv: list[str] | None = None) -> int:
                          + (f" (and {nothing} on the roster with nothing submitted)" if nothing else "")
                          + f", labs {', '.join(l.name for l in labs)}; "
                          f"GPUs: {', '.join(g for g in pipe.gpus if g is not None) or 'none'}"
-                         f"{'' if pipe.gpu_ok else ' (' + pipe.no_gpu_reason + ')'}; {pipe.sandbox.note}")
+                         f"{_per_gpu_words(pipe) if pipe.gpu_ok else ' (' + pipe.no_gpu_reason + ')'}; "
+                         f"{pipe.sandbox.note}")
         results, errors = pipe.grade(subs)
     except GraderError as e:
         print(f"grade.py: {e}", file=sys.stderr)

@@ -84,6 +84,9 @@ class LabStage:
             progress.say(job.sub.student, lab.name, "refused by the object checks", finished=True)
             return
         t0, began = clock(), time.monotonic()
+        # no line: the reference's first run on this GPU (a [grader] line) or the tests' line follows
+        progress.say(job.sub.student, lab.name, f"started on GPU {gpu}" if gpu is not None and self.gpu_ok
+                     else "started on the CPU path" if self.cpu_path else "started", line=False)
         run.gpu = gpu or ""
         job.gpu_key = gpu
         at = _At(job, gpu, R.Deadline(lab.rubric.lab.time_limit_s), self._gpu_env(gpu),
@@ -157,7 +160,7 @@ class LabStage:
         at.say("kit-only checks")
         run_kit_checks(self.student_exe, lab, run, at.job.ref, at.bdir / lab.harness, self._seeds(), PUBLIC_SEED,
                        at.out, lab.rubric.tests.step_time_limit_s, at.deadline, at.env, at.readable,
-                       lab.harness.endswith("_cpu"), self.opts.per_gpu if self.gpu_ok else 1)
+                       lab.harness.endswith("_cpu"), self.per_gpu if self.gpu_ok else 1)
 
     def _test_binary(self, at: _At, b: str, kind: str, seed: int | None, known: bool) -> R.BinaryRun:
         """One test program's outcomes on one data set; with `known`, the

@@ -22,6 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from . import gpuhold
 from . import run as R
 from .building import BuildStage
 from .cache import ResultCache, gpu_names
@@ -50,6 +51,7 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
         self.gpu_ok = False
         self.cpu_path = False
         self.no_gpu_reason = ""
+        self.per_gpu, self.per_gpu_note = 1, ""   # submissions at once on each GPU (Options.per_gpu, auto resolved)
         self.refs: dict[tuple, LabRun] = {}
         self.ref_lock = threading.Lock()
         self.ref_once: dict[tuple, threading.Lock] = {}   # one reference run per lab and GPU model, however many workers
@@ -103,6 +105,9 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
                 raise GraderError(f"{why}; free the GPU (or choose another with CUDA_VISIBLE_DEVICES) and grade "
                                   f"again")
             self.gpu_ok, self.no_gpu_reason = ok, ("" if ok else why)
+        if self.gpu_ok:
+            self.per_gpu, self.per_gpu_note = ((self.opts.per_gpu, "") if self.opts.per_gpu > 0
+                                               else gpuhold.auto_per_gpu([g for g in self.gpus if g is not None]))
         hide = [self.opts.kit.resolve(), self.work] + [h.resolve() for h in self.opts.hide]
         if not self.ref_build.is_relative_to(self.work):   # a shared reference build holds the solutions' objects
             hide.append(self.ref_build)
@@ -154,7 +159,7 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
         progress.start(total)
         q: queue.Queue = queue.Queue()
         errors: list[str] = []
-        per_gpu = max(1, self.opts.per_gpu) if self.gpu_ok else 1
+        per_gpu = self.per_gpu if self.gpu_ok else 1
         workers = [threading.Thread(target=self._gpu_worker, args=(g, q, progress, errors), daemon=True)
                    for g in self.gpus for _ in range(per_gpu)]
         for w in workers:
@@ -174,6 +179,7 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
                 for j in js:
                     if j.run.build_problem.startswith("grader error"):
                         errors.append(f"{s.student} {j.lab.name}: {j.run.build_problem[:200]}")
+                    progress.queued(s.student, j.lab.name, "waiting for a GPU" if self.gpu_ok else "waiting their turn")
                     q.put(j)
         for _ in workers:
             q.put(None)

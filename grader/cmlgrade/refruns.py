@@ -123,8 +123,8 @@ class RefStage:
         if gpu is None:
             return {}
         env = {"CUDA_VISIBLE_DEVICES": gpu}
-        if self.gpu_ok and self.opts.per_gpu > 1:
-            env["CML_GPU_SLOTS"] = str(gpuhold.DEFAULT_SLOTS * self.opts.per_gpu)
+        if self.gpu_ok and self.per_gpu > 1:
+            env["CML_GPU_SLOTS"] = str(gpuhold.DEFAULT_SLOTS * self.per_gpu)
         return env
 
     def _listed(self, job: _Job, out: Path) -> LabRun:

@@ -2,6 +2,7 @@
 labrun.LabStage): the options, the grader's constants and errors, a job."""
 from __future__ import annotations
 
+import argparse
 import hashlib
 import re
 from dataclasses import dataclass, field
@@ -47,12 +48,27 @@ class Options:
     cache: Path | None = None   # the content-hash cache of graded labs (cache.py); None: none
     retime_reference: bool = False   # time the reference beside every submission (the old way), not once per batch
     reference_build: Path | None = None   # a reference build folder shared by several runs (built under a lock)
-    per_gpu: int = 1   # submissions graded at once on each GPU (their untimed phases share it; gpushare.py)
+    # submissions graded at once on each GPU (their untimed phases share it; gpushare.py); 0: auto, by the GPUs'
+    # free memory when the run is prepared (gpuhold.auto_per_gpu; Pipeline.per_gpu holds the count used)
+    per_gpu: int = 0
     # "failing" (grade.py's default): where a lab has a kit-only checker it runs first, and Criterion runs the
     # public tests of the steps it does not find right only, the others taking its verdict (labrun.LabStage._tests;
     # the same verdicts as "all" over every catalogued mistake, docs/grading.md §9); "all": every public test program
     # runs (Criterion's outcomes, then the kit-only checks)
     public_tests: str = "failing"
+
+
+def per_gpu_arg(text: str) -> int:
+    """--per-gpu of grade.py and the bench: 1 to 16, or auto (0)."""
+    if text.strip().lower() == "auto":
+        return 0
+    try:
+        n = int(text)
+    except ValueError:
+        n = -1
+    if not 1 <= n <= 16:
+        raise argparse.ArgumentTypeError(f"{text!r}: give 1 to 16 submissions at once per GPU, or auto")
+    return n
 
 
 def cuda_arch(given: str, gpus: list[str]) -> str:

@@ -326,6 +326,61 @@ class Sharing(unittest.TestCase):
         with mock.patch("shutil.which", return_value=None), mock.patch.object(gpuhold, "_LISTED", None):
             self.assertIsNone(gpuhold.gpu_model("0"))
 
+    def test_per_gpu_auto_counts_the_fullest_gpus_free_memory(self):
+        """--per-gpu auto: one submission for every AUTO_GIB_EACH GiB free,
+        at most AUTO_MOST, by the GPU with the least free; 1 where a GPU's
+        free memory cannot be told (a MIG instance, nvidia-smi failing or
+        missing), and never 0 on a nearly full GPU."""
+        from cmlgrade.sandbox import ProcResult
+        listed = "0, GPU-0a1b-11, NVIDIA H200\n1, GPU-0a1b-22, NVIDIA H100 80GB HBM3\n2, GPU-0a1b-33, NVIDIA A10\n"
+        free = {"0": "143171", "1": "81008", "2": "40000"}
+
+        def smi(argv, **kw):
+            if "--query-gpu=index,uuid,name" in argv:
+                return ProcResult(argv, 0, listed, "", False, 0.0)
+            i = argv[argv.index("-i") + 1]
+            if i not in free or free[i] == "fail":
+                return ProcResult(argv, 9, "", "No devices were found", False, 0.0)
+            return ProcResult(argv, 0, free[i] + "\n", "", False, 0.0)
+
+        def auto(gpus, **frees):
+            free.update(frees)
+            return gpuhold.auto_per_gpu(gpus)
+
+        with mock.patch("shutil.which", return_value="/usr/bin/nvidia-smi"), \
+                mock.patch.object(gpuhold, "run_process", side_effect=smi), \
+                mock.patch.object(gpuhold, "_LISTED", None):
+            self.assertEqual(auto(["0"])[0], 4)                      # 139.8 GiB: capped at 4
+            self.assertEqual(auto(["1"])[0], 4)                      # an idle 80 GB card: 79.1 GiB
+            self.assertEqual(auto(["2"])[0], 2)                      # 39 GiB
+            self.assertEqual(auto(["0", "2"])[0], 2)                 # the fullest GPU decides
+            self.assertEqual(auto(["GPU-0A1B-22"])[0], 4)           # named by UUID (CUDA_VISIBLE_DEVICES)
+            self.assertEqual(auto(["1"], **{"1": "30000"})[0], 1)    # 29 GiB free: another user's work on it
+            self.assertEqual(auto(["1"], **{"1": "900"})[0], 1)      # nearly full: still 1, never 0
+            n, why = auto(["0", "1"], **{"1": "81008"})
+            self.assertEqual(n, 4)
+            self.assertIn("79 GiB free on the fullest", why)
+            self.assertIn("4 at once on each GPU", why)
+            for gpus in (["1", "MIG-0a1b"], ["7"], [], ["1", "2"]):
+                if gpus == ["1", "2"]:
+                    free["2"] = "fail"
+                with self.subTest(gpus=gpus):
+                    n, why = gpuhold.auto_per_gpu(gpus)
+                    self.assertEqual(n, 1)
+                    self.assertIn("cannot be told", why)
+            free["2"] = "not a number"
+            self.assertEqual(gpuhold.auto_per_gpu(["2"])[0], 1)
+        with mock.patch("shutil.which", return_value=None), mock.patch.object(gpuhold, "_LISTED", None):
+            self.assertEqual(gpuhold.auto_per_gpu(["0"])[0], 1)
+
+    def test_per_gpu_is_1_to_16_or_auto(self):
+        import argparse
+        from cmlgrade.stagebase import per_gpu_arg
+        self.assertEqual([per_gpu_arg(t) for t in ("1", "4", "16", "auto", "AUTO")], [1, 4, 16, 0, 0])
+        for bad in ("0", "17", "-1", "lots", ""):
+            with self.subTest(bad=bad), self.assertRaises(argparse.ArgumentTypeError):
+                per_gpu_arg(bad)
+
 
 # an ncu outside that would start now: for each file, "ex" or "sh" where it got that POSIX lock without waiting
 # (exclusive tried first), else "-"

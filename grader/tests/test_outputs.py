@@ -787,3 +787,38 @@ class Heartbeat(unittest.TestCase):
             after = err.getvalue()
         self.assertIn("[0/2] still running: alice 04_reduction: testing on the CPU path (", seen)
         self.assertEqual(after, seen, "a heartbeat with nothing running")
+
+    def test_a_built_lab_waiting_for_a_gpu_does_not_read_as_building(self):
+        """A self-check on 2 GPUs said "reference 08_occupancy: building
+        (318 s)" of a lab built minutes before and waiting for a GPU: the
+        heartbeat counts the waiting labs apart, and a lab that starts
+        leaves the count (its stage named, with no line of its own)."""
+        import contextlib
+        import time
+        from cmlgrade.progress import Progress
+        err = io.StringIO()
+        with mock.patch.object(Progress, "HEARTBEAT_S", 0.3), contextlib.redirect_stderr(err):
+            p = Progress(True, 3)
+            self.addCleanup(p.close)
+            for lab in ("07_vectorized", "08_occupancy", "09_shared_sort"):
+                p.say("ref", lab, "building")
+            p.queued("ref", "08_occupancy", "waiting for a GPU")
+            p.queued("ref", "09_shared_sort", "waiting for a GPU")
+            p.say("ref", "07_vectorized", "testing on GPU 1")
+            while "still running" not in err.getvalue():   # readiness: CTest's timeout bounds a hang
+                time.sleep(0.05)
+            first = err.getvalue()
+            n = first.count("\n")
+            p.say("ref", "08_occupancy", "started on GPU 0", line=False)
+            self.assertEqual(err.getvalue().count("\n"), n, "a stage said with line=False printed a line")
+            while err.getvalue().count("still running") < 2:
+                time.sleep(0.05)
+            second = err.getvalue()[len(first):]
+        beat = [ln for ln in first.splitlines() if "still running" in ln][0]
+        self.assertIn("ref 07_vectorized: testing on GPU 1 (", beat)
+        self.assertNotIn("building", beat)
+        self.assertTrue(beat.endswith("; 2 labs built, waiting for a GPU"), beat)
+        self.assertIn("ref 08_occupancy: started on GPU 0 (", second)
+        self.assertIn("; 1 lab built, waiting for a GPU", second)
+        p.idle()
+        self.assertEqual(p.waiting, {})
