@@ -65,7 +65,7 @@ class NotStartedTests(unittest.TestCase):
         self.assertTrue(any(m.name in x for x in started), started)
         unstarted, notes = lines([m.step])
         self.assertFalse(any(m.name in x for x in unstarted), unstarted)
-        self.assertTrue(any(f"not started yet" in n and str(m.step) in n for n in notes), notes)
+        self.assertTrue(any("not started yet" in n and str(m.step) in n for n in notes), notes)
 
 
 @unittest.skipUnless(LABTOOL.is_file(), f"no {LABTOOL}: build the kit first")
