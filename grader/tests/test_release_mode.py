@@ -11,7 +11,7 @@ from unittest import mock
 
 from helpers import KIT, fake_build, labs, tmpdir
 
-from cmlgrade import building, labrun
+from cmlgrade import building, gpuhold, labrun
 from cmlgrade.intake import Submission
 from cmlgrade.refruns import criterion_list
 from cmlgrade.pipeline import Options, Pipeline
@@ -90,7 +90,7 @@ def student_edition_lab():
     return dataclasses.replace(LAB, solution_dir="", mistakes=())
 
 
-def grade(test, fake, gpu: bool, public_tests: str = "all", checks=None):
+def grade(test, fake, gpu: bool, public_tests: str = "all", checks=None, per_gpu: int = 0):
     lab = student_edition_lab()
     # a student's self-check: the files graded are the kit's own labs/ files
     files = {lab.name: {f: (KIT / lab.dir / f).read_bytes() for f in lab.files}}
@@ -120,7 +120,7 @@ def grade(test, fake, gpu: bool, public_tests: str = "all", checks=None):
         p.start()
         test.addCleanup(p.stop)
     p = Pipeline(Options(kit=KIT, work=tmpdir(test) / "work", sandbox=False, jobs=2, cpu_path=False,
-                         public_tests=public_tests), [lab], runner=fake)
+                         public_tests=public_tests, per_gpu=per_gpu), [lab], runner=fake)
     p.prepare()
     results, errors = p.grade([Submission("kim", "labs/", files)])
     p.cleanup()
@@ -189,6 +189,26 @@ class StudentEditionTests(unittest.TestCase):
         timed = [a for a in fake.calls if Path(a[0]).name == LAB.runner and "--json" in a]
         self.assertEqual(timed, [])   # nothing to time it against
         self.assertNotIn(f"{LAB.runner}_ref", {Path(a[0]).name for a in fake.calls})
+
+
+class PerGpuTests(unittest.TestCase):
+    """--per-gpu auto (Options.per_gpu 0, the default) is settled when the
+    run is prepared, from the usable GPUs' free memory; a count given is
+    kept as given; with no usable GPU nothing is asked and it is 1."""
+
+    def test_auto_asks_the_gpus_a_count_given_is_kept_and_no_gpu_is_one(self):
+        passing = lambda suite, test: ("PASSED", [])   # noqa: E731
+        for gpu, given, want in ((True, 0, 3), (True, 2, 2), (False, 0, 1)):
+            with self.subTest(gpu=gpu, given=given), \
+                    mock.patch.object(gpuhold, "auto_per_gpu", return_value=(3, "--per-gpu auto: a test")) as auto:
+                p, _, _ = grade(self, FakeKit(passing), gpu=gpu, per_gpu=given)
+                self.assertEqual(p.per_gpu, want)
+                if gpu and not given:
+                    auto.assert_called_once_with(["0"])
+                    self.assertEqual(p.per_gpu_note, "--per-gpu auto: a test")
+                else:
+                    auto.assert_not_called()
+                    self.assertEqual(p.per_gpu_note, "")
 
 
 class ListParserTests(unittest.TestCase):
