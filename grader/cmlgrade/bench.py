@@ -194,7 +194,6 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict[str, dict] = {}
     logged: dict[str, dict] = {}   # --process-log: each mode's processes (benchlog)
     subs: list[Submission] | None = None
-    per_gpu_used = 1
     clock_kind = args.clock or ("wall" if list_gpus() else "cpu")
     if clock_kind == "cpu":
         use_cpu_clock()
@@ -221,7 +220,6 @@ def main(argv: list[str] | None = None) -> int:
                       f"{pipe.sandbox.note}", file=sys.stderr)
                 if pipe.per_gpu_note:
                     print(f"bench: {pipe.per_gpu_note}", file=sys.stderr)
-                per_gpu_used = pipe.per_gpu
             print(f"bench: grading in mode '{mode}' ...", file=sys.stderr, flush=True)
             t1, c1 = time.monotonic(), _children_cpu()
             if args.process_log:
@@ -246,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             rows[mode] = summarize(results, wall, setup)
             rows[mode]["class_cpu_s"] = round(_children_cpu() - c1, 1)
             rows[mode]["grader_errors"] = len(errors)
+            rows[mode]["per_gpu"] = pipe.per_gpu if pipe.gpu_ok else 1   # the count this mode graded with (auto: its own)
             rows[mode]["verdicts"] = verdicts(results)
         what = "CPU seconds (of the grader's child processes)" if clock_kind == "cpu" else "wall seconds"
         print(f"\n{what} per submission-lab by phase (mean / max); the class total is wall time:")
@@ -260,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         if clock_kind == "wall" and list_gpus():
             print(f"\nprojected (GPU wall time, the class as graded here; {gpus_named()}, {time.strftime('%Y-%m-%d')}):")
             for mode, r in rows.items():
-                print(f"{mode}: {projection(r, per_gpu_used, len(list_gpus()))}")
+                print(f"{mode}: {projection(r, r['per_gpu'], len(list_gpus()))}")
                 steady = steady_projection(r, len(list_gpus()))
                 if steady:
                     print(f"{mode}, steady state: {steady}")
