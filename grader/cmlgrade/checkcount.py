@@ -8,16 +8,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from .harnessio import write_input
-from .profrun import profiled_run, read_profile
+from .profrun import UNREAD, ncu_value, profiled_run, read_profile
 from .runbase import Deadline
 from .sandbox import Executor
 
 
 # ------------------------------------------------------------ counters (ncu run by the grader on the harness)
 
-def parse_ncu_csv(text: str, metric: str) -> tuple[float, int]:
+def parse_ncu_csv(text: str, metric: str, unread: list[str] | None = None) -> tuple[float | None, int]:
     """The sum of `metric` over the kernels ncu's CSV lists, and how many
-    launches it lists."""
+    launches it lists; the sum is None where a launch's value is no number
+    (profrun.ncu_value; why, in `unread`): counted again, never summed
+    without it."""
     import csv
     import io
     rows = [r for r in csv.reader(io.StringIO(text)) if r]
@@ -31,13 +33,19 @@ def parse_ncu_csv(text: str, metric: str) -> tuple[float, int]:
         name_at, value_at = head.index("Metric Name"), head.index("Metric Value")
     except ValueError:
         return 0.0, 0
-    total, n = 0.0, 0
+    kernel_at = head.index("Kernel Name") if "Kernel Name" in head else None
+    total: float | None = 0.0
+    n = 0
     for r in rows[1:]:
         if len(r) > max(name_at, value_at) and r[name_at] == metric:
-            try:
-                total += float(r[value_at].replace(",", ""))
-            except ValueError:
-                continue
+            v = ncu_value(r[value_at])
+            if v is None:
+                if unread is not None and total is not None:
+                    kernel = r[kernel_at][:80] if kernel_at is not None and len(r) > kernel_at else "a launch"
+                    unread.append(UNREAD.format(cell=r[value_at], metric=metric, kernel=kernel))
+                total = None
+            elif total is not None:
+                total += v
             n += 1
     return total, n
 
@@ -69,11 +77,14 @@ def counters_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: 
     r = profiled_run(exe, [ncu, "--csv", "--log-file", str(log), "--clock-control", "none", "--metrics", metric,
                            str(harness), str(inp), str(outp)], work, timeout, env, readable, Deadline(timeout))
     text, bad = read_profile(log, 1 << 22)
-    total, n = parse_ncu_csv(text, metric)
+    unread: list[str] = []
+    total, n = parse_ncu_csv(text, metric, unread)
     if r.timed_out:
         return None, f"timed out after {timeout:.0f} s"
     if bad:
         return None, bad
+    if total is None:
+        return None, unread[0]
     if n == 0:
         why = next((ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "ERR_" in ln or "==ERROR==" in ln), "")
         return None, why or "ncu profiled no kernel of the step"

@@ -53,14 +53,15 @@ def lab_profile(exe: Executor, harness: Path, lab, traced: list[int], counted: l
     got = marked_ncu_run(exe, harness, lab.name, per, metrics, out_dir / f"profile-{tag}-steps", total, env,
                          readable) if len(per) > 1 else {}
     traces = {}
-    for s in traced:   # a step whose part failed: traced alone
+    for s in traced:   # a step whose part failed, or one of whose counters is no number: traced alone
         text = got.get(("trace", s))
-        traces[s] = (StepTrace(parse_ncu_launches(text), len(per[("trace", s)])), "") if text is not None else \
+        kernels = parse_ncu_launches(text) if text is not None else None
+        traces[s] = (StepTrace(kernels, len(per[("trace", s)])), "") if kernels is not None else \
             trace_step(exe, harness, lab.name, s, seed, out_dir, trace_limit, env, readable, False, tag)
     rep = CounterReport(True, "")
-    for s in counted:   # a step whose part failed or counted nothing: counted alone
+    for s in counted:   # a step whose part failed, counted nothing or no number: counted alone
         value, n = parse_ncu_csv(got.get(("count", s), ""), metric[s])
-        if n:
+        if n and value is not None:
             rep.conflicts[s] = value
             continue
         v, why = counters_step(exe, harness, lab.name, s, seed, metric[s], out_dir, count_limit, env, readable, tag)

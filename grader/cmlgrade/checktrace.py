@@ -12,7 +12,7 @@ from pathlib import Path
 from .checkbase import Case, ordinary
 from .checkmarks import marked_ncu_run
 from .harnessio import write_input
-from .profrun import profiled_run, read_log, read_profile
+from .profrun import UNREAD, ncu_value, profiled_run, read_log, read_profile
 from .runbase import Deadline
 from .sandbox import Executor
 
@@ -71,9 +71,11 @@ def parse_cpu_launches(text: str) -> dict[str, KernelUse]:
     return out
 
 
-def parse_ncu_launches(text: str) -> dict[str, KernelUse]:
+def parse_ncu_launches(text: str, unread: list[str] | None = None) -> dict[str, KernelUse] | None:
     """ncu's CSV (--print-kernel-base mangled, SHARED_METRICS), summed by
-    kernel; a launch is one "ID" of the table."""
+    kernel; a launch is one "ID" of the table. None where a launch's
+    counter is no number (profrun.ncu_value; why, in `unread`): the trace
+    is taken again, never read as a launch without shared memory."""
     import csv
     import io
     rows = [r for r in csv.reader(io.StringIO(text)) if r]
@@ -89,11 +91,12 @@ def parse_ncu_launches(text: str) -> dict[str, KernelUse]:
     for r in rows[start + 1:]:
         if len(r) <= max(at.values()) or r[at["Metric Name"]] not in SHARED_METRICS:
             continue
-        try:
-            v = float(r[at["Metric Value"]].replace(",", ""))
-        except ValueError:
-            continue
         name = r[at["Kernel Name"]]
+        v = ncu_value(r[at["Metric Value"]])
+        if v is None:
+            if unread is not None:
+                unread.append(UNREAD.format(cell=r[at["Metric Value"]], metric=r[at["Metric Name"]], kernel=name[:80]))
+            return None
         k = out.setdefault(name, KernelUse())
         if (r[at["ID"]], name) not in seen:
             seen.add((r[at["ID"]], name))
@@ -146,7 +149,10 @@ def trace_step(exe: Executor, harness: Path, lab_name: str, step: int, seed: int
         return None, bad
     if cpu:   # no launch line at all: no launch, no shared memory either
         return StepTrace(parse_cpu_launches(text), len(cases)), ""
-    kernels = parse_ncu_launches(text)
+    unread: list[str] = []
+    kernels = parse_ncu_launches(text, unread)
+    if kernels is None:
+        return None, unread[0]
     if not kernels:
         why = next((ln.strip() for ln in (r.stdout + r.stderr).splitlines() if "ERR_" in ln or "==ERROR==" in ln), "")
         if not why and r.rc == 0:
@@ -161,7 +167,8 @@ def trace_steps(exe: Executor, harness: Path, lab_name: str, steps: list[int], s
     """trace_step for several steps: on a GPU in one Nsight Compute run
     (marked_ncu_run); a step whose part of that run failed is traced again
     in a run of its own, as trace_step does, so one step's failure never
-    costs another its trace. On the CPU path each step is traced in a run
+    costs another its trace (so is a step one of whose counters ncu gave
+    as no number). On the CPU path each step is traced in a run
     of its own. `timeout` is a step's limit; the run of them all has
     `total` (default: a step's limit per step)."""
     steps = list(dict.fromkeys(steps))
@@ -171,7 +178,9 @@ def trace_steps(exe: Executor, harness: Path, lab_name: str, steps: list[int], s
         for s, text in marked_ncu_run(exe, harness, lab_name, per, list(SHARED_METRICS),
                                       out_dir / f"technique-{tag}-steps", total or timeout * len(steps), env,
                                       readable).items():
-            got[s] = (StepTrace(parse_ncu_launches(text), len(per[s])), "")
+            kernels = parse_ncu_launches(text)
+            if kernels is not None:   # a counter unread: the step is traced again alone
+                got[s] = (StepTrace(kernels, len(per[s])), "")
     for s in steps:   # the rest, a step a run
         if s not in got:
             got[s] = trace_step(exe, harness, lab_name, s, seed, out_dir, timeout, env, readable, cpu, tag)

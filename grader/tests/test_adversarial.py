@@ -953,6 +953,10 @@ class MarkedTraceTests(unittest.TestCase):
         rows = ['"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size",'
                 '"Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"']
         fail = int(os.environ.get('CML_FAKE_FAIL_STEP', '0'))
+        # CML_FAKE_NAN_STEP's launches read "nan" in this run's CSV, over the first CML_FAKE_NAN_RUNS runs
+        run_no = len(open(os.environ['CML_FAKE_NCU_CALLS']).read().splitlines())
+        nan = int(os.environ.get('CML_FAKE_NAN_STEP', '0')) if run_no <= int(os.environ.get('CML_FAKE_NAN_RUNS', '99')) \
+            else 0
         metrics = a[a.index('--metrics') + 1].split(',')
         ident = 0
         def launch(name, ld, st):
@@ -977,7 +981,7 @@ class MarkedTraceTests(unittest.TestCase):
                 launch('cml_hn_mark', 0, 0)
                 out.write(struct.pack('<iQQIi', 0, 0, 0, 0, 0))
                 continue
-            launch(f'k{step}', 10 * step, 1)
+            launch(f'k{step}', *(('nan', 'nan') if step == nan else (10 * step, 1)))
             err = 700 if step == fail else 0
             out.write(struct.pack('<iQ', err, 4) + b'\\0' * 4 + struct.pack('<Q', 4 * count) + d[p - 4 * count:p]
                       + struct.pack('<Ii', 0, 0))
@@ -1120,6 +1124,56 @@ class MarkedTraceTests(unittest.TestCase):
         got, calls = self.trace([3, 5, 8], CML_FAKE_FAIL_STEP="5")
         self.assertEqual(len(calls), 2, calls)   # the run of all, then step 5 alone
         self.assertEqual(self.loads(got), {3: {"k3": (2, 60.0)}, 5: {"k5": (2, 100.0)}, 8: {"k8": (2, 160.0)}})
+
+    def test_a_counter_ncu_gave_as_nan_is_measured_again_never_taken_for_none(self):
+        # seen on an H200 beside other GPU work: one step's SASS counters read "nan" in the lab's profile, and
+        # the reference lost that step as "not by the step's technique" (nan shared-memory loads)
+        got, calls = self.trace([3, 5, 8], CML_FAKE_NAN_STEP="5", CML_FAKE_NAN_RUNS="1")
+        self.assertEqual(len(calls), 2, calls)   # the run of all, then step 5 alone
+        self.assertEqual(self.loads(got), {3: {"k3": (2, 60.0)}, 5: {"k5": (2, 100.0)}, 8: {"k8": (2, 160.0)}})
+        (traces, rep), calls = self.profile([3, 5], [4, 5], CML_FAKE_NAN_STEP="5", CML_FAKE_NAN_RUNS="1")
+        self.assertEqual(len(calls), 3, calls)   # the profile, then step 5's trace alone and its counters alone
+        self.assertEqual(self.loads(traces), {3: {"k3": (2, 60.0)}, 5: {"k5": (2, 100.0)}})
+        self.assertEqual(rep.conflicts, self.counted([4, 5]))
+
+    def test_a_counter_that_stays_nan_leaves_the_step_unchecked_with_the_reason(self):
+        got, calls = self.trace([3, 5], CML_FAKE_NAN_STEP="5")
+        self.assertEqual(len(calls), 2, calls)
+        tr, why = got[5]
+        self.assertIsNone(tr)
+        self.assertIn("Nsight Compute gave no number for a counter ('nan' for smsp__sass_inst_executed_op_shared_", why)
+        self.assertIn("of k5)", why)
+        self.assertEqual(self.loads({3: got[3]}), {3: {"k3": (2, 60.0)}})
+        (traces, rep), calls = self.profile([], [4, 5], CML_FAKE_NAN_STEP="5")
+        self.assertEqual(rep.conflicts, self.counted([4]))
+        self.assertIn("'nan' for", rep.missing[5])
+        # in the kit-only checks: the step keeps its verdict, its technique is "not checked" and says why
+        import dataclasses
+        from cmlgrade.runbase import Deadline
+        lab = dataclasses.replace(LABS["06_transpose"], harness="transpose_harness")
+        harness, calls, env = self.fake(CML_FAKE_NAN_STEP="5")
+        run = LabRun(lab.name)
+        run.checks["public"] = {s.num: checker.StepVerdict(True, 0, 3) for s in lab.steps}
+        with unittest.mock.patch.dict(os.environ, env):
+            kitchecks._technique(Executor(Sandbox(None, "")), lab, run, harness, 5, tmpdir(self), 60, Deadline(600),
+                                 dict(os.environ), [], False)
+        self.assertTrue(run.checks["public"][5].ok)
+        self.assertTrue(run.technique[5].startswith("not checked (Nsight Compute gave no number"), run.technique)
+        self.assertNotIn("nan", run.technique[3])
+
+    def test_parsers_read_no_number_as_unread(self):
+        head = '"ID","Kernel Name","Metric Name","Metric Value"\n'
+        row = '"{i}","k","smsp__sass_inst_executed_op_shared_ld.sum","{v}"\n'
+        for cell in ("nan", "-nan", "inf", "n/a", ""):
+            text = head + row.format(i=0, v="1,024") + row.format(i=1, v=cell)
+            unread: list[str] = []
+            self.assertIsNone(checker.parse_ncu_launches(text, unread), cell)
+            self.assertEqual(len(unread), 1)
+            total, n = checker.parse_ncu_csv(text, "smsp__sass_inst_executed_op_shared_ld.sum")
+            self.assertEqual((total, n), (None, 2), cell)
+        text = head + row.format(i=0, v="1,024") + row.format(i=1, v="0")
+        self.assertEqual(checker.parse_ncu_launches(text)["k"].loads, 1024.0)
+        self.assertEqual(checker.parse_ncu_csv(text, "smsp__sass_inst_executed_op_shared_ld.sum"), (1024.0, 2))
 
     def test_marks_that_are_not_the_graders_are_not_believed(self):
         # a mark before the grader's first (a launch of the kit's kernel the object checks would have refused):
