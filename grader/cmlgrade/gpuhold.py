@@ -16,6 +16,7 @@ import fcntl
 import os
 import re
 import shutil
+import struct
 import threading
 import time
 from contextlib import contextmanager
@@ -211,7 +212,9 @@ def held_alone(uuid: str | None, deadline=None, poll: float = 0.05):
 # reported by the driver"), seen with ctest's sectors_agree beside a batch,
 # and with four ncu on one H200, two with a TMPDIR of their own. So the
 # grader takes the host's locks itself, outside the sandbox, around every
-# sandboxed ncu run: with them held the same four all profiled. Not around
+# sandboxed ncu run: with them held the same four all profiled. A GPU's
+# file it waits for in the kernel's queue with the ncu processes there
+# (_queued), not by polling. Not around
 # an unsandboxed run: that ncu takes them itself, and would wait for the
 # grader that started it forever. Where the GPU's UUID is not known, the
 # grader holds `lock` exclusively: no other profiling on the host at all.
@@ -276,6 +279,63 @@ def _posix_try(exclusive: bool):
     return take
 
 
+def _queued(path: Path, deadline, busy: str) -> tuple[int | None, str]:
+    """An exclusive lock on `path` waited for in the kernel's queue, beside
+    ncu processes waiting there too: an open file description lock
+    (F_OFD_SETLKW; it conflicts with ncu's POSIX locks, and belongs to its
+    descriptor, not the process, so the grader's threads never share it).
+    A poll every 50 ms, as before, found the file free only by chance: where
+    ncu processes outside queue for it, each release goes to one already
+    waiting (seen on an H200 beside a loop of the kit's GPU tests, whose
+    catalogued mistakes run ncu: a reference lab's profile waited 9
+    minutes). The wait runs in a thread of its own, so the deadline holds;
+    past it the thread lets the lock go as soon as it gets it. Returns the
+    descriptor, which holds the lock until closed, and ""; or None and why
+    (`busy` when the deadline ran out)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except OSError as e:
+        return None, f"cannot open {path} ({e.strerror})"
+    _open_to_all(fd)
+    want = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)   # struct flock: the whole file, l_pid 0
+    try:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, want)   # free now: no thread
+        return fd, ""
+    except OSError as e:
+        if e.errno not in _TAKEN + (errno.EACCES,):
+            os.close(fd)
+            return None, f"cannot lock {path} ({e.strerror})"
+    done, guard = threading.Event(), threading.Lock()
+    state: dict = {"got": False, "gave_up": False, "error": None}
+
+    def wait() -> None:
+        try:
+            fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, want)   # EINTR is retried by Python itself
+        except OSError as e:
+            with guard:
+                state["error"] = e
+                if state["gave_up"]:
+                    os.close(fd)
+            done.set()
+            return
+        with guard:
+            if state["gave_up"]:
+                os.close(fd)   # nobody waits for it now: let it go at once
+            else:
+                state["got"] = True
+        done.set()
+    threading.Thread(target=wait, name=f"lock {path.name}", daemon=True).start()
+    done.wait(max(0.0, deadline.left()) if deadline is not None else None)
+    with guard:
+        if state["got"]:
+            return fd, ""
+        if state["error"] is not None:
+            os.close(fd)
+            return None, f"cannot lock {path} ({state['error'].strerror})"
+        state["gave_up"] = True
+    return None, busy
+
+
 def _take_nsight(files: list[tuple[Path, bool]], deadline, poll: float, busy: str) -> tuple[list, str]:
     """Locks each file in order; a shared one once for the whole process.
     Returns what to let go (_let_go_nsight) and "" or why not."""
@@ -289,7 +349,11 @@ def _take_nsight(files: list[tuple[Path, bool]], deadline, poll: float, busy: st
                     taken.append(path)
                     continue
         _folder_open_to_all(path.parent)
-        fds, why = _take_files([path], _posix_try(exclusive), deadline, poll, busy)
+        if exclusive:   # one thread at a time takes a GPU's file (_NSIGHT_TURN); `lock` alone, where none is known
+            fd, why = _queued(path, deadline, busy)
+            fds = [fd] if fd is not None else []
+        else:
+            fds, why = _take_files([path], _posix_try(exclusive), deadline, poll, busy)
         if why:
             _let_go_nsight(taken)
             return [], why

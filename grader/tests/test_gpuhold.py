@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 from pathlib import Path
 from unittest import mock
@@ -402,6 +403,17 @@ for path in sys.argv[1:]:
     os.close(fd)
 print(" ".join(got))
 """
+# an ncu outside that profiles in turns: waits for the GPU's file (POSIX, blocking), holds it 0.2 s, lets go
+# and at once queues again
+TURNS = """
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
+print("queued", flush=True)
+while True:
+    fcntl.lockf(fd, fcntl.LOCK_EX)
+    time.sleep(0.2)
+    fcntl.lockf(fd, fcntl.LOCK_UN)
+"""
 GPU_ID = UUID[4:]                               # as Nsight Compute names its file: no "gpu-"
 OTHER = "gpu-99999999-8888-7777-6666-555544443333"
 
@@ -490,27 +502,57 @@ class NsightLock(unittest.TestCase):
         """The seconds a thread waited for another profiler are the bench's
         'waiting', not work (gpushare.take_waited), as alone()'s are."""
         p = self.ncu_elsewhere(self.gpu)
-        polling = threading.Event()
-        real_sleep = gpuhold.time.sleep
-
-        def sleep(s):
-            polling.set()   # it found the lock taken and waits
-            real_sleep(s)
         got = []
 
         def profile():
             gpushare.take_waited()
-            with mock.patch.object(gpuhold.time, "sleep", sleep):
-                with gpuhold.nsight_held(True, UUID, Deadline(600)):
-                    pass
+            with gpuhold.nsight_held(True, UUID, Deadline(600)):
+                pass
             got.append(gpushare.take_waited())
         t = threading.Thread(target=profile)
         t.start()
-        self.assertTrue(polling.wait(60))
-        real_sleep(0.2)   # it has waited at least this long when the other ends
+        deadline = time.monotonic() + 60
+        while not any(x.name == f"lock lock.{GPU_ID}" for x in threading.enumerate()):   # it waits in the queue
+            self.assertLess(time.monotonic(), deadline)
+            time.sleep(0.01)
+        time.sleep(0.2)   # it has waited at least this long when the other ends
         p.stdin.close()
         t.join(60)
         self.assertGreaterEqual(got[0], 0.2)
+
+    def test_it_gets_its_turn_among_ncu_processes_queued_for_the_gpu(self):
+        """Two ncu outside take the GPU's file in turns, each waiting in the
+        kernel's queue for it (POSIX F_SETLKW) while the other profiles: the
+        file is never free for longer than a hand-over. A poll every 50 ms
+        never found it free (seen as 9 minutes' wait on an H200); waiting in
+        the same queue, the grader gets in after a run or two."""
+        self.folder.mkdir(parents=True, exist_ok=True)
+        turns = [subprocess.Popen([sys.executable, "-c", TURNS, str(self.gpu)], stdin=subprocess.DEVNULL,
+                                  stdout=subprocess.PIPE, text=True) for _ in range(2)]
+        for q in turns:
+            self.addCleanup(q.wait)
+            self.addCleanup(q.kill)
+            self.addCleanup(q.stdout.close)
+            self.assertEqual(q.stdout.readline().strip(), "queued")
+        time.sleep(0.5)   # both in turns now
+        t0 = time.monotonic()
+        with gpuhold.nsight_held(True, UUID, Deadline(20)) as why:
+            waited = time.monotonic() - t0
+            self.assertEqual(why, "")
+            self.assertEqual(self.probe(self.gpu), "-")   # neither of them profiles meanwhile
+        self.assertLess(waited, 10)
+
+    def test_past_the_deadline_it_lets_the_file_go_when_its_turn_comes(self):
+        p = self.ncu_elsewhere(self.gpu)
+        with gpuhold.nsight_held(True, UUID, Deadline(0.3)) as why:
+            self.assertEqual(why, gpuhold.NSIGHT_BUSY)
+        p.stdin.close()
+        p.wait(60)
+        deadline = time.monotonic() + 60
+        while self.probe(self.gpu) != "ex":   # the thread that still waited took the file and let it go
+            self.assertLess(time.monotonic(), deadline, "the file stayed held after the grader gave up on it")
+            time.sleep(0.05)
+        self.assertFalse(any(x.name == f"lock lock.{GPU_ID}" for x in threading.enumerate()))
 
     def _two_threads(self, first_uuid, second_uuid):
         """Whether a second thread got in while a first one held its GPU's files."""
