@@ -468,16 +468,16 @@ __device__ __forceinline__ void conv_sum(const float (*tile)[IN_W], const F &fil
         const float4 *row = reinterpret_cast<const float4 *>(&tile[ty * ROWS + j][COLS * tx]);
         float4 f0 = row[0], f1 = row[1], f2 = row[2];
         float v[12] = {f0.x, f0.y, f0.z, f0.w, f1.x, f1.y, f1.z, f1.w, f2.x, f2.y, f2.z, f2.w};
+        // only the output rows o the row touches (0 <= a < TAPS): the same code as testing a in every o,
+        // and 2 of the file's 14 s less to compile (nvcc 13, one core)
 #pragma unroll
-        for (int o = 0; o < ROWS; ++o) {
+        for (int o = j - 2 * R > 0 ? j - 2 * R : 0; o < (j < ROWS ? j + 1 : ROWS); ++o) {
             int a = j - o;
-            if (a >= 0 && a < TAPS) {
 #pragma unroll
-                for (int q = 0; q < COLS; ++q)
+            for (int q = 0; q < COLS; ++q)
 #pragma unroll
-                    for (int b = 0; b < TAPS; ++b)
-                        acc[o][q] += filter[a * TAPS + b] * v[HALO - R + q + b];
-            }
+                for (int b = 0; b < TAPS; ++b)
+                    acc[o][q] += filter[a * TAPS + b] * v[HALO - R + q + b];
         }
     }
     //@ (void)tile; (void)filter; (void)tx; (void)ty;
