@@ -4,6 +4,7 @@
 #include "cml/cml_ncu.h"
 
 #include <cuda_runtime_api.h> /* CML_CPU_BACKEND on the CPU path */
+#include <math.h>
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,9 @@ static int split_csv(char *line, char **field, int max)
     return n;
 }
 
-/* "1,234.5" or "1234" -> 1234.5; -1 when it is not a number ("n/a"). */
+/* "1,234.5" or "1234" -> 1234.5; -1 when it is not a finite number ("n/a",
+ * or "nan": a counter ncu did not read, seen on an H200 beside other GPU
+ * work; strtod would take "nan" for a number). */
 static double parse_value(const char *s)
 {
     char digits[64];
@@ -55,7 +58,7 @@ static double parse_value(const char *s)
     digits[k] = '\0';
     char *end = NULL;
     double v = strtod(digits, &end);
-    return (k == 0 || end == digits || *end != '\0') ? -1.0 : v;
+    return (k == 0 || end == digits || *end != '\0' || !isfinite(v)) ? -1.0 : v;
 }
 
 /* What one unit ncu printed is in the metric's base unit: ncu writes

@@ -386,6 +386,23 @@ Test(ncu, reads_each_launch_and_metric_from_the_csv)
     cr_expect(c.value[1][1] == -1.0, "a value that is not a number is -1, never 0: got %g", c.value[1][1]);
 }
 
+Test(ncu, reads_nan_and_inf_as_no_value)
+{
+    /* ncu gave a SASS counter as "nan" on an H200 beside other GPU work: strtod takes it for a number */
+    const char *cells[] = {"nan", "-nan", "inf", "NaN"};
+    const char *metrics[] = {CML_NCU_SHARED_LD_CONFLICTS};
+    for (size_t i = 0; i < sizeof cells / sizeof cells[0]; ++i) {
+        char text[512];
+        snprintf(text, sizeof text,
+                 "\"ID\",\"Kernel Name\",\"Metric Name\",\"Metric Unit\",\"Metric Value\"\n"
+                 "\"0\",\"k\",\"%s\",\"\",\"%s\"\n",
+                 CML_NCU_SHARED_LD_CONFLICTS, cells[i]);
+        cml_ncu_counts c;
+        cr_assert_eq(cml_ncu_parse_csv(text, metrics, 1, &c), 1);
+        cr_expect(c.value[0][0] == -1.0, "\"%s\" is no value (-1): got %g", cells[i], c.value[0][0]);
+    }
+}
+
 Test(ncu, finds_nothing_in_text_without_the_metric)
 {
     const char *metrics[] = {"sm__cycles_elapsed.avg"};

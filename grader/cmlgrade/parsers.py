@@ -8,6 +8,8 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from .profrun import ncu_value
+
 STATUSES = ("PASSED", "FAILED", "ERRORED", "SKIPPED")
 
 
@@ -159,12 +161,10 @@ def parse_sanitizer(text: str, rc: int | None) -> SanitizerReport:
 
 def ncu_number(text: str) -> float:
     """Nsight Compute writes numbers with thousands separators ("261,888")
-    and sometimes "n/a"; returns -1 for no value."""
-    t = text.strip().strip('"').replace(",", "")
-    try:
-        return float(t)
-    except ValueError:
-        return -1.0
+    and sometimes "n/a" or "nan" (profrun.ncu_value); returns -1 for no
+    value."""
+    v = ncu_value(text.strip().strip('"'))
+    return -1.0 if v is None else v
 
 
 @dataclass

@@ -150,6 +150,10 @@ class CounterTests(unittest.TestCase):
     def test_ncu_numbers(self):
         self.assertEqual(ncu_number('"4,063,232"'), 4063232.0)
         self.assertEqual(ncu_number("n/a"), -1.0)
+        for cell in ("nan", "-nan", "inf"):   # float() takes them: never a count
+            self.assertEqual(ncu_number(cell), -1.0)
+        c = parse_counters("step 5 k: shared-load bank conflicts nan\nstep 6 k: shared-load bank conflicts 0\n")
+        self.assertEqual(c.conflicts, {6: 0.0})
 
 
 class RunnerJsonTests(unittest.TestCase):
