@@ -30,7 +30,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .build import TargetBuild, TreeBuild, build_target, clock, configure
+from .build import TargetBuild, TreeBuild, build_target, clock, configure, native_args
 from .buildtree import GRADING_EDITION, make_student_tree
 from .sandbox import Executor
 
@@ -130,7 +130,8 @@ class SlotPool:
         if not ok:
             slot.problem = "the pristine kit does not configure: " + log[-500:]
         else:
-            r = exe.run(["cmake", "--build", str(slot.build), "-j", str(self.jobs), "--target", *self.targets],
+            r = exe.run(["cmake", "--build", str(slot.build), "-j", str(self.jobs), "--target", *self.targets,
+                         *native_args(slot.build)],
                         cwd=slot.src, timeout=self.timeout * 2, writable=[slot.root])
             # A skeleton may not link (a step missing): its own objects are
             # rebuilt per student anyway; what matters is the kit's objects.

@@ -267,6 +267,13 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
     if not objects:
         rep.note = "not checked: no compiled object of the student's files was found"
         return rep
+    # the include checks read what each compile read from its depfile (-MD: CMake 3.25 asks every compiler for
+    # one, make and Ninja alike); an object without one would pass them unseen: fail closed
+    blind = [o for o in objects if not (Path(str(o) + ".d").is_file() or o.with_suffix(".d").is_file())]
+    if blind:
+        rep.note = (f"not checked: {blind[0].name} has no depfile ({blind[0].name}.d, the files its compile read), "
+                    f"so what it includes cannot be checked")
+        return rep
     try:
         funcs, data = runtime_exports()
         if not funcs:   # nothing to tell the C library from any other code: fail closed, as without binutils

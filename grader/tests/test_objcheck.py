@@ -129,6 +129,23 @@ CPP_STYLE = HONEST + """
 """
 
 
+class BlindObjects(unittest.TestCase):
+    def test_an_object_without_its_depfile_is_not_checked_and_so_not_run(self):
+        """The include checks read each compile's depfile; Ninja deletes one
+        once read unless told -d keepdepfile (build.native_args). An object
+        without one would pass them unseen (a library's header, the
+        reference's file): not checked, and the grader refuses to run it
+        (building._checked: fail closed)."""
+        obj, dep = compile_object(self, HONEST + "\n#include <stdio.h>\n")
+        iface = objcheck.interface_names([helpers.KIT / LAB.dir / f"{LAB.stem}.h"])
+        roots = trust.include_roots(LAB, dep)
+        self.assertTrue(objcheck.check_objects([obj], [dep], iface, roots, {obj}, host_data=False).checked)
+        dep.unlink()
+        rep = objcheck.check_objects([obj], [], iface, roots, {obj}, host_data=False)
+        self.assertFalse(rep.checked)
+        self.assertIn("reduction.cu.o has no depfile", rep.note)
+
+
 class HonestObjects(unittest.TestCase):
     """What honest students write is never refused."""
 
@@ -297,10 +314,11 @@ class RefusedObjects(unittest.TestCase):
             src.write_text(code)
             obj = root / "build" / "CMakeFiles" / sub / name
             obj.parent.mkdir(parents=True)
-            subprocess.run(["g++", "-x", "c++", "-O2", "-c", str(src), "-o", str(obj)], check=True)
+            subprocess.run(["g++", "-x", "c++", "-O2", "-c", str(src), "-o", str(obj), "-MD", "-MF", f"{obj}.d"],
+                           check=True)
             objs.append(obj)
-        rep = objcheck.check_objects(objs, [], {"reduce_sum_int", "reduce_sum_float"}, [], set(objs),
-                                     host_data=False)
+        rep = objcheck.check_objects(objs, [Path(f"{o}.d") for o in objs], {"reduce_sum_int", "reduce_sum_float"},
+                                     [Path("/")], set(objs), host_data=False)
         self.assertEqual(rep.refused, ["reduction.cu: calls fopen in reduce_helper (file or shared-memory access): "
                                        "student code reads its inputs from the arguments and leaves its results "
                                        "in device memory; print with printf to see values"])

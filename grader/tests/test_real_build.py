@@ -1,7 +1,7 @@
 """One real end-to-end run of lab 01 (needs cmake, nvcc and Criterion; no
 GPU): the reference's files get full model-test points, the untouched
 skeleton none, a syntax error a compile-error feedback with the compiler's
-message, a destructor forgery refused; the reference and the syntax error
+message, a destructor forgery and a library's header refused; the reference and the syntax error
 graded again for determinism, the forgery again without bubblewrap. It
 grades from a copy of the kit whose labs/ holds a student's finished work (a
 student grading their own clone): the skeleton still comes from the
@@ -45,8 +45,14 @@ class RealBuildTests(unittest.TestCase):
         # a forgery (issue 12): the finished model plus a destructor that would rewrite the test report
         forged = dict(sol, **{"bank_model.c": sol["bank_model.c"] + b"\n#include <stdio.h>\n"
                               b"__attribute__((destructor)) static void rewrite(void) { puts(\"PASSED\"); }\n"})
+        # a library's header: the object checks read it from the compile's depfile (Ninja deletes a depfile once
+        # read unless told -d keepdepfile: without it this one would pass unseen)
+        library = dict(sol, **{"bank_model.c": sol["bank_model.c"] + b"\n#include <cublas_v2.h>\n"
+                               b"int library_handle_size(void);\nint library_handle_size(void) "
+                               b"{ return (int)sizeof(cublasHandle_t); }\n"})
         subs = [Submission("ref", "", {lab.name: sol}), Submission("skeleton", "", {lab.name: skel}),
-                Submission("typo", "", {lab.name: broken}), Submission("forger", "", {lab.name: forged})]
+                Submission("typo", "", {lab.name: broken}), Submission("forger", "", {lab.name: forged}),
+                Submission("library", "", {lab.name: library})]
         work = Path(os.environ.get("CMLGRADE_TEST_BUILD_DIR") or tmpdir(self) / "work")
         if work.exists():
             shutil.rmtree(work / "students", ignore_errors=True)
@@ -111,6 +117,13 @@ class RealBuildTests(unittest.TestCase):
                 (first / q).read_text(errors="replace").splitlines(True),
                 (second / q).read_text(errors="replace").splitlines(True), f"first/{q}", f"second/{q}", n=1))
             self.fail(f"{', '.join(map(str, differ))} differ between two runs:\n{diff[:8000]}")
+        # the grader's trees are built with Ninja where it is installed (build.generator), make elsewhere
+        from cmlgrade.build import generator
+        slot_build = work / "slots" / "0" / "build"
+        self.assertEqual((slot_build / "build.ninja").is_file(), generator() == "Ninja", generator())
+        lib = by["library"]
+        self.assertTrue(any("library's header" in n and "cublas" in n for n in lib.notes), lib.notes)
+        self.assertLessEqual(lib.points, by["skeleton"].points, "a library's header scored more than the skeleton")
         forger = by["forger"]
         self.assertLessEqual(forger.points, by["skeleton"].points, "a forgery scored more than the skeleton")
         self.assertTrue(any("refused" in n and ".fini_array" in n for n in forger.notes), forger.notes)
