@@ -715,6 +715,80 @@ harness: not under a process line
         self.assertEqual(benchlog.read(tmpdir(self) / "none")["contexts"], [])
 
 
+class BuildTool(unittest.TestCase):
+    """The grader's trees are built with Ninja where it is installed, make
+    elsewhere (build.generator); a student's compiler messages are the
+    same either way."""
+
+    NINJA_LOG = (
+        "[0/2] Re-checking globbed directories...\n"
+        "[1/6] Building CUDA object CMakeFiles/transpose_kernels_student.dir/labs/06_transpose/transpose.cu.o\n"
+        "FAILED: CMakeFiles/transpose_kernels_student.dir/labs/06_transpose/transpose.cu.o \n"
+        "/usr/local/cuda/bin/nvcc -forward-unknown-to-host-compiler -I{root}/labs/06_transpose -O3 -Werror-like "
+        "-c {root}/labs/06_transpose/transpose.cu -o CMakeFiles/x.o\n"
+        "{root}/labs/06_transpose/transpose.cu(144): error: expected an expression\n"
+        "  int oops = ; \n"
+        "             ^\n"
+        "\n"
+        "1 error detected in the compilation of \"{root}/labs/06_transpose/transpose.cu\".\n"
+        "ninja: build stopped: subcommand failed.\n")
+    MAKE_LOG = (
+        "[ 75%] Building CUDA object CMakeFiles/transpose_kernels_student.dir/labs/06_transpose/transpose.cu.o\n"
+        "{root}/labs/06_transpose/transpose.cu(144): error: expected an expression\n"
+        "  int oops = ; \n"
+        "             ^\n"
+        "\n"
+        "1 error detected in the compilation of \"{root}/labs/06_transpose/transpose.cu\".\n"
+        "gmake[3]: *** [CMakeFiles/transpose_kernels_student.dir/build.make:77: x.o] Error 2\n"
+        "gmake: *** [Makefile:863: test_transpose] Error 2\n")
+
+    def test_compiler_messages_are_the_same_from_ninja_and_make(self):
+        from cmlgrade.build import compiler_errors
+        root = Path("/w/src")
+        ninja = compiler_errors(self.NINJA_LOG.format(root=root), root)
+        self.assertEqual(ninja, compiler_errors(self.MAKE_LOG.format(root=root), root))
+        self.assertEqual(ninja[0], "labs/06_transpose/transpose.cu(144): error: expected an expression")
+        self.assertFalse(any("nvcc" in ln or "FAILED" in ln or "ninja" in ln for ln in ninja), ninja)
+
+    def test_ninja_where_installed_make_where_not_or_asked(self):
+        from cmlgrade import build
+        with mock.patch.object(build.shutil, "which", return_value="/usr/bin/ninja"), \
+                mock.patch.dict(os.environ, {"CMLGRADE_GENERATOR": ""}):
+            self.assertEqual(build.generator(), "Ninja")
+            with mock.patch.dict(os.environ, {"CMLGRADE_GENERATOR": "make"}):
+                self.assertEqual(build.generator(), "Unix Makefiles")
+        with mock.patch.object(build.shutil, "which", return_value=None):
+            self.assertEqual(build.generator(), "Unix Makefiles")
+
+    def test_a_folder_of_the_other_tool_is_made_again_and_ninja_keeps_depfiles(self):
+        from cmlgrade import build
+        src, folder = tmpdir(self) / "src", tmpdir(self) / "build"
+        src.mkdir()
+        folder.mkdir()
+        (folder / "CMakeCache.txt").write_text(f"CMAKE_HOME_DIRECTORY:INTERNAL={src}\n"
+                                               "CMAKE_GENERATOR:INTERNAL=Unix Makefiles\n")
+        self.assertEqual(build.native_args(folder), [])
+        calls = []
+
+        class Exe:
+            def run(self, argv, **kw):
+                calls.append(argv)
+                return ProcResult(argv, 0, "", "", False, 0.1)
+        with mock.patch.object(build, "generator", return_value="Ninja"):
+            build.configure(Exe(), src, folder, "90", 60, [])
+        self.assertFalse(folder.exists())   # make's folder: cmake would refuse -G Ninja there
+        self.assertEqual(calls[0][calls[0].index("-G") + 1], "Ninja")
+        folder.mkdir()
+        (folder / "CMakeCache.txt").write_text(f"CMAKE_HOME_DIRECTORY:INTERNAL={src}\n"
+                                               "CMAKE_GENERATOR:INTERNAL=Ninja\n")
+        self.assertEqual(build.native_args(folder), ["--", "-d", "keepdepfile"])
+        build.build_target(Exe(), src, folder, ["a", "b"], 1, 60, [])
+        self.assertEqual(calls[-1][-3:], ["--", "-d", "keepdepfile"])
+        with mock.patch.object(build, "generator", return_value="Ninja"):
+            build.configure(Exe(), src, folder, "90", 60, [])
+        self.assertTrue(folder.exists())   # the same tool and source: kept
+
+
 class CudaArch(unittest.TestCase):
     """What the grader compiles for: --cuda-arch, else the GPU grading, else
     sm_90; never the shell's CUDAARCHS (a student's export for their own
