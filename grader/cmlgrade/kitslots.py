@@ -156,7 +156,7 @@ class SlotPool:
             (lab_dir / name).write_bytes(data)
         shown = (lambda text: _as_in_tree(text, slot, tree), tree / "src")
         try:
-            # every target in one build (one start of cmake and make, not one a target); where that fails,
+            # every target in one build (one start of cmake and of ninja or make, not one a target); where that fails,
             # each target on its own, so that each failure has its own messages (a build that timed out is not
             # tried again: each target would wait as long)
             together = build_target(exe, slot.src, slot.build, targets, 1, timeout, [slot.root], shown) \
