@@ -8,7 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from .harnessio import write_input
-from .profrun import UNREAD, ncu_value, profiled_run, read_profile
+from .parsers import UNREAD, ncu_value
+from .profrun import profiled_run, read_profile
 from .runbase import Deadline
 from .sandbox import Executor
 
@@ -18,7 +19,7 @@ from .sandbox import Executor
 def parse_ncu_csv(text: str, metric: str, unread: list[str] | None = None) -> tuple[float | None, int]:
     """The sum of `metric` over the kernels ncu's CSV lists, and how many
     launches it lists; the sum is None where a launch's value is no number
-    (profrun.ncu_value; why, in `unread`): counted again, never summed
+    (parsers.ncu_value; why, in `unread`): counted again, never summed
     without it."""
     import csv
     import io

@@ -12,7 +12,8 @@ from pathlib import Path
 from .checkbase import Case, ordinary
 from .checkmarks import marked_ncu_run
 from .harnessio import write_input
-from .profrun import UNREAD, ncu_value, profiled_run, read_log, read_profile
+from .parsers import UNREAD, ncu_value
+from .profrun import profiled_run, read_log, read_profile
 from .runbase import Deadline
 from .sandbox import Executor
 
@@ -74,7 +75,7 @@ def parse_cpu_launches(text: str) -> dict[str, KernelUse]:
 def parse_ncu_launches(text: str, unread: list[str] | None = None) -> dict[str, KernelUse] | None:
     """ncu's CSV (--print-kernel-base mangled, SHARED_METRICS), summed by
     kernel; a launch is one "ID" of the table. None where a launch's
-    counter is no number (profrun.ncu_value; why, in `unread`): the trace
+    counter is no number (parsers.ncu_value; why, in `unread`): the trace
     is taken again, never read as a launch without shared memory."""
     import csv
     import io

@@ -286,9 +286,10 @@ def _queued(path: Path, deadline, busy: str) -> tuple[int | None, str]:
     descriptor, not the process, so the grader's threads never share it).
     A poll every 50 ms, as before, found the file free only by chance: where
     ncu processes outside queue for it, each release goes to one already
-    waiting (seen on an H200 beside a loop of the kit's GPU tests, whose
-    catalogued mistakes run ncu: a reference lab's profile waited 9
-    minutes). The wait runs in a thread of its own, so the deadline holds;
+    waiting (the likely cause, not timed, of a self-check on an H200 beside
+    a loop of the kit's GPU tests, whose catalogued mistakes run ncu: the
+    reference's lab 03 spent 11 minutes in the checks that profile it;
+    test_gpuhold shows the poll kept out). The wait runs in a thread of its own, so the deadline holds;
     past it the thread lets the lock go as soon as it gets it. Returns the
     descriptor, which holds the lock until closed, and ""; or None and why
     (`busy` when the deadline ran out)."""

@@ -232,6 +232,12 @@ def source_name(obj: Path) -> str:
     return re.sub(r"_[0-9a-f]{8}\.cpp$", ".cu", obj.name.removesuffix(".o"))
 
 
+def depfiles_of(obj: Path) -> list[Path]:
+    """The compiler's depfiles of an object that are there (CMake's OBJ.d,
+    or OBJ with .d for .o)."""
+    return [d for d in dict.fromkeys((Path(str(obj) + ".d"), obj.with_suffix(".d"))) if d.is_file()]
+
+
 def check_includes(depfile: Path, allowed_roots: list[Path]) -> list[str]:
     """Every file the compiler read for the object must be under one of the
     allowed roots (the student's lab, the kit's public headers, the build's
@@ -269,7 +275,7 @@ def check_objects(objects: list[Path], depfiles: list[Path], interface: set[str]
         return rep
     # the include checks read what each compile read from its depfile (-MD: CMake 3.25 asks every compiler for
     # one, make and Ninja alike); an object without one would pass them unseen: fail closed
-    blind = [o for o in objects if not (Path(str(o) + ".d").is_file() or o.with_suffix(".d").is_file())]
+    blind = [o for o in objects if not depfiles_of(o)]
     if blind:
         rep.note = (f"not checked: {blind[0].name} has no depfile ({blind[0].name}.d, the files its compile read), "
                     f"so what it includes cannot be checked")

@@ -5,10 +5,9 @@ runners' --json output. Human-readable test output is never scraped."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field
-
-from .profrun import ncu_value
 
 STATUSES = ("PASSED", "FAILED", "ERRORED", "SKIPPED")
 
@@ -159,9 +158,26 @@ def parse_sanitizer(text: str, rc: int | None) -> SanitizerReport:
 
 # ------------------------------------------------------------ counters (ncu via the runner)
 
+# what a counter ncu could not read is worth: nothing, and the value is measured again (ncu_value)
+UNREAD = "Nsight Compute gave no number for a counter ({cell!r} for {metric} of {kernel})"
+
+
+def ncu_value(cell: str) -> float | None:
+    """A "Metric Value" cell of ncu's CSV as a number ("1,024" is 1024);
+    None where it is no finite number: "nan" or "n/a", a counter ncu did
+    not read for that launch (seen on an H200 beside other GPU work: a
+    SASS counter of one of a lab's kernels as "nan"). The callers never
+    take such a launch as none: the value is measured again."""
+    try:
+        v = float(cell.replace(",", ""))
+    except ValueError:
+        return None
+    return v if math.isfinite(v) else None
+
+
 def ncu_number(text: str) -> float:
     """Nsight Compute writes numbers with thousands separators ("261,888")
-    and sometimes "n/a" or "nan" (profrun.ncu_value); returns -1 for no
+    and sometimes "n/a" or "nan" (ncu_value); returns -1 for no
     value."""
     v = ncu_value(text.strip().strip('"'))
     return -1.0 if v is None else v

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import csv
 import io
-import math
 import threading
 import time
 from pathlib import Path
@@ -51,23 +50,6 @@ def read_log(log: Path, cap: int) -> str:
         return log.read_text(encoding="utf-8", errors="replace")[:cap] if log.is_file() else ""
     except OSError:
         return ""
-
-
-# what a counter ncu could not read is worth: nothing, and the value is measured again (ncu_value)
-UNREAD = "Nsight Compute gave no number for a counter ({cell!r} for {metric} of {kernel})"
-
-
-def ncu_value(cell: str) -> float | None:
-    """A "Metric Value" cell of ncu's CSV as a number ("1,024" is 1024);
-    None where it is no finite number: "nan" or "n/a", a counter ncu did
-    not read for that launch (seen on an H200 beside other GPU work: a
-    SASS counter of one of a lab's kernels as "nan"). The callers never
-    take such a launch as none: the value is measured again."""
-    try:
-        v = float(cell.replace(",", ""))
-    except ValueError:
-        return None
-    return v if math.isfinite(v) else None
 
 
 def read_profile(log: Path, cap: int) -> tuple[str, str]:

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from .labs import Lab
-from .objcheck import ObjectReport, check_objects, interface_names
+from .objcheck import ObjectReport, check_objects, depfiles_of, interface_names
 
 # names this module defined before kitchecks.py was split from it: importable from here still
 from .kitchecks import KIT_CHECK_BINARY, KIT_CHECK_TEST, harness_target, reference_traces, run_kit_checks  # noqa: F401
@@ -41,8 +41,7 @@ def lab_objects(lab: Lab, build_dir: Path) -> tuple[list[Path], list[Path], set[
             found = sorted(d.rglob(f"{lab.model_file}.o"))
             objs += found
             cpu |= set(found)  # host C: no device code
-    deps = [Path(str(o) + ".d") for o in objs if Path(str(o) + ".d").is_file()]
-    deps += [o.with_suffix(".d") for o in objs if o.with_suffix(".d").is_file()]
+    deps = [d for o in objs for d in depfiles_of(o)]
     return objs, deps, cpu
 
 
