@@ -137,7 +137,8 @@ class ArchiveTests(unittest.TestCase):
         bomb.write_bytes(raw.getvalue())
         t0 = time.monotonic()
         sub = read_submission(bomb, LAB_FILES)
-        self.assertLess(time.monotonic() - t0, 2.0, "the bomb was expanded")
+        # expanding 2 GiB of bzip2 takes minutes; reading its header, milliseconds (30 s: a loaded machine)
+        self.assertLess(time.monotonic() - t0, 30.0, "the bomb was expanded")
         self.assertTrue(any("decompression bomb" in p for p in sub.problems), sub.problems)
 
     def test_nested_archives_and_backslash_paths_are_looked_into(self):
