@@ -74,6 +74,40 @@ static inline size_t cml_test_spec_group(int step, const char *group,
     return n;
 }
 
+/* A test of huge cases (more blocks than a grid's y extent holds: tens of
+ * millions of CUDA threads, seconds to tens of seconds each on the CPU
+ * path, where every thread is a fiber) that first runs the first `first_n`
+ * cases of a small group of the same step, which have a test of their
+ * own. A step already wrong there fails here at once, on that small case,
+ * and says that the huge cases were not run; a step right there runs them
+ * all, as cml_test_spec_group. A wrong kernel (an untouched skeleton, a
+ * catalogued mistake, a student's step in progress) costs milliseconds
+ * instead of the huge cases' time; a right one, the small cases' more.
+ * Returns how many cases `group` has for the step (1 when it stopped
+ * early, so that a caller's "has a case" holds). */
+static inline size_t cml_test_spec_group_after(int step, const char *small, size_t first_n, const char *group,
+                                               int (*check)(int step, const cml_case *c, uint64_t seed),
+                                               int most_wrong)
+{
+    CML_REQUIRE_GPU();
+    uint64_t seed = cml_test_seed();
+    cml_cases pre;
+    cr_assert(cml_spec_group_cases(&cml_lab_spec, small, seed, CML_TEST_ON_CPU, step, &pre),
+              "spec group %s: no such group, or out of host memory", small);
+    cr_assert(pre.n > 0, "spec group %s has no case for step %d", small, step);
+    for (size_t k = 0; k < pre.n && k < first_n; ++k) {
+        if (!check(step, &pre.v[k], seed)) {
+            cr_expect(0, "step %d: its huge cases (spec group %s) were not run: the step is already wrong on %s above (a case of "
+                      "%s, which has its own test); fix that first",
+                      step, group, pre.v[k].label, small);
+            cml_cases_free(&pre);
+            return 1;
+        }
+    }
+    cml_cases_free(&pre);
+    return cml_test_spec_group(step, group, check, most_wrong);
+}
+
 #define CML_CAT_(a, b) a##b
 #define CML_CAT(a, b) CML_CAT_(a, b)
 

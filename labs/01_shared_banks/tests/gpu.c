@@ -131,6 +131,14 @@ static void run_group(int step, const char *group)
               group, step);
 }
 
+/* The 65537-matrix group (67 million CUDA threads: about 6 s a step on the
+ * CPU path), only once the step gets batches 1, 2 and 33 right. */
+static void run_group_after_small(int step, const char *group)
+{
+    cr_assert(cml_test_spec_group_after(step, "real_matrices", 3, group, check_case, MAX_REPORTS) > 0,
+              "spec group %s has no case for step %d", group, step);
+}
+
 /* ------------------------------------------------------------ step 4 */
 
 Test(step4, probe_reads_the_pattern_words_and_times_each_warp_in_one_round, .timeout = 60)
@@ -158,7 +166,7 @@ Test(step4, probe_repeats_the_reads_for_every_round, .timeout = 60)
     }                                                                                             \
     Test(step##num, product_of_more_matrices_than_a_grid_y_dimension_holds, .timeout = 120)       \
     {                                                                                             \
-        run_group(num, "matrices_past_grid_y");                                                   \
+        run_group_after_small(num, "matrices_past_grid_y");                                       \
     }
 
 ABT_TESTS(5)
