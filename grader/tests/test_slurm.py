@@ -3,8 +3,9 @@ munge) grades a small class as a job array, end to end, without a GPU:
 `grader/tools/slurm submit` (--array=0-2%2, --gres=gpu:1: each task gets
 its own CUDA_VISIBLE_DEVICES), one task cancelled while it runs (progress
 shows it failed), `rerun` of that shard alone, `merge`, and the merged
-outputs byte-identical to one grade.py run over the same folder. Lab 01
-only (its model tests run on the CPU; a few minutes at most).
+outputs byte-identical to one grade.py run over the same folder. Lab 08
+only (its two files mixed between the reference's and the skeleton's; the
+CPU path grades it in seconds; a few minutes at most).
 
 The cluster lives in a temporary folder: its own munged (own key and
 socket), slurmctld and slurmd on their own ports, and four fake GPU device
@@ -35,7 +36,9 @@ from helpers import GRADER, KIT, LAB_FILES
 INSTALL = "apt-get update && apt-get install -y slurmctld slurmd slurm-client munge"
 TOOLS = ("slurmctld", "slurmd", "sbatch", "squeue", "scancel", "sinfo", "munged")
 SBIN = ("/usr/sbin", "/usr/bin", "/sbin")
-LAB = "01_shared_banks"
+# lab 08: two files, so a submission can mix the reference's and the skeleton's, and a lab the CPU path grades
+# in seconds (lab 01's reference run alone took 32 s a grading process, and the test starts five)
+LAB = "08_occupancy"
 
 
 def find(tool: str) -> str | None:
@@ -200,8 +203,9 @@ class SlurmArrayTest(unittest.TestCase):
         subs = base / "submissions"
         sol = {f: (kit / "solutions" / LAB / f).read_bytes() for f in LAB_FILES[LAB]}
         skel = {f: (kit / "labs" / LAB / f).read_bytes() for f in LAB_FILES[LAB]}
-        variants = {"ada": sol, "ben": skel, "cy": dict(sol, **{"bank_model.c": sol["bank_model.c"] + b"\nint x = ;\n"}),
-                    "dee": dict(sol, **{"bank_model.c": skel["bank_model.c"]}), "eve": dict(skel, **{"banks.cu": sol["banks.cu"]})}
+        main, spill = LAB_FILES[LAB]
+        variants = {"ada": sol, "ben": skel, "cy": dict(sol, **{spill: sol[spill] + b"\nint x = ;\n"}),
+                    "dee": dict(sol, **{spill: skel[spill]}), "eve": dict(skel, **{main: sol[main]})}
         for who, files in variants.items():
             (subs / who).mkdir(parents=True)
             for f, data in files.items():
