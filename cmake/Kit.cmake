@@ -172,10 +172,28 @@ macro(_kit_variant_programs tail host_lib)
   _kit_depend_on_sources(${kern})
   set(runner "${stem}_run${suffix}${tail}")
   set(tests "test_${stem}${suffix}${tail}")
-  add_executable(${runner} "${drv_dir}/run.c")
-  target_link_libraries(${runner} PRIVATE ${kern} ${host_lib} kit::warnings)
-  add_executable(${tests} "${lab_dir}/tests/gpu.c")
-  target_link_libraries(${tests} PRIVATE ${kern} ${host_lib} cml_criterion_main kit::criterion kit::warnings)
+  # run.c and tests/gpu.c compile alike for every variant of a lab (their
+  # flags come from the host library and the kit, never from the variant's
+  # kernels), so each is compiled once per lab and build (CUDA, CPU path)
+  # and its object linked into every variant's runner and test binary: 2
+  # compiles a lab and build instead of 2 per reference, skeleton, student
+  # and catalogued mistake.
+  if(NOT TARGET ${stem}_run_main${tail})
+    add_library(${stem}_run_main${tail} OBJECT "${drv_dir}/run.c")
+    target_link_libraries(${stem}_run_main${tail} PRIVATE ${host_lib} kit::warnings)
+    add_library(${stem}_tests_main${tail} OBJECT "${lab_dir}/tests/gpu.c")
+    target_link_libraries(${stem}_tests_main${tail} PRIVATE ${host_lib} cml_criterion_main kit::criterion
+      kit::warnings)
+    if("${tail}" STREQUAL "_cpu")
+      kit_cpu_target(${stem}_run_main${tail})
+      kit_cpu_target(${stem}_tests_main${tail})
+    endif()
+  endif()
+  add_executable(${runner})
+  target_link_libraries(${runner} PRIVATE ${stem}_run_main${tail} ${kern} ${host_lib} kit::warnings)
+  add_executable(${tests})
+  target_link_libraries(${tests} PRIVATE ${stem}_tests_main${tail} ${kern} ${host_lib} cml_criterion_main
+    kit::criterion kit::warnings)
   if("${tail}" STREQUAL "")   # the CUDA build's: shares the GPUs with the other test binaries (criterion_main.c)
     target_link_libraries(${tests} PRIVATE cml_gpu_lease)
   endif()
