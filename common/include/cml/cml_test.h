@@ -75,20 +75,22 @@ static inline size_t cml_test_spec_group(int step, const char *group,
 }
 
 /* A test of huge cases (more blocks than a grid's y extent holds: tens of
- * millions of CUDA threads, seconds to tens of seconds each on the CPU
- * path, where every thread is a fiber) that first runs the first `first_n`
- * cases of a small group of the same step, which have a test of their
- * own. A step already wrong there fails here at once, on that small case,
- * and says that the huge cases were not run; a step right there runs them
- * all, as cml_test_spec_group. A wrong kernel (an untouched skeleton, a
- * catalogued mistake, a student's step in progress) costs milliseconds
- * instead of the huge cases' time; a right one, the small cases' more.
+ * millions of CUDA threads). On the CPU path, where every CUDA thread is a
+ * fiber and these cases cost seconds to tens of seconds a step, it first
+ * runs the first `first_n` cases of a small group of the same step (which
+ * have their own test): a step already wrong there fails here at once, on
+ * that small case, and says that the huge cases were not run; a step right
+ * there runs them all. A wrong kernel (an untouched skeleton, a catalogued
+ * mistake, a step in progress) then costs milliseconds instead of the huge
+ * cases' time. On a GPU, where the huge cases take milliseconds, they
+ * always run, so a test's outcome there never depends on another group's.
  * Returns how many cases `group` has for the step (1 when it stopped
  * early, so that a caller's "has a case" holds). */
 static inline size_t cml_test_spec_group_after(int step, const char *small, size_t first_n, const char *group,
                                                int (*check)(int step, const cml_case *c, uint64_t seed),
                                                int most_wrong)
 {
+#ifdef CML_CPU_BACKEND
     CML_REQUIRE_GPU();
     uint64_t seed = cml_test_seed();
     cml_cases pre;
@@ -97,14 +99,19 @@ static inline size_t cml_test_spec_group_after(int step, const char *small, size
     cr_assert(pre.n > 0, "spec group %s has no case for step %d", small, step);
     for (size_t k = 0; k < pre.n && k < first_n; ++k) {
         if (!check(step, &pre.v[k], seed)) {
-            cr_expect(0, "step %d: its huge cases (spec group %s) were not run: the step is already wrong on %s above (a case of "
-                      "%s, which has its own test); fix that first",
+            cr_expect(0, "step %d: its huge cases (spec group %s) were not run: the step is already wrong on %s "
+                      "above (a case of %s, which has its own test); fix that first (the CPU path only: on a "
+                      "GPU they always run)",
                       step, group, pre.v[k].label, small);
             cml_cases_free(&pre);
             return 1;
         }
     }
     cml_cases_free(&pre);
+#else
+    (void)small;
+    (void)first_n;
+#endif
     return cml_test_spec_group(step, group, check, most_wrong);
 }
 

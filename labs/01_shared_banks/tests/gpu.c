@@ -132,7 +132,8 @@ static void run_group(int step, const char *group)
 }
 
 /* The 65537-matrix group (67 million CUDA threads: about 6 s a step on the
- * CPU path), only once the step gets batches 1, 2 and 33 right. */
+ * CPU path). On the CPU path only once the step gets batches 1, 2 and 33
+ * right; on a GPU always. */
 static void run_group_after_small(int step, const char *group)
 {
     cr_assert(cml_test_spec_group_after(step, "real_matrices", 3, group, check_case, MAX_REPORTS) > 0,

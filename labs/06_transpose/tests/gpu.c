@@ -56,8 +56,9 @@ static void run_group(int step, const char *group)
 }
 
 /* The tall matrices (past 65535 tile rows: 67 million CUDA threads on the
- * CPU path, about 5 s a step there), only once the step places every
- * element of 31 x 33, 32 x 32 and 33 x 31 (the first edge shapes). */
+ * CPU path, about 5 s a step there). On the CPU path only once the step
+ * places every element of 31 x 33, 32 x 32 and 33 x 31 (the first edge
+ * shapes); on a GPU always. */
 static void run_tall(int step)
 {
     cml_test_spec_group_after(step, "edge_shapes", 3, "tall_matrices", check_case, MAX_FAILED_SHAPES);
