@@ -289,8 +289,9 @@ def _queued(path: Path, deadline, busy: str) -> tuple[int | None, str]:
     waiting (the likely cause, not timed, of a self-check on an H200 beside
     a loop of the kit's GPU tests, whose catalogued mistakes run ncu: the
     reference's lab 03 spent 11 minutes in the checks that profile it;
-    test_gpuhold lists the request as queued in /proc/locks). The wait runs in a thread of its own, so the deadline holds;
-    past it the thread lets the lock go as soon as it gets it. Returns the
+    test_gpuhold lists the request as queued in /proc/locks). The wait runs
+    in a thread of its own, so the deadline holds; past it the thread lets
+    the lock go as soon as it gets it. Returns the
     descriptor, which holds the lock until closed, and ""; or None and why
     (`busy` when the deadline ran out)."""
     try:

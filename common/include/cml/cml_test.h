@@ -53,16 +53,11 @@ static inline uint64_t cml_test_seed(void)
 #define CML_TEST_ON_CPU 0
 #endif
 
-/* One test of a lab's spec (cml_spec.h): every case of the spec's group
- * `group` that step runs goes through check (the lab's checked run and
- * cml_lab_spec.judge; it reports what is wrong and returns 0 then), up to
- * most_wrong wrong cases, so that the report stays readable. Skips without
- * a GPU. Returns how many cases the group has for the step. */
-static inline size_t cml_test_spec_group(int step, const char *group,
-                                         int (*check)(int step, const cml_case *c, uint64_t seed), int most_wrong)
+/* The cases of `group` for step on this seed through check, up to
+ * most_wrong wrong ones (cml_test_spec_group, cml_test_spec_group_after). */
+static inline size_t cml_test_spec_cases_(int step, const char *group, uint64_t seed,
+                                          int (*check)(int step, const cml_case *c, uint64_t seed), int most_wrong)
 {
-    CML_REQUIRE_GPU();
-    uint64_t seed = cml_test_seed();
     cml_cases list;
     cr_assert(cml_spec_group_cases(&cml_lab_spec, group, seed, CML_TEST_ON_CPU, step, &list),
               "spec group %s: no such group, or out of host memory", group);
@@ -72,6 +67,18 @@ static inline size_t cml_test_spec_group(int step, const char *group,
     size_t n = list.n;
     cml_cases_free(&list);
     return n;
+}
+
+/* One test of a lab's spec (cml_spec.h): every case of the spec's group
+ * `group` that step runs goes through check (the lab's checked run and
+ * cml_lab_spec.judge; it reports what is wrong and returns 0 then), up to
+ * most_wrong wrong cases, so that the report stays readable. Skips without
+ * a GPU. Returns how many cases the group has for the step. */
+static inline size_t cml_test_spec_group(int step, const char *group,
+                                         int (*check)(int step, const cml_case *c, uint64_t seed), int most_wrong)
+{
+    CML_REQUIRE_GPU();
+    return cml_test_spec_cases_(step, group, cml_test_seed(), check, most_wrong);
 }
 
 /* A test of huge cases (more blocks than a grid's y extent holds: tens of
@@ -90,9 +97,9 @@ static inline size_t cml_test_spec_group_after(int step, const char *small, size
                                                int (*check)(int step, const cml_case *c, uint64_t seed),
                                                int most_wrong)
 {
-#ifdef CML_CPU_BACKEND
     CML_REQUIRE_GPU();
     uint64_t seed = cml_test_seed();
+#ifdef CML_CPU_BACKEND
     cml_cases pre;
     cr_assert(cml_spec_group_cases(&cml_lab_spec, small, seed, CML_TEST_ON_CPU, step, &pre),
               "spec group %s: no such group, or out of host memory", small);
@@ -112,7 +119,7 @@ static inline size_t cml_test_spec_group_after(int step, const char *small, size
     (void)small;
     (void)first_n;
 #endif
-    return cml_test_spec_group(step, group, check, most_wrong);
+    return cml_test_spec_cases_(step, group, seed, check, most_wrong);
 }
 
 #define CML_CAT_(a, b) a##b

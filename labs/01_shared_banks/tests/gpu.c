@@ -131,8 +131,8 @@ static void run_group(int step, const char *group)
               group, step);
 }
 
-/* The 65537-matrix group (67 million CUDA threads: about 6 s a step on the
- * CPU path). On the CPU path only once the step gets batches 1, 2 and 33
+/* The 65537-matrix group (67 million CUDA threads: about 10 s a step on
+ * the CPU path on 2 cores). On the CPU path only once the step gets batches 1, 2 and 33
  * right; on a GPU always. */
 static void run_group_after_small(int step, const char *group)
 {

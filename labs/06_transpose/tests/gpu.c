@@ -55,8 +55,8 @@ static void run_group(int step, const char *group)
     cml_test_spec_group(step, group, check_case, MAX_FAILED_SHAPES);
 }
 
-/* The tall matrices (past 65535 tile rows: 67 million CUDA threads on the
- * CPU path, about 5 s a step there). On the CPU path only once the step
+/* The tall matrices (past 65535 tile rows: up to 67 million CUDA threads
+ * on the CPU path, 2 to 15 s a step there on 2 cores). On the CPU path only once the step
  * places every element of 31 x 33, 32 x 32 and 33 x 31 (the first edge
  * shapes); on a GPU always. */
 static void run_tall(int step)
