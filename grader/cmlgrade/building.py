@@ -140,7 +140,12 @@ class BuildStage:
                 raise GraderError(f"{d['name']}: the build's kit/labs.json and labs/{d['name']}/lab.json differ "
                                   f"({', '.join(diff)}): rebuild the kit")
 
-    def _build_submission(self, sub: Submission, progress: Progress) -> list[_Job]:
+    def _build_submission(self, sub: Submission, progress: Progress, ready=None) -> list[_Job]:
+        """Builds and checks the submission's labs. `ready(job)`, where given,
+        is called with each lab as soon as it is built and checked, so that
+        its runs can start while the next lab builds (one submission's nine
+        labs: the first runs after one build, not nine); the labs are
+        returned too."""
         labs = [lab for lab in self.labs if lab.name in sub.files and (sub.student, lab.name) not in self.cached]
         if not labs:
             return []
@@ -166,13 +171,13 @@ class BuildStage:
                 graded[f] = data.decode("utf-8", "replace")
             runs[lab.name].static = run_static(lab.rubric.static, graded)
         if self.slots is not None:
-            return self._checked(self._build_in_slot(sub, labs, files, runs, tree, progress))
+            return self._build_in_slot(sub, labs, files, runs, tree, progress, ready or (lambda job: None))
         try:
             src = make_student_tree(self.opts.kit, tree, files)
         except (TreeError, OSError) as e:
             for r in runs.values():
                 r.build_problem = f"grader error: cannot make the build tree ({e})"
-            return [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs]
+            return _handed(ready, [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs])
         build_dir = tree / "build"
         configured = False
         jobs_each = max(1, min(4, self.jobs // 2))
@@ -189,7 +194,7 @@ class BuildStage:
                 continue
             configured = True
             _note_build(run, tb)
-        return self._checked([_Job(sub, lab, runs[lab.name], build_dir, tree) for lab in labs])
+        return _handed(ready, self._checked([_Job(sub, lab, runs[lab.name], build_dir, tree) for lab in labs]))
 
     def _kit_cuda(self) -> bool:
         cache = self.ref_build / "CMakeCache.txt"
@@ -218,15 +223,19 @@ class BuildStage:
         return jobs
 
     def _build_in_slot(self, sub: Submission, labs: list[Lab], files, runs, tree: Path,
-                       progress: Progress) -> list[_Job]:
+                       progress: Progress, ready) -> list[_Job]:
         """The same targets built in a slot of the prebuilt kit; the binaries
-        land in tree/build as a fresh tree's would."""
+        land in tree/build as a fresh tree's would. Each lab goes to
+        `ready` once built and checked: its runs read only its own binaries
+        and objects in tree/build (never the slot), which the next lab's
+        build does not touch."""
         slot = self.slots.acquire(self.student_exe)   # built: by this worker if no other slot was
+        jobs = []
         try:
             if not slot.ready:
                 for r in runs.values():
                     r.build_problem = "grader error: " + slot.problem
-                return [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs]
+                return _handed(ready, [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs])
             for lab in labs:
                 progress.say(sub.student, lab.name, "building")
                 t0 = clock()
@@ -234,6 +243,17 @@ class BuildStage:
                                           tree, lab.rubric.lab.build_timeout_s)
                 runs[lab.name].seconds["build"] = clock() - t0
                 _note_build(runs[lab.name], tb)
+                job = self._checked([_Job(sub, lab, runs[lab.name], tree / "build", tree)])[0]
+                jobs.append(job)
+                ready(job)
         finally:
             self.slots.release(slot)
-        return [_Job(sub, lab, runs[lab.name], tree / "build", tree) for lab in labs]
+        return jobs
+
+
+def _handed(ready, jobs: list[_Job]) -> list[_Job]:
+    """Each job to `ready` (if any), in order; the jobs."""
+    for j in jobs:
+        if ready is not None:
+            ready(j)
+    return jobs

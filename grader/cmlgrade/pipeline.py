@@ -164,23 +164,24 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
                    for g in self.gpus for _ in range(per_gpu)]
         for w in workers:
             w.start()
-        jobs: dict[str, list[_Job]] = {}
+        jobs: dict[str, list[_Job]] = {s.student: [] for s in subs}
+
+        def ready(j: _Job) -> None:   # a lab built and checked: to the GPU workers at once (building.py)
+            jobs[j.sub.student].append(j)
+            if j.run.build_problem.startswith("grader error"):
+                errors.append(f"{j.sub.student} {j.lab.name}: {j.run.build_problem[:200]}")
+            progress.queued(j.sub.student, j.lab.name, "waiting for a GPU" if self.gpu_ok else "waiting their turn")
+            q.put(j)
+
         build_workers = max(1, self.jobs // 2)
         with ThreadPoolExecutor(max_workers=build_workers) as pool:
-            futs = {pool.submit(self._build_submission, s, progress): s for s in subs}
+            futs = {pool.submit(self._build_submission, s, progress, ready): s for s in subs}
             for fut in as_completed(futs):
                 s = futs[fut]
                 try:
-                    js = fut.result()
-                except Exception as e:
+                    fut.result()
+                except Exception as e:   # the labs handed on before it stay graded
                     errors.append(f"{s.student}: grader error while building: {type(e).__name__}: {e}")
-                    js = []
-                jobs[s.student] = js
-                for j in js:
-                    if j.run.build_problem.startswith("grader error"):
-                        errors.append(f"{s.student} {j.lab.name}: {j.run.build_problem[:200]}")
-                    progress.queued(s.student, j.lab.name, "waiting for a GPU" if self.gpu_ok else "waiting their turn")
-                    q.put(j)
         for _ in workers:
             q.put(None)
         for w in workers:
