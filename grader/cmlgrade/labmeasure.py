@@ -17,7 +17,7 @@ from .checker import CHECKERS, counters_report
 from .checkprofile import counted_by_harness
 from .labrun import _At
 from .labs import Lab
-from .reftime import LabTiming
+from .reftime import LabTiming, best_of_tries, try_again
 from .results import LabRun, PerfResult
 from .stagebase import HARNESS_REPEATS, NO_REFERENCE, PUBLIC_SEED, _Job
 
@@ -203,4 +203,32 @@ class MeasureStage:
         if by_harness and (timing is None or deadline.expired()):
             run.timed_out += [f"performance step {s}" for s in sorted(by_harness)]
         elif by_harness:   # reference, student, reference: every step in one harness run each (_timing made it)
-            run.perf.update(timing.run())
+            run.perf.update(self._tries(job, timing.run(), by_harness, deadline, out, env, readable))
+
+    def _tries(self, job: _Job, first: dict[int, PerfResult], by_harness: dict[int, object], deadline,
+               out: Path, env: dict[str, str], readable: list[Path]) -> dict[int, PerfResult]:
+        """Each step that lost timing credit in `first` timed again, R S R
+        with fresh processes, the GPU still held alone, until a try earns
+        full credit, two tries agree or reftime.TRIES were made (while the
+        lab's time lasts); the best try counts (reftime.best_of_tries).
+        Another process on the GPU that the grader cannot hold off slowed
+        the reference's lab 03 by a fifth in one try of a self-check beside
+        the kit's GPU tests (2 x H200, 2026-11-30): a try of its own."""
+        lab = job.lab
+        pr = lab.rubric.performance
+        tries = {s: [r] for s, r in first.items()}
+        for k in range(2, 100):
+            again = {s: c for s, c in by_harness.items() if s in tries and try_again(tries[s], pr.full_credit_ratio)}
+            if not again or deadline.expired():
+                break
+            timing = LabTiming(self.student_exe, self.trusted, job.build_dir / lab.harness,
+                               self.ref_build / f"{lab.stem}_harness_ref", lab.name, again, deadline, pr.timeout_s,
+                               out / f"try-{k}", env, readable)
+            try:
+                got = timing.run()
+            finally:
+                timing.close()
+            for s in again:
+                if s in got:
+                    tries[s].append(got[s])
+        return {s: best_of_tries(rs) for s, rs in tries.items()}

@@ -32,6 +32,8 @@ class PerfResult:
     ceiling: str = ""               # how floor_ms was found (or why there is none)
     impossible: bool = False        # the student's time is below floor_ms: no credit, flagged
     bound: str = "move the step's data"   # what floor_ms is the least time for (IMPOSSIBLE's words)
+    order: str = "student and reference alternating"   # how the runs were ordered (the feedback's words)
+    tries: int = 1                  # how many times the step was timed (reftime.best_of_tries): the best counts
 
 
 @dataclass

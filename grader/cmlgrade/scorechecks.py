@@ -260,7 +260,10 @@ def _perf_items(lab: Lab, run: LabRun, test_items: list[Item]) -> list[Item]:
         credit = perf_credit(res.student_ms, res.ref_ms, pr.full_credit_ratio, True)
         ratio = res.student_ms / res.ref_ms
         detail = [f"median {res.student_ms:.4f} ms against the reference's {res.ref_ms:.4f} ms "
-                  f"({len(res.samples_student)} runs each, student and reference alternating)"]
+                  f"({len(res.samples_student)} runs each, {res.order})"]
+        if res.tries > 1:
+            detail.append(f"timed {res.tries} times (a time over {pr.full_credit_ratio:g}x the reference's is timed "
+                          f"again): the try with the least ratio counts")
         detail += [res.ceiling] if res.ceiling else []
         fb = [] if credit >= 1.0 else [pr.feedback.format(step=s, ratio=ratio, full=pr.full_credit_ratio)]
         items.append(Item(name, "performance", pts, r2(pts * credit), "passed" if credit >= 1.0 else "partial",

@@ -387,6 +387,53 @@ class CliTests(unittest.TestCase):
         self.assertEqual(cm.exception.code, 2)
 
 
+class LabsGoOnAsTheyAreBuilt(unittest.TestCase):
+    """A submission's lab goes to the GPU workers as soon as it is built and
+    checked (pipeline.grade, building._build_in_slot), not once all its
+    labs are: a self-check's or a student's nine labs waited for nine
+    builds before the first ran."""
+
+    def test_the_first_lab_runs_while_the_next_one_builds(self):
+        import threading
+        a, b = LABS["01_shared_banks"], LABS["08_occupancy"]
+        events, lock, ran_a = [], threading.Lock(), threading.Event()
+
+        def fake(argv, cwd=None, env=None, timeout=None):
+            fake_build(argv)
+            if "--build" in argv and "--target" in argv:   # what a build makes (the verifiers: fake_build's)
+                build, i, targets = Path(argv[argv.index("--build") + 1]), argv.index("--target") + 1, []
+                while i < len(argv) and not str(argv[i]).startswith("-"):
+                    targets.append(argv[i])
+                    i += 1
+                for t in targets:
+                    if not t.endswith("_verify"):
+                        (build / t).parent.mkdir(parents=True, exist_ok=True)
+                        (build / t).write_text("")
+                if targets and all(t in b.student_targets() for t in targets):   # lab 08's own build, not the kit's
+                    # lab 08's build waits for lab 01's run (a hang guard only: it comes at once)
+                    self.assertTrue(ran_a.wait(600), "lab 01 did not run before lab 08 was built")
+                    with lock:
+                        events.append("build 08")
+            return ProcResult(argv, 0, "", "", False, 0.1)
+
+        def run_lab(job, gpu, progress):
+            with lock:
+                events.append(f"run {job.lab.name[:2]}")
+            if job.lab.name == a.name:
+                ran_a.set()
+            progress.say(job.sub.student, job.lab.name, "graded", finished=True)
+
+        sub = Submission("kim", "kim.zip", {a.name: {}, b.name: {}})
+        with mock.patch.dict(os.environ, {"CUDA_VISIBLE_DEVICES": ""}):
+            p = Pipeline(Options(kit=KIT, work=tmpdir(self) / "work", sandbox=False, jobs=2, cpu_path=True), [a, b],
+                         runner=fake)
+            p.prepare()
+            with mock.patch.object(p, "_run_lab", run_lab), mock.patch.object(p, "_score"):
+                _, errors = p.grade([sub])
+        self.assertEqual(errors, [])
+        self.assertEqual(events, ["run 01", "build 08", "run 08"])
+
+
 class FakeBuildTests(unittest.TestCase):
     """A compile error through an injected runner: no nvcc, no GPU."""
 
