@@ -209,17 +209,22 @@ class MeasureStage:
                out: Path, env: dict[str, str], readable: list[Path]) -> dict[int, PerfResult]:
         """Each step that lost timing credit in `first` timed again, R S R
         with fresh processes, the GPU still held alone, until a try earns
-        full credit, two tries agree or reftime.TRIES were made (while the
-        lab's time lasts); the best try counts (reftime.best_of_tries).
+        full credit, two tries agree or reftime.TRIES were made, while the
+        lab's time left holds two of the step's own time limits; the best
+        try counts (reftime.best_of_tries). A later try that timed out
+        counts for nothing (a hang is the first try's to show: a try cut
+        short by the lab's time is no verdict).
         Another process on the GPU that the grader cannot hold off slowed
         the reference's lab 03 by a fifth in one try of a self-check beside
         the kit's GPU tests (2 x H200, 2026-11-30): a try of its own."""
         lab = job.lab
         pr = lab.rubric.performance
         tries = {s: [r] for s, r in first.items()}
+        done: set[int] = set()   # steps whose later try timed out: no more tries
         for k in range(2, 100):
-            again = {s: c for s, c in by_harness.items() if s in tries and try_again(tries[s], pr.full_credit_ratio)}
-            if not again or deadline.expired():
+            again = {s: c for s, c in by_harness.items()
+                     if s in tries and s not in done and try_again(tries[s], pr.full_credit_ratio)}
+            if not again or deadline.left() < pr.timeout_s * 2:   # a try the lab's time would cut short: none
                 break
             timing = LabTiming(self.student_exe, self.trusted, job.build_dir / lab.harness,
                                self.ref_build / f"{lab.stem}_harness_ref", lab.name, again, deadline, pr.timeout_s,
@@ -228,7 +233,9 @@ class MeasureStage:
                 got = timing.run()
             finally:
                 timing.close()
-            for s in again:
-                if s in got:
+            for s in again:   # a later try that timed out counts for nothing: the tries before it stand
+                if s in got and not got[s].correct and got[s].note.startswith("timed out"):
+                    done.add(s)
+                elif s in got:
                     tries[s].append(got[s])
         return {s: best_of_tries(rs) for s, rs in tries.items()}

@@ -906,7 +906,7 @@ class TimedAgain(unittest.TestCase):
     or an impossible time in any try stands."""
     lab = "04_reduction"
 
-    def tries(self, student_runs, ref_ms, copy_ms=1.0):
+    def tries(self, student_runs, ref_ms, copy_ms=1.0, lab_seconds=3600):
         """The first try (perf_lab) and the tries after it (_tries); the
         student's k-th harness run gets student_runs[k] (the last one from
         then on)."""
@@ -932,7 +932,7 @@ class TimedAgain(unittest.TestCase):
         shutil.copy2(harness, t.dir / "reduction_harness_ref")
         stage = types.SimpleNamespace(student_exe=student, trusted=ref, ref_build=t.dir)
         job = types.SimpleNamespace(lab=lab, build_dir=build)
-        got = MeasureStage._tries(stage, job, first, cases, Deadline(600), t.dir / "out", {}, [])
+        got = MeasureStage._tries(stage, job, first, cases, Deadline(lab_seconds), t.dir / "out", {}, [])
         return got, self.log.read_text().splitlines()
 
     def line(self, perf, step):
@@ -971,6 +971,31 @@ class TimedAgain(unittest.TestCase):
         got, log = self.tries([{7: 47.0, 8: 30.0}], {7: 40.0, 8: 30.0})   # 1.175x: within 1.2x
         self.assertEqual(len(log), 3)
         self.assertEqual(got[7].tries, 1)
+
+    def test_no_try_the_labs_time_left_could_cut_short(self):
+        # lab 04's timing runs may take 300 s each (its rubric): with less than two of them left, no more tries
+        got, log = self.tries([{7: 60.0, 8: 30.0}, {7: 40.0, 8: 30.0}], {7: 40.0, 8: 30.0}, lab_seconds=590)
+        self.assertEqual(len(log), 3)
+        self.assertEqual((got[7].tries, got[7].student_ms), (1, 60.0))
+
+    def test_a_later_try_that_timed_out_counts_for_nothing(self):
+        from cmlgrade.labmeasure import MeasureStage
+        from cmlgrade.reftime import LabTiming
+        from cmlgrade.results import PerfResult
+        import types
+        slow = {7: PerfResult(7, 60.0, 40.0, True)}
+        hung = {7: PerfResult(7, None, None, False, note="timed out after 300 s")}
+        lab = types.SimpleNamespace(name=self.lab, stem="reduction", harness="h", rubric=labs()[self.lab].rubric)
+        job = types.SimpleNamespace(lab=lab, build_dir=tmpdir(self))
+        stage = types.SimpleNamespace(student_exe=None, trusted=None, ref_build=tmpdir(self))
+        from cmlgrade.run import Deadline
+        with unittest.mock.patch.object(LabTiming, "run", return_value=hung) as run, \
+                unittest.mock.patch.object(LabTiming, "__init__", return_value=None), \
+                unittest.mock.patch.object(LabTiming, "close"):
+            got = MeasureStage._tries(stage, job, slow, {7: object()}, Deadline(3600), tmpdir(self), {}, [])
+        self.assertEqual(run.call_count, 1)   # and no more tries after it
+        self.assertTrue(got[7].correct)
+        self.assertEqual((got[7].student_ms, got[7].tries), (60.0, 1))
 
     def test_a_wrong_answer_or_an_impossible_time_in_any_try_stands(self):
         from cmlgrade.reftime import best_of_tries, try_again
