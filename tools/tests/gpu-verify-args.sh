@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tools/gpu-verify's command line, without a GPU: --help (alone or after a
-# part) names every part, access included, and exits 0; a bad part or a bad
+# part) names every part, access and busy included, and exits 0; a bad
+# --times is refused like a bad --lab; a bad part or a bad
 # --lab is refused with exit 2 and a message, before anything is built
 # (nvidia-smi is looked for only after the arguments).
 set -u
@@ -25,4 +26,9 @@ check 2 "gpu-verify: no lab 'nosuch'" access --lab nosuch
 check 2 "gpu-verify: --lab needs a lab's name" access --lab
 check 2 "gpu-verify: --lab goes with 'results' or 'access' only" tests --lab 06_transpose
 check 2 "gpu-verify: --lab goes with 'results' or 'access' only" --lab 06_transpose
+check 0 "  busy     the grader's self-check (grade.py --self-check) N times" busy --help
+check 2 "gpu-verify: --times needs a count from 1 to 999" busy --times 0
+check 2 "gpu-verify: --times needs a count from 1 to 999" busy --times ten
+check 2 "gpu-verify: --times needs a count from 1 to 999" busy --times
+check 2 "gpu-verify: --times goes with 'busy' only" tests --times 10
 exit $fail

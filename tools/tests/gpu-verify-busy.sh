@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# tools/gpu-verify busy without a GPU: stand-ins for nvidia-smi (two GPUs),
+# cmake (nothing built), ctest (the other GPU work: a short run, counted) and
+# python3 (the self-check: prints a "reference:" line, the second one docked,
+# as on 2 x H200 beside ctest). Each of the N numbers runs once, the GPUs
+# share them, the ctest loop runs while they do and stops after, the count
+# and the exit status tell a docked self-check; CUDA_VISIBLE_DEVICES limits
+# the GPUs.
+set -u
+kit="$1"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/bin"
+cat > "$tmp/bin/nvidia-smi" <<'SH'
+#!/bin/sh
+case "$*" in
+  *--query-gpu=index*) printf '0\n1\n' ;;
+  *) echo "Stand-in GPU, 9.0, 0, 1 MiB" ;;
+esac
+SH
+cat > "$tmp/bin/cmake" <<'SH'
+#!/bin/sh
+exit 0
+SH
+cat > "$tmp/bin/ctest" <<SH
+#!/bin/sh
+echo start >> "$tmp/ctest"; sleep 0.3; echo end >> "$tmp/ctest"
+SH
+cat > "$tmp/bin/python3" <<SH
+#!/bin/sh
+[ "\$1" = grader/grade.py ] || exit 99
+n=0; until mkdir "$tmp/sc.\$n" 2>/dev/null; do n=\$((n + 1)); done   # the n-th self-check started, n from 0
+echo "GPU \$CUDA_VISIBLE_DEVICES" >> "$tmp/gpus"
+sleep 1
+if [ "\$n" = 1 ]; then echo "reference: 803.92/804 (03_tiled_matmul 116.92/117)"; exit 3; fi
+echo "reference: 804/804 (01_shared_banks 95/95)"
+SH
+chmod +x "$tmp/bin/"*
+fail=0
+PATH="$tmp/bin:$PATH" OUT="$tmp/out" "$kit/tools/gpu-verify" busy --times 4 > "$tmp/log" 2>&1; rc=$?
+sleep 1
+starts=$(grep -c start "$tmp/ctest" 2>/dev/null); sleep 1
+summary="$tmp/out/busy/summary"
+if [ "$rc" -ne 1 ] || ! grep -q "self-checks: 3 of 4 at full marks beside ctest --preset gpu" "$tmp/log"; then
+  echo "FAIL: one docked self-check of four: exit $rc (want 1), or no count line:"; cat "$tmp/log"; fail=1
+else
+  echo "ok: one docked self-check of four: exit 1, 'self-checks: 3 of 4 at full marks'"
+fi
+if [ "$(grep -c '^self-check [1-4] (GPU [01]): exit [03], ' "$summary")" -ne 4 ] ||
+   [ "$(sed -E 's/^self-check ([0-9]+) .*/\1/' "$summary" | sort -u | tr -d '\n')" != 1234 ] ||
+   ! grep -q 'exit 3, .*: reference: 803.92/804' "$summary"; then
+  echo "FAIL: the summary does not hold self-checks 1 to 4 once each with their reference: lines:"; cat "$summary"; fail=1
+else
+  echo "ok: self-checks 1 to 4 once each, with their reference: lines"
+fi
+if [ "$(sort -u "$tmp/gpus" | tr -d '\n')" != "GPU 0GPU 1" ]; then
+  echo "FAIL: both GPUs should run self-checks:"; cat "$tmp/gpus"; fail=1
+else
+  echo "ok: both GPUs ran self-checks"
+fi
+if [ "${starts:-0}" -lt 1 ] || [ "$(grep -c start "$tmp/ctest")" -ne "$starts" ] ||
+   [ "$(grep -c end "$tmp/ctest")" -gt "$starts" ]; then
+  echo "FAIL: the ctest loop should run beside them and stop after:"; cat "$tmp/ctest"; fail=1
+else
+  echo "ok: ctest ran $starts time(s) beside them and stopped"
+fi
+rm -rf "$tmp/gpus" "$tmp"/sc.*
+PATH="$tmp/bin:$PATH" OUT="$tmp/out1" CUDA_VISIBLE_DEVICES=1 "$kit/tools/gpu-verify" busy --times 2 > "$tmp/log1" 2>&1
+if [ "$(sort -u "$tmp/gpus" | tr -d '\n')" != "GPU 1" ]; then
+  echo "FAIL: CUDA_VISIBLE_DEVICES=1: only GPU 1 should run self-checks:"; cat "$tmp/gpus" "$tmp/log1"; fail=1
+else
+  echo "ok: CUDA_VISIBLE_DEVICES=1: GPU 1 alone"
+fi
+exit $fail
