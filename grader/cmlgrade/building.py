@@ -149,6 +149,7 @@ class BuildStage:
         labs = [lab for lab in self.labs if lab.name in sub.files and (sub.student, lab.name) not in self.cached]
         if not labs:
             return []
+        ready = ready or (lambda job: None)
         tree = self.work / "students" / safe_name(sub.student)
         files = {lab.name: dict(sub.files[lab.name]) for lab in labs}
         runs = {lab.name: LabRun(lab.name) for lab in labs}
@@ -171,7 +172,7 @@ class BuildStage:
                 graded[f] = data.decode("utf-8", "replace")
             runs[lab.name].static = run_static(lab.rubric.static, graded)
         if self.slots is not None:
-            return self._build_in_slot(sub, labs, files, runs, tree, progress, ready or (lambda job: None))
+            return self._build_in_slot(sub, labs, files, runs, tree, progress, ready)
         try:
             src = make_student_tree(self.opts.kit, tree, files)
         except (TreeError, OSError) as e:
@@ -252,8 +253,7 @@ class BuildStage:
 
 
 def _handed(ready, jobs: list[_Job]) -> list[_Job]:
-    """Each job to `ready` (if any), in order; the jobs."""
+    """Each job to `ready`, in order; the jobs."""
     for j in jobs:
-        if ready is not None:
-            ready(j)
+        ready(j)
     return jobs

@@ -17,7 +17,7 @@ from .checker import CHECKERS, counters_report
 from .checkprofile import counted_by_harness
 from .labrun import _At
 from .labs import Lab
-from .reftime import LabTiming, best_of_tries, try_again
+from .reftime import TRIES, LabTiming, best_of_tries, try_again
 from .results import LabRun, PerfResult
 from .stagebase import HARNESS_REPEATS, NO_REFERENCE, PUBLIC_SEED, _Job
 
@@ -221,7 +221,7 @@ class MeasureStage:
         pr = lab.rubric.performance
         tries = {s: [r] for s, r in first.items()}
         done: set[int] = set()   # steps whose later try timed out: no more tries
-        for k in range(2, 100):
+        for k in range(2, TRIES + 1):   # each round adds at most one try a step
             again = {s: c for s, c in by_harness.items()
                      if s in tries and s not in done and try_again(tries[s], pr.full_credit_ratio)}
             if not again or deadline.left() < pr.timeout_s * 2:   # a try the lab's time would cut short: none
