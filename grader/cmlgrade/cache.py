@@ -56,13 +56,14 @@ def kit_digest(kit: Path) -> str:
     return h.hexdigest()
 
 
-def gpu_names() -> str:
-    """The visible GPUs' names (timings depend on the model), '' without one."""
+def gpu_names(query: str = "name") -> str:
+    """The visible GPUs' names (timings depend on the model), '' without one;
+    with query "name,driver_version", their drivers too."""
     smi = shutil.which("nvidia-smi")
     if not smi:
         return ""
     from .sandbox import run_process, scrubbed_env
-    r = run_process([smi, "--query-gpu=name", "--format=csv,noheader"], timeout=30, env=scrubbed_env())
+    r = run_process([smi, f"--query-gpu={query}", "--format=csv,noheader"], timeout=30, env=scrubbed_env())
     return r.stdout.strip() if r.rc == 0 else ""
 
 

@@ -70,7 +70,9 @@ def parser() -> argparse.ArgumentParser:
                    "submission-lab graded from the same bytes, kit, rubric and seed (default OUT/.cache)")
     g.add_argument("--no-cache", action="store_true", help="grade everything again and keep nothing")
     g.add_argument("--reference-build", type=Path, metavar="DIR", help="build the reference solutions here, shared "
-                   "by several runs (a Slurm array's tasks): the first builds it under a lock, the others reuse it")
+                   "by several runs (a Slurm array's tasks): the first builds it under a lock, the others reuse it; "
+                   "the reference's tests, traces and counters of each lab and GPU model are kept there too "
+                   "(DIR/reference-runs), never its timing")
     g.add_argument("--shard", metavar="I/S", help="grade only shard I of S (0-based; submissions sorted by id, "
                    "every S-th) and also write OUT/shard.json for grader/tools/slurm merge")
     g.add_argument("--gradescope-results", type=Path, metavar="FILE",

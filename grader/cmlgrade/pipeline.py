@@ -33,6 +33,7 @@ from .labrun import LabStage
 from .labs import Lab
 from .progress import Progress
 from .refruns import RefStage
+from .refstore import RefStore
 from .reftime import RefTimes
 from .results import LabRun, LabScore, StudentResult
 from .sandbox import Executor, Sandbox, become_subreaper, detect_sandbox, run_process
@@ -55,6 +56,7 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
         self.refs: dict[tuple, LabRun] = {}
         self.ref_lock = threading.Lock()
         self.ref_once: dict[tuple, threading.Lock] = {}   # one reference run per lab and GPU model, however many workers
+        self.ref_store: RefStore | None = None   # the reference's runs kept in a shared reference build (refstore.py)
         self._tmp = None
         self.skeletons = Skeletons()
         self.notes: list[str] = []   # about the whole run (once, not per item)
@@ -131,6 +133,11 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
                                              [gpu_names(), str(self.gpu_ok), self.no_gpu_reason, self.sandbox.note,
                                               self.opts.arch, self.opts.public_tests])
         self.cached: dict[tuple[str, str], tuple] = {}
+        if self.opts.reference_build is not None:
+            self.ref_store = RefStore.for_run(self.ref_build, self.opts.kit.resolve(),
+                                              [PUBLIC_SEED, self.opts.secret_seed],
+                                              [gpu_names("name,driver_version"), str(self.gpu_ok), str(self.cpu_path),
+                                               self.no_gpu_reason, self.opts.arch])
         self.ref_times = None if self.opts.retime_reference else RefTimes()   # reftime.py
         # the timed cases' data, changed words and sampled places: public, never the secret seed, new each batch
         self.timing_seed = random.SystemRandom().getrandbits(63)

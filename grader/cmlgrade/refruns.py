@@ -13,6 +13,7 @@ from . import run as R
 from .checkprofile import lab_profile
 from .labs import Lab
 from .parsers import TestOutcome
+from .refstore import complete
 from .results import BinaryRun, LabRun
 from .stagebase import PUBLIC_SEED, _Job
 from .trust import reference_traces
@@ -76,7 +77,35 @@ class RefStage:
                     return self.refs[key]
             return self._run_reference(lab, gpu, key)
 
+    def _kept_key(self, lab: Lab, gpu: str | None, key: tuple) -> str | None:
+        """The key of this lab's reference runs in the shared reference
+        build's store (refstore.py); None where nothing is kept: no
+        --reference-build, or a GPU whose model cannot be told."""
+        if self.ref_store is None or (gpu is not None and not str(key[1]).startswith("model ")):
+            return None
+        where = str(key[1]) if gpu is not None else f"no GPU: {self.no_gpu_reason}"
+        names = list(lab.ref_targets()) + [f"{lab.stem}_harness_ref", f"{lab.stem}_harness_ref_cpu", f"{lab.stem}_verify"]
+        return self.ref_store.key(lab, where, [self.ref_build / n for n in names])
+
     def _run_reference(self, lab: Lab, gpu: str | None, key: tuple) -> LabRun:
+        kept = self._kept_key(lab, gpu, key)
+        ref = self.ref_store.get(kept) if kept else None
+        if ref is not None:   # run before on this GPU model, from the same kit, programs, rubric and seeds
+            ref.gpu = gpu or ""
+            self.say(f"reference: {lab.name}'s tests, traces and counters as an earlier run on this "
+                     f"{'GPU model' if gpu is not None else 'machine'} left them ({self.ref_store.folder}): "
+                     f"not run again")
+            with self.ref_lock:
+                self.refs[key] = ref
+            return ref
+        ref = self._reference_runs(lab, gpu)
+        if kept and complete(ref, self.gpu_ok and bool(lab.counter_checks)):
+            self.ref_store.put(kept, ref)
+        with self.ref_lock:
+            self.refs[key] = ref
+        return ref
+
+    def _reference_runs(self, lab: Lab, gpu: str | None) -> LabRun:
         ref = LabRun(lab.name, gpu=gpu or "")
         env = self._gpu_env(gpu)
         out = self.work / "reference" / "results" / f"{lab.name}-gpu{gpu}"
@@ -111,8 +140,6 @@ class RefStage:
                 ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
                                               [c.step for c in lab.counter_checks],
                                               lab.rubric.counters.timeout_s, out, env, [])
-        with self.ref_lock:
-            self.refs[key] = ref
         return ref
 
     def _gpu_env(self, gpu: str | None) -> dict[str, str]:

@@ -16,11 +16,13 @@ from cmlgrade.cache import ResultCache, labscore_from_dict, student_from_dict
 from cmlgrade.intake import Submission
 from cmlgrade.kitslots import Slot, _as_in_tree, _harvest, _scrub
 from cmlgrade.pipeline import Options, Pipeline
+from cmlgrade.refstore import RefStore
 from cmlgrade.reftime import RefTimes
 from cmlgrade.report import write_all
 from cmlgrade.results import Item, LabRun, LabScore
 from cmlgrade.run import Deadline
 from cmlgrade.sandbox import Executor, ProcResult, Sandbox
+from cmlgrade.stagebase import PUBLIC_SEED
 from cmlgrade.score import score_lab
 from cmlgrade.slurm import ShardError, merge_shards, parse_shard, shard_of, write_shard
 
@@ -124,6 +126,93 @@ class PipelineCacheTests(unittest.TestCase):
         write_all(d / "out2", res2, [BANKS.name, RED.name])
         for f in ("feedback.md", "result.json"):
             self.assertEqual((d / "out1/students/ann" / f).read_bytes(), (d / "out2/students/ann" / f).read_bytes())
+
+
+class KeptReferenceRunsTests(unittest.TestCase):
+    """A shared reference build keeps the reference's tests (traces,
+    counters) of a lab: another run with the same kit, programs, rubric,
+    seeds and machine reuses them and runs none of the reference's tests;
+    anything else runs them again, and only a complete run is kept."""
+
+    def setUp(self):
+        self.d = tmpdir(self)
+        self.ref_build = self.d / "ref"
+        self.ref_build.mkdir()
+        self.lab = labs(["01_shared_banks"])["01_shared_banks"]
+        self.lab.cpu = True   # the CPU path: its test programs (no traces: no harness here)
+        for n in self.lab.ref_targets():
+            (self.ref_build / n).write_text(f"{n} as built\n")
+        self.status = "PASSED"
+
+    def pipeline(self, seed=None, model=None):
+        """A pipeline as prepare() leaves it for the reference's runs; the
+        test programs are fakes that write a report, counted in self.calls."""
+        self.calls = []
+
+        def fake(argv, cwd=None, env=None, timeout=None):
+            argv = [str(a) for a in argv]
+            self.calls.append(argv)
+            report = next((a.split("=", 1)[1] for a in argv if a.startswith("--json=")), None)
+            if report:
+                Path(report).write_text(json.dumps({"test_suites": [
+                    {"name": "step1", "tests": [{"name": "small", "status": self.status},
+                                                {"name": "odd_size", "status": "PASSED"}]}]}))
+            return ProcResult(argv, 0, "", "", False, 0.01)
+        p = Pipeline(Options(kit=KIT, work=self.d / f"work{len(os.listdir(self.d))}", sandbox=False,
+                             secret_seed=seed, reference_build=self.ref_build), [self.lab], runner=fake)
+        p.work, p.ref_build, p.gpu_ok, p.cpu_path, p.no_gpu_reason = p.opts.work, self.ref_build, False, True, "CPU path"
+        p.ref_store = RefStore.for_run(self.ref_build, KIT, [PUBLIC_SEED, seed], ["", "False", "True", "CPU path", ""])
+        return p
+
+    def reference(self, p, gpu=None):
+        with mock.patch("cmlgrade.gpuhold.gpu_model", lambda g: None):
+            run = p.reference(self.lab, gpu)
+        ran = [a for a in self.calls if "_ref" in Path(a[0]).name]
+        return run, ran
+
+    def test_a_second_run_reuses_them_and_says_so(self):
+        first, ran = self.reference(self.pipeline())
+        self.assertEqual(len(ran), 2, "both test programs ran the first time")
+        self.assertEqual(len(list((self.ref_build / "reference-runs").glob("*.pickle"))), 1)
+        said = []
+        p = self.pipeline()
+        p.say = said.append
+        again, ran = self.reference(p)
+        self.assertEqual(ran, [], "nothing of the reference runs again")
+        self.assertEqual(again.tests, first.tests)
+        self.assertTrue(any("as an earlier run" in m and "reference-runs" in m for m in said), said)
+
+    def test_what_runs_them_again(self):
+        self.reference(self.pipeline())
+        self.assertEqual(len(self.reference(self.pipeline(seed=42))[1]), 4, "another seed: public and hidden runs")
+        prog = self.ref_build / self.lab.ref_targets()[0]
+        prog.write_text("built again by another compiler\n")
+        self.assertEqual(len(self.reference(self.pipeline())[1]), 2, "another program")
+        self.assertEqual(self.reference(self.pipeline())[1], [], "kept again after that run")
+        self.lab.rubric.lab.time_limit_s += 1
+        self.assertEqual(len(self.reference(self.pipeline())[1]), 2, "another rubric (an override)")
+        for f in (self.ref_build / "reference-runs").glob("*.pickle"):
+            f.write_bytes(b"not a kept run")
+        self.assertEqual(len(self.reference(self.pipeline())[1]), 2, "an unreadable entry")
+
+    def test_only_a_complete_run_is_kept(self):
+        self.status = "FAILED"
+        self.reference(self.pipeline())
+        self.assertEqual(len(self.reference(self.pipeline())[1]), 2, "a failed reference test is not kept")
+        self.status = "PASSED"
+        (self.ref_build / self.lab.ref_targets()[0]).unlink()
+        self.reference(self.pipeline())
+        self.assertEqual(len(self.reference(self.pipeline())[1]), 1, "a program that is not there is not kept")
+
+    def test_nothing_kept_without_a_shared_build_or_a_known_gpu_model(self):
+        p = self.pipeline()
+        p.ref_store = None   # no --reference-build
+        self.reference(p)
+        self.assertFalse((self.ref_build / "reference-runs").exists())
+        p = self.pipeline()
+        p.gpu_ok, p.cpu_path = True, False
+        self.reference(p, gpu="0")   # a GPU whose model cannot be told
+        self.assertFalse((self.ref_build / "reference-runs").exists())
 
 
 def runner_json(step, ms):
