@@ -67,6 +67,17 @@ def gpu_names(query: str = "name") -> str:
     return r.stdout.strip() if r.rc == 0 else ""
 
 
+def run_context(tag: str, kit: Path, seeds: list, conditions: list[str]) -> str:
+    """What every entry of a run's keys starts from: the kit and the
+    grader (kit_digest), the seeds and the machine's grading conditions."""
+    h = hashlib.sha256(f"{tag}\n".encode())
+    h.update(kit_digest(kit).encode())
+    h.update(repr(seeds).encode())
+    for c in conditions:
+        h.update(b"\0" + c.encode())
+    return h.hexdigest()
+
+
 def labscore_from_dict(d: dict) -> LabScore:
     d = dict(d)
     d["items"] = [Item(**it) for it in d.get("items", [])]
@@ -87,12 +98,7 @@ class ResultCache:
 
     @classmethod
     def for_run(cls, folder: Path, kit: Path, seeds: list, conditions: list[str]) -> "ResultCache":
-        h = hashlib.sha256(f"cmlgrade-cache {FORMAT}\n".encode())
-        h.update(kit_digest(kit).encode())
-        h.update(repr(seeds).encode())
-        for c in conditions:
-            h.update(b"\0" + c.encode())
-        return cls(folder, h.hexdigest())
+        return cls(folder, run_context(f"cmlgrade-cache {FORMAT}", kit, seeds, conditions))
 
     def key(self, student: str, lab, files: dict[str, bytes]) -> str:
         h = hashlib.sha256(self.context.encode())

@@ -23,7 +23,7 @@ import os
 import pickle
 from pathlib import Path
 
-from .cache import kit_digest
+from .cache import run_context
 from .results import LabRun
 
 FORMAT = 1
@@ -37,12 +37,7 @@ class RefStore:
 
     @classmethod
     def for_run(cls, ref_build: Path, kit: Path, seeds: list, conditions: list[str]) -> "RefStore":
-        h = hashlib.sha256(f"cmlgrade-reference-runs {FORMAT}\n".encode())
-        h.update(kit_digest(kit).encode())
-        h.update(repr(seeds).encode())
-        for c in conditions:
-            h.update(b"\0" + c.encode())
-        return cls(ref_build / FOLDER, h.hexdigest())
+        return cls(ref_build / FOLDER, run_context(f"cmlgrade-reference-runs {FORMAT}", kit, seeds, conditions))
 
     def key(self, lab, where: str, programs: list[Path]) -> str:
         """`where`: the GPU model's words (or the CPU path's); `programs`:
