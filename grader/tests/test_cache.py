@@ -303,10 +303,73 @@ class SlotTests(unittest.TestCase):
         self.assertIn(f"{tree}/build/kit/include/x.h", text)
         self.assertNotIn(str(slot.root), text)
         self.assertFalse((tree / "build" / kit_obj.relative_to(slot.build)).exists(), "the kit's objects stay")
-        _scrub(slot, ["test_reduction"], since)
+        _scrub(slot, ["test_reduction"], since, ["reduction.cu"])
         self.assertTrue(kit_obj.is_file())
         self.assertFalse(stu_obj.exists() or dep.exists() or (slot.build / "test_reduction").exists())
         self.assertEqual(_as_in_tree(f"{slot.src}/labs/a.cu:3: error", slot, tree), f"{tree}/src/labs/a.cu:3: error")
+
+    def test_scrub_keeps_a_kit_object_the_build_wrote_again_and_nothing_of_the_students(self):
+        """An object compiled from the kit's files alone (its depfile names
+        none of the student's files), written by a student's build, stays:
+        deleted, every later build would compile it again. Anything that
+        may hold the student's code goes."""
+        d = tmpdir(self)
+        slot = Slot(0, d / "slot")
+        objs = {"kit": "CMakeFiles/reduction_host.dir/common/labs/04_reduction/cub_anchor.cu.o",
+                "student": "CMakeFiles/reduction_kernels_student.dir/labs/04_reduction/reduction.cu.o",
+                "includes": "grader/CMakeFiles/reduction_harness.dir/harness.c.o",
+                "no_depfile": "CMakeFiles/x.dir/common/other.cu.o",
+                "device_link": "CMakeFiles/reduction_run.dir/cmake_device_link.o"}
+        deps = {"kit": "/usr/local/cuda/include/cub/cub.cuh /s/common/include/cml/cml_check.h",
+                "student": f"{slot.src}/labs/04_reduction/reduction.cu /s/labs/04_reduction/reduction.h",
+                "includes": f"{slot.src}/common/labs/04_reduction/../../../labs/04_reduction/reduction.cu",
+                "device_link": "/s/common/include/cml/cml_check.h"}
+        for k, rel in objs.items():
+            p = slot.build / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_bytes(b"obj")
+            if k in deps:
+                Path(str(p) + ".d").write_text(f"{p}: \\\n  {deps[k]}\n")
+        translated = slot.build / "CMakeFiles/x.dir/reduction.cudafe1.cpp"
+        translated.write_text("int x;\n")
+        _scrub(slot, ["test_reduction"], time.time() - 10, ["reduction.cu"])
+        left = {k for k, rel in objs.items() if (slot.build / rel).exists()}
+        self.assertEqual(left, {"kit"})
+        self.assertTrue(Path(str(slot.build / objs["kit"]) + ".d").exists(), "its depfile stays with it")
+        self.assertFalse(Path(str(slot.build / objs["student"]) + ".d").exists())
+        self.assertFalse(translated.exists())
+
+    def test_the_slots_copy_of_the_kit_is_never_dated_in_the_future(self):
+        """A kit file copied with a time ahead of this machine's clock would
+        make Ninja compile its objects again in every student's build
+        (reproduced here: lab 04 took 9.9 s a build against 2.6 s)."""
+        from cmlgrade.kitslots import _date_now
+        d = tmpdir(self)
+        ahead, old = d / "common/labs/04_reduction/cub_anchor.cu", d / "common/old.c"
+        for p in (ahead, old):
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text("x\n")
+        day = 86400
+        os.utime(ahead, (time.time() + day, time.time() + day))
+        os.utime(old, (1000000000, 1000000000))
+        _date_now(d)
+        self.assertLessEqual(ahead.stat().st_mtime, time.time())
+        self.assertEqual(old.stat().st_mtime, 1000000000, "a file dated in the past keeps its time")
+
+    def test_stale_objects_names_the_kits_not_the_students(self):
+        from cmlgrade.kitslots import stale_objects
+        explain = "\n".join([
+            "ninja explain: output /b/CMakeFiles/VerifyGlobs.cmake_force of phony edge with no inputs doesn't exist",
+            "ninja explain: output CMakeFiles/r_kernels_student.dir/labs/04_reduction/reduction.cu.o older than "
+            "most recent input /s/labs/04_reduction/reduction.cu (1 vs 2)",
+            "ninja explain: output CMakeFiles/r_host.dir/common/labs/04_reduction/cub_anchor.cu.o older than most "
+            "recent input /usr/local/cuda/include/cub/cub.cuh (1 vs 2)",
+            "ninja explain: CMakeFiles/r_host.dir/common/labs/04_reduction/cub_anchor.cu.o is dirty",
+            "ninja explain: output CMakeFiles/r_run.dir/cmake_device_link.o doesn't exist"])
+        self.assertEqual(stale_objects(explain), [
+            "output CMakeFiles/r_host.dir/common/labs/04_reduction/cub_anchor.cu.o older than most recent input "
+            "/usr/local/cuda/include/cub/cub.cuh (1 vs 2)"])
+        self.assertEqual(stale_objects("ninja: no work to do.\n"), [])
 
     def pool(self, count=2):
         from cmlgrade import kitslots
