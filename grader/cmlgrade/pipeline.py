@@ -33,7 +33,7 @@ from .labrun import LabStage
 from .labs import Lab
 from .progress import Progress
 from .refruns import RefStage
-from .refstore import RefStore
+from .refstore import RefStore, tool_stamp
 from .reftime import RefTimes
 from .results import LabRun, LabScore, StudentResult
 from .sandbox import Executor, Sandbox, become_subreaper, detect_sandbox, run_process
@@ -136,8 +136,8 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
         if self.opts.reference_build is not None:
             self.ref_store = RefStore.for_run(self.ref_build, self.opts.kit.resolve(),
                                               [PUBLIC_SEED, self.opts.secret_seed],
-                                              [gpu_names("name,driver_version"), str(self.gpu_ok), str(self.cpu_path),
-                                               self.no_gpu_reason, self.opts.arch])
+                                              [gpu_names("name,driver_version"), tool_stamp("ncu"), str(self.gpu_ok),
+                                               str(self.cpu_path), self.no_gpu_reason, self.opts.arch])
         self.ref_times = None if self.opts.retime_reference else RefTimes()   # reftime.py
         # the timed cases' data, changed words and sampled places: public, never the secret seed, new each batch
         self.timing_seed = random.SystemRandom().getrandbits(63)

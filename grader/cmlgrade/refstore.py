@@ -10,8 +10,8 @@ A kept run is found under a key that hashes everything it depends on:
     secret one hashed with the rest, never stored);
   - the bytes of the reference's own programs that ran (the compiler's and
     the CUDA architectures' part);
-  - the GPU model and driver (or the CPU path), and whether the GPU checks
-    run here.
+  - the GPU model and driver (or the CPU path), Nsight Compute (its file),
+    and whether the GPU checks run here.
 Only a complete run is kept: every test program wrote its report and every
 test passed, and on a GPU the counters the lab checks were read. The files
 are the grader's own (pickle), in a folder only the instructor writes; the
@@ -24,6 +24,7 @@ import pickle
 from pathlib import Path
 
 from .cache import run_context
+from .machine import find_tool
 from .results import LabRun
 
 FORMAT = 1
@@ -71,6 +72,19 @@ class RefStore:
         with open(tmp, "wb") as f:
             pickle.dump({"format": FORMAT, "lab": run.lab, "run": run}, f)
         os.replace(tmp, p)   # never a half-written entry, even with a Slurm array's tasks sharing the folder
+
+
+def tool_stamp(name: str) -> str:
+    """Which `name` (Nsight Compute: the counters and traces it reads) the
+    runs used: its path and a hash of the file found there."""
+    found = find_tool(name)
+    if not found:
+        return f"{name}: none"
+    real = Path(found).resolve()
+    try:
+        return f"{real} {hashlib.sha256(real.read_bytes()).hexdigest()}"
+    except OSError:
+        return f"{real}: unreadable"
 
 
 def complete(run: LabRun, counters_wanted: bool) -> bool:
