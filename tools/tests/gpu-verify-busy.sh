@@ -31,6 +31,9 @@ cat > "$tmp/bin/python3" <<SH
 n=0; until mkdir "$tmp/sc.\$n" 2>/dev/null; do n=\$((n + 1)); done   # the n-th self-check started, n from 0
 echo "GPU \$CUDA_VISIBLE_DEVICES" >> "$tmp/gpus"
 sleep 1
+out=""; prev=""; for a in "\$@"; do [ "\$prev" = --out ] && out="\$a"; prev="\$a"; done
+mkdir -p "\$out/students/reference"; echo "- step 2: full marks" > "\$out/students/reference/feedback.md"
+if [ "\$n" = 2 ]; then echo "- step 3: timed 2 times (a time over 1.1x the reference's is timed again)" >> "\$out/students/reference/feedback.md"; fi
 if [ "\$n" = 1 ]; then echo "reference: 803.92/804 (03_tiled_matmul 116.92/117)"; exit 3; fi
 echo "reference: 804/804 (01_shared_banks 95/95)"
 SH
@@ -45,12 +48,13 @@ if [ "$rc" -ne 1 ] || ! grep -q "self-checks: 3 of 4 at full marks beside ctest 
 else
   echo "ok: one docked self-check of four: exit 1, 'self-checks: 3 of 4 at full marks'"
 fi
-if [ "$(grep -c '^self-check [1-4] (GPU [01]): exit [03], ' "$summary")" -ne 4 ] ||
+if [ "$(grep -c '^self-check [1-4] (GPU [01]): exit [03], [0-9]* s, [01] step(s) timed again: ' "$summary")" -ne 4 ] ||
+   [ "$(grep -c ', 1 step(s) timed again: ' "$summary")" -ne 1 ] ||
    [ "$(sed -E 's/^self-check ([0-9]+) .*/\1/' "$summary" | sort -u | tr -d '\n')" != 1234 ] ||
    ! grep -q 'exit 3, .*: reference: 803.92/804' "$summary"; then
   echo "FAIL: the summary does not hold self-checks 1 to 4 once each with their reference: lines:"; cat "$summary"; fail=1
 else
-  echo "ok: self-checks 1 to 4 once each, with their reference: lines"
+  echo "ok: self-checks 1 to 4 once each, with their reference: lines and the one step timed again"
 fi
 if [ "$(sort -u "$tmp/gpus" | tr -d '\n')" != "GPU 0GPU 1" ]; then
   echo "FAIL: both GPUs should run self-checks:"; cat "$tmp/gpus"; fail=1
