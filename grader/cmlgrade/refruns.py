@@ -99,7 +99,10 @@ class RefStage:
                 self.refs[key] = ref
             return ref
         ref = self._reference_runs(lab, gpu)
-        if kept and complete(ref, self.gpu_ok and bool(lab.counter_checks)):
+        harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if lab.harness.endswith("_cpu") else ""))
+        traced = bool(lab.harness) and (self.gpu_ok or lab.cpu) and _shares(lab) and harness.is_file()
+        if kept and complete(ref, self.gpu_ok and bool(lab.counter_checks),
+                             list(lab.rubric.technique.shared_steps) if traced else []):
             self.ref_store.put(kept, ref)
         with self.ref_lock:
             self.refs[key] = ref

@@ -87,10 +87,12 @@ def tool_stamp(name: str) -> str:
         return f"{real}: unreadable"
 
 
-def complete(run: LabRun, counters_wanted: bool) -> bool:
+def complete(run: LabRun, counters_wanted: bool, traces_wanted: list[int]) -> bool:
     """Whether a reference run may be kept: every test program wrote its
-    report, every test passed (or is disabled), and the counters the lab
-    checks were read where they were wanted."""
+    report, every test passed (or is disabled), the counters the lab
+    checks were read where they were wanted, and every step in
+    `traces_wanted` (the shared steps a student's are compared with) was
+    traced."""
     if not run.tests or any(not kind for kind in run.tests.values()):
         return False
     for kind in run.tests.values():
@@ -99,6 +101,8 @@ def complete(run: LabRun, counters_wanted: bool) -> bool:
                 return False
             if any(o.status not in ("PASSED", "SKIPPED") for o in br.outcomes.values()):
                 return False
+    if any(s not in run.traces for s in traces_wanted):
+        return False
     if counters_wanted:
         c = run.counters
         if c is None or not c.available or c.missing:

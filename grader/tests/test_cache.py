@@ -204,6 +204,24 @@ class KeptReferenceRunsTests(unittest.TestCase):
         self.reference(self.pipeline())
         self.assertEqual(len(self.reference(self.pipeline())[1]), 1, "a program that is not there is not kept")
 
+    def test_complete_wants_the_traces_and_counters_a_student_is_compared_with(self):
+        from cmlgrade.parsers import CounterReport, TestOutcome
+        from cmlgrade.refstore import complete
+        from cmlgrade.results import BinaryRun
+        ok = TestOutcome("step1", "small", "PASSED")
+        run = LabRun(self.lab.name, tests={"public": {"t": BinaryRun("t", True, {ok.key: ok})}})
+        self.assertTrue(complete(run, False, []))
+        self.assertFalse(complete(run, False, [4]), "a shared step not traced")
+        run.traces[4] = object()
+        self.assertTrue(complete(run, False, [4]))
+        self.assertFalse(complete(run, True, [4]), "counters wanted, none read")
+        run.counters = CounterReport(True, "", {2: 0.0}, {3: "no kernel"})
+        self.assertFalse(complete(run, True, [4]), "a step's counter missing")
+        run.counters.missing.clear()
+        self.assertTrue(complete(run, True, [4]))
+        run.tests["public"]["t"].problem = "timed out"
+        self.assertFalse(complete(run, True, [4]))
+
     def test_nothing_kept_without_a_shared_build_or_a_known_gpu_model(self):
         p = self.pipeline()
         p.ref_store = None   # no --reference-build
