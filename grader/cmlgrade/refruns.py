@@ -83,9 +83,10 @@ class RefStage:
         --reference-build, or a GPU whose model cannot be told."""
         if self.ref_store is None or (gpu is not None and not str(key[1]).startswith("model ")):
             return None
-        where = str(key[1]) if gpu is not None else f"no GPU: {self.no_gpu_reason}"
-        names = list(lab.ref_targets()) + [f"{lab.stem}_harness_ref", f"{lab.stem}_harness_ref_cpu", f"{lab.stem}_verify"]
-        return self.ref_store.key(lab, where, [self.ref_build / n for n in names])
+        names = list(lab.ref_targets()) + [f"{lab.stem}_harness_ref{cpu}" for cpu in ("", "_cpu")] \
+            + [f"{lab.stem}_verify"]
+        # str(key[1]): the GPU model, or None on the CPU path (why there is no GPU is in the store's context)
+        return self.ref_store.key(lab, str(key[1]), [self.ref_build / n for n in names])
 
     def _run_reference(self, lab: Lab, gpu: str | None, key: tuple) -> LabRun:
         kept = self._kept_key(lab, gpu, key)
@@ -99,14 +100,21 @@ class RefStage:
                 self.refs[key] = ref
             return ref
         ref = self._reference_runs(lab, gpu)
-        harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if lab.harness.endswith("_cpu") else ""))
-        traced = bool(lab.harness) and (self.gpu_ok or lab.cpu) and _shares(lab) and harness.is_file()
+        harness, traced = self._ref_harness(lab)
         if kept and complete(ref, self.gpu_ok and bool(lab.counter_checks),
-                             list(lab.rubric.technique.shared_steps) if traced else []):
+                             list(lab.rubric.technique.shared_steps) if traced and harness.is_file() else []):
             self.ref_store.put(kept, ref)
         with self.ref_lock:
             self.refs[key] = ref
         return ref
+
+    def _ref_harness(self, lab: Lab) -> tuple[Path, bool]:
+        """The reference's harness for the lab (the CPU path's where the
+        lab's is), and whether its shared steps are traced: what a student's
+        shared steps must reach."""
+        cpu = lab.harness.endswith("_cpu")
+        return (self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else "")),
+                bool(lab.harness) and (self.gpu_ok or lab.cpu) and _shares(lab))
 
     def _reference_runs(self, lab: Lab, gpu: str | None) -> LabRun:
         ref = LabRun(lab.name, gpu=gpu or "")
@@ -125,9 +133,7 @@ class RefStage:
             ref.tests[kind] = {}
         for (kind, _, b), br in zip(runs, got):
             ref.tests[kind][b] = br
-        traced = bool(lab.harness) and (self.gpu_ok or lab.cpu) and _shares(lab)   # what a student's shared steps must reach
-        cpu = lab.harness.endswith("_cpu")
-        harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else ""))
+        harness, traced = self._ref_harness(lab)
         if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab):
             # on a GPU the traces and the counters in one profiled run
             shared = list(lab.rubric.technique.shared_steps) if traced and harness.is_file() else []
@@ -138,7 +144,7 @@ class RefStage:
         else:
             if traced:
                 ref.traces = reference_traces(self.trusted, lab, harness, PUBLIC_SEED, out,
-                                              lab.rubric.tests.step_time_limit_s, env, cpu)
+                                              lab.rubric.tests.step_time_limit_s, env, lab.harness.endswith("_cpu"))
             if self.gpu_ok and lab.counter_checks:   # the student-linked runner's --counters lines
                 ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
                                               [c.step for c in lab.counter_checks],

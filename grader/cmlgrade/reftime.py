@@ -29,6 +29,7 @@ from pathlib import Path
 from .results import PerfResult
 from .run import Deadline, _one_timing
 from .sandbox import Executor
+from .scorechecks import perf_credit
 
 TOLERANCE = 0.10
 
@@ -330,7 +331,7 @@ def try_again(tries: list[PerfResult], full_ratio: float) -> bool:
     time). A wrong answer, an impossible time or a try without a time is
     never tried again: it stands (best_of_tries)."""
     last = tries[-1]
-    if len(tries) >= TRIES or not _judged(last) or last.student_ms <= full_ratio * last.ref_ms:
+    if len(tries) >= TRIES or not _judged(last) or perf_credit(last.student_ms, last.ref_ms, full_ratio, True) >= 1.0:
         return False
     if len(tries) >= 2 and _judged(tries[-2]):
         a, b = last.student_ms / last.ref_ms, tries[-2].student_ms / tries[-2].ref_ms
