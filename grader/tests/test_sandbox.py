@@ -46,6 +46,12 @@ except OSError as e:
     seen["network"] = "refused: " + type(e).__name__
 seen["secret_seed_env"] = os.environ.get("CML_GRADER_SECRET_SEED", "")
 seen["other_checkout"] = read(pathlib.Path(sys.argv[6]))
+kept = pathlib.Path(sys.argv[8])   # a kept reference run in a shared reference build (refstore.py)
+seen["kept_run"] = read(kept)
+try:
+    kept.write_text("a reference run that lists no tests")
+except OSError:
+    pass
 ancestors = []
 for d in pathlib.Path("/proc").iterdir():
     if d.name.isdigit():
@@ -100,10 +106,15 @@ class SandboxTests(unittest.TestCase):
         other = root / "elsewhere" / "solutions" / "04_reduction" / "reduction.cu"
         other.parent.mkdir(parents=True)
         other.write_text("ANOTHER CHECKOUT'S SOLUTION")
+        # the reference's kept runs in a shared reference build (--reference-build): poisoned, they would set
+        # what every later student is compared with
+        kept = root / "refbuild" / "reference-runs" / "0123abcd.pickle"
+        kept.parent.mkdir(parents=True)
+        kept.write_text("THE REFERENCE'S KEPT RUN")
         python = [Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve()]  # this test's interpreter
         with mock.patch.dict(os.environ, {"CML_GRADER_SECRET_SEED": "987654321"}):
             res = Executor(sb).run([sys.executable, "-c", PROBE, kit, work, override, own, port, other,
-                                    "--secret-seed=918273645"], cwd=own, timeout=60, writable=[own],
+                                    "--secret-seed=918273645", kept], cwd=own, timeout=60, writable=[own],
                                    readable=[own] + python)
         self.assertEqual(res.rc, 0, res.output)
         seen = json.loads(res.stdout.strip().splitlines()[-1])
@@ -116,6 +127,8 @@ class SandboxTests(unittest.TestCase):
         self.assertTrue(seen["network"].startswith("refused"), seen["network"])
         self.assertEqual(seen["secret_seed_env"], "", "the grader's environment reached student code")
         self.assertNotIn("CHECKOUT", seen["other_checkout"], "a path outside the allow-list is visible")
+        self.assertNotIn("KEPT", seen["kept_run"], "the shared reference build is readable from student code")
+        self.assertEqual(kept.read_text(), "THE REFERENCE'S KEPT RUN", "student code rewrote a kept reference run")
         self.assertNotIn("grade.py", seen["cmdlines"], "the grader's command line (and its seed) is visible")
         self.assertNotIn("unittest", seen["cmdlines"], "an ancestor's command line is visible")
 
