@@ -13,6 +13,7 @@ mkdir -p "$tmp/bin"
 cat > "$tmp/bin/nvidia-smi" <<'SH'
 #!/bin/sh
 case "$*" in
+  *--query-gpu=index,utilization*) printf '0, 40\n1, 90\n0, 60\n1, 100\n' ;;
   *--query-gpu=index*) printf '0\n1\n' ;;
   *) echo "Stand-in GPU, 9.0, 0, 1 MiB" ;;
 esac
@@ -43,10 +44,12 @@ PATH="$tmp/bin:$PATH" OUT="$tmp/out" "$kit/tools/gpu-verify" busy --times 4 > "$
 sleep 1
 starts=$(grep -c start "$tmp/ctest" 2>/dev/null); sleep 1
 summary="$tmp/out/busy/summary"
-if [ "$rc" -ne 1 ] || ! grep -q "self-checks: 3 of 4 at full marks beside ctest --preset gpu" "$tmp/log"; then
+if [ "$rc" -ne 1 ] || ! grep -q "self-checks: 3 of 4 at full marks beside ctest --preset gpu" "$tmp/log" ||
+   ! grep -q "GPU utilization while they ran (nvidia-smi, every 5 s): .*GPU 0 50% (2 samples)" "$tmp/log" ||
+   ! grep -q "GPU 1 95% (2 samples)" "$tmp/log"; then
   echo "FAIL: one docked self-check of four: exit $rc (want 1), or no count line:"; cat "$tmp/log"; fail=1
 else
-  echo "ok: one docked self-check of four: exit 1, 'self-checks: 3 of 4 at full marks'"
+  echo "ok: one docked self-check of four: exit 1, 'self-checks: 3 of 4 at full marks', each GPU's mean utilization"
 fi
 if [ "$(grep -c '^self-check [1-4] (GPU [01]): exit [03], [0-9]* s, [01] step(s) timed again: ' "$summary")" -ne 4 ] ||
    [ "$(grep -c ', 1 step(s) timed again: ' "$summary")" -ne 1 ] ||
@@ -73,5 +76,27 @@ if [ "$(sort -u "$tmp/gpus" | tr -d '\n')" != "GPU 1" ]; then
   echo "FAIL: CUDA_VISIBLE_DEVICES=1: only GPU 1 should run self-checks:"; cat "$tmp/gpus" "$tmp/log1"; fail=1
 else
   echo "ok: CUDA_VISIBLE_DEVICES=1: GPU 1 alone"
+fi
+# --beside load: the lab runners in a loop on each GPU the self-checks use,
+# stopped after; a copy of the script in a kit of its own, whose build-gpu/
+# holds stand-ins for the two runners
+rm -rf "$tmp/gpus" "$tmp"/sc.*
+mkdir -p "$tmp/kit/tools" "$tmp/kit/build-gpu"
+cp "$kit/tools/gpu-verify" "$tmp/kit/tools/"
+for r in matmul_run_ref transpose_run_ref; do
+  printf '#!/bin/sh\necho "%s GPU $CUDA_VISIBLE_DEVICES" >> "%s/load"; sleep 0.2\n' "$r" "$tmp" > "$tmp/kit/build-gpu/$r"
+  chmod +x "$tmp/kit/build-gpu/$r"
+done
+ctests=$(grep -c start "$tmp/ctest")
+PATH="$tmp/bin:$PATH" OUT="$tmp/out2" "$tmp/kit/tools/gpu-verify" busy --times 3 --beside load > "$tmp/log2" 2>&1; rc=$?
+sleep 1; loads=$(grep -c . "$tmp/load" 2>/dev/null); sleep 1
+if [ "$rc" -ne 1 ] || ! grep -q "self-checks: 2 of 3 at full marks beside a load on every GPU" "$tmp/log2" ||
+   ! grep -q "matmul_run_ref GPU 0" "$tmp/load" || ! grep -q "transpose_run_ref GPU 1" "$tmp/load" ||
+   [ "$(grep -c start "$tmp/ctest")" -ne "$ctests" ]; then
+  echo "FAIL: --beside load: the runners on both GPUs, no ctest, 2 of 3 (the second docked):"; cat "$tmp/log2" "$tmp/load"; fail=1
+elif [ "$(grep -c . "$tmp/load")" -ne "$loads" ]; then
+  echo "FAIL: --beside load: the load went on after the self-checks:"; cat "$tmp/load"; fail=1
+else
+  echo "ok: --beside load: lab 03's and lab 06's runners on GPUs 0 and 1 beside 3 self-checks, stopped after"
 fi
 exit $fail
