@@ -77,6 +77,14 @@ if [ "$(sort -u "$tmp/gpus" | tr -d '\n')" != "GPU 1" ]; then
 else
   echo "ok: CUDA_VISIBLE_DEVICES=1: GPU 1 alone"
 fi
+# --beside load without the runners built: refused, not run beside nothing
+mkdir -p "$tmp/bare/tools" "$tmp/bare/build-gpu"; cp "$kit/tools/gpu-verify" "$tmp/bare/tools/"
+PATH="$tmp/bin:$PATH" OUT="$tmp/out3" "$tmp/bare/tools/gpu-verify" busy --times 1 --beside load > "$tmp/log3" 2>&1; rc=$?
+if [ "$rc" -ne 1 ] || ! grep -q "build-gpu/matmul_run_ref, which the build did not make" "$tmp/log3" || [ -e "$tmp/out3/busy/summary" ]; then
+  echo "FAIL: --beside load with no runners built should stop before any self-check:"; cat "$tmp/log3"; fail=1
+else
+  echo "ok: --beside load with no runners built: refused before any self-check"
+fi
 # --beside load: the lab runners in a loop on each GPU the self-checks use,
 # stopped after; a copy of the script in a kit of its own, whose build-gpu/
 # holds stand-ins for the two runners
@@ -91,6 +99,7 @@ ctests=$(grep -c start "$tmp/ctest")
 PATH="$tmp/bin:$PATH" OUT="$tmp/out2" "$tmp/kit/tools/gpu-verify" busy --times 3 --beside load > "$tmp/log2" 2>&1; rc=$?
 sleep 1; loads=$(grep -c . "$tmp/load" 2>/dev/null); sleep 1
 if [ "$rc" -ne 1 ] || ! grep -q "self-checks: 2 of 3 at full marks beside a load on every GPU" "$tmp/log2" ||
+   ! grep -q "runs of it ended, 0 of them failed" "$tmp/log2" ||
    ! grep -q "matmul_run_ref GPU 0" "$tmp/load" || ! grep -q "transpose_run_ref GPU 1" "$tmp/load" ||
    [ "$(grep -c start "$tmp/ctest")" -ne "$ctests" ]; then
   echo "FAIL: --beside load: the runners on both GPUs, no ctest, 2 of 3 (the second docked):"; cat "$tmp/log2" "$tmp/load"; fail=1
