@@ -155,6 +155,19 @@ class CounterTests(unittest.TestCase):
         c = parse_counters("step 5 k: shared-load bank conflicts nan\nstep 6 k: shared-load bank conflicts 0\n")
         self.assertEqual(c.conflicts, {6: 0.0})
 
+    def test_a_probe_pattern_without_a_value_leaves_its_step_unmeasured(self):
+        # lab 01's runner: one line a probe pattern, all step 4; one pattern's
+        # launch unread makes the whole step's sum unknown, not the others' sum
+        c = parse_counters("step 4 probe stride_1: shared-load bank conflicts 0 (1.00 wavefronts per load)\n"
+                           "step 4 probe stride_2: counters not available: ncu gave no value\n"
+                           "step 4 probe stride_32: shared-load bank conflicts 31744 (32.00 wavefronts per load)\n"
+                           "step 5 abt_naive: counters not available: ncu gave no value\n"
+                           "step 6 abt_padded: shared-load bank conflicts 0 (4 matrices, one wave of blocks)\n")
+        self.assertTrue(c.available)
+        self.assertEqual(c.missing, {4: "ncu gave no value", 5: "ncu gave no value"})
+        self.assertEqual(c.conflicts[6], 0.0)
+        self.assertNotIn(5, c.conflicts)
+
 
 class RunnerJsonTests(unittest.TestCase):
     def test_rows_after_student_output(self):

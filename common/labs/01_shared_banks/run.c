@@ -383,26 +383,40 @@ static int counters(cml_lab_run *r, cml_lab_counters *out)
     snprintf(out->reason, sizeof out->reason, "%s", d->counters_reason);
     if (!d->counters_available)
         return CML_EXIT_OK;
+    /* A launch Nsight Compute gave no value for (-1: "n/a") is said so, and
+     * its step has no value: not -1 printed as a count, nor summed in. */
     if (cml_lab_selected(r, PROBE_STEP)) {
         double sum = 0.0;
+        int unread = 0;
         for (int p = 0; p < BANKS_NUM_PATTERNS; ++p) {
-            sum += d->pat[p].conflicts;
-            if (!r->args.json)
+            double v = d->pat[p].conflicts;
+            unread += v < 0.0;
+            sum += v < 0.0 ? 0.0 : v;
+            if (r->args.json)
+                continue;
+            if (v < 0.0)
+                printf("step %d probe %s: counters not available: ncu gave no value\n", PROBE_STEP,
+                       banks_pattern_names[p]);
+            else
                 printf("step %d probe %s: shared-load bank conflicts %.0f (%.2f wavefronts per load)\n", PROBE_STEP,
-                       banks_pattern_names[p], d->pat[p].conflicts,
-                       1.0 + d->pat[p].conflicts / PROBE_LOADS_PER_ROUND);
+                       banks_pattern_names[p], v, 1.0 + v / PROBE_LOADS_PER_ROUND);
         }
         char kernels[64];
         snprintf(kernels, sizeof kernels, "probe_kernel, once per pattern (%d)", BANKS_NUM_PATTERNS);
-        cml_lab_counters_add(out, r, PROBE_STEP, kernels, sum);
+        cml_lab_counters_add(out, r, PROBE_STEP, kernels, unread ? -1.0 : sum);
     }
     for (int s = ABT_FIRST; s <= BANKS_NUM_STEPS; ++s) {
         if (!cml_lab_selected(r, s))
             continue;
-        cml_lab_counters_add(out, r, s, d->abt_kernel[s - ABT_FIRST], d->abt_conflicts[s - ABT_FIRST]);
-        if (!r->args.json)
+        double v = d->abt_conflicts[s - ABT_FIRST];
+        cml_lab_counters_add(out, r, s, d->abt_kernel[s - ABT_FIRST], v);
+        if (r->args.json)
+            continue;
+        if (v < 0.0)
+            printf("step %d %s: counters not available: ncu gave no value\n", s, cml_lab_ident(r, s));
+        else
             printf("step %d %s: shared-load bank conflicts %.0f (%d matrices, one wave of blocks)\n", s,
-                   cml_lab_ident(r, s), d->abt_conflicts[s - ABT_FIRST], d->counter_batch);
+                   cml_lab_ident(r, s), v, d->counter_batch);
     }
     return CML_EXIT_OK;
 }
