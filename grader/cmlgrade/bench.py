@@ -19,6 +19,11 @@ checks first, Criterion only on the steps they do not find right):
 
     python3 grader/tools/bench --class 8 --jobs 1
 
+Cut short (Ctrl-C, or SIGTERM: a batch job's time limit), it prints the
+phase table of the submission-labs graded so far, and their processes with
+--process-log, writes --json with "cut_short": true, and exits 1: a long
+run is never lost whole.
+
 The CPU clock is benchclock.py's, what is printed of a graded class
 (phases, verdicts, the projection) benchreport.py's, and the comparison of
 two modes' outputs benchcompare.py's; this module makes the synthetic
@@ -30,10 +35,13 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import subprocess
+import threading
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 from . import benchlog
 from .benchclock import _children_cpu, use_cpu_clock
@@ -58,7 +66,10 @@ MODES = ("fresh", "prebuilt", "checker-first")
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bench", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+                                formatter_class=argparse.RawDescriptionHelpFormatter,
+                                epilog="Cut short (Ctrl-C, or SIGTERM: a batch job's time limit), it prints the "
+                                       "phase table of the\nsubmission-labs graded so far (and their processes "
+                                       "with --process-log), writes --json\nwith \"cut_short\": true, and exits 1.")
     p.add_argument("--class", dest="size", type=int, default=6, metavar="N",
                    help="submissions in the synthetic class (default 6)")
     p.add_argument("--lab", action="append", metavar="LAB", help="only this lab (repeat for more; default all)")
@@ -154,6 +165,63 @@ def compare_runs(a: Path, b: Path, out=sys.stdout) -> int:
     return 1 if diffs else 0
 
 
+def report_cut_short(mode: str, done: list[dict], wall: float, total: int, args, what: str,
+                     setup: dict[str, float], out=sys.stdout) -> dict:
+    """What a run cut short keeps: the phases of the submission-labs graded
+    so far (each lab run's seconds as it was graded, Pipeline.on_lab_done),
+    their processes (--process-log) and --json. Returns the row."""
+    graded = SimpleNamespace(timings={str(i): t for i, t in enumerate(done)})   # summarize's view of a result
+    row = summarize([graded], wall, setup)
+    print(f"\nbench: cut short {wall:.0f} s into mode '{mode}': {len(done)} of {total} submission-labs graded. "
+          f"Their {what} by phase (mean / max); the class total is the time so far, so the per-sub-lab figure "
+          f"counts the runs still going against the ones done; no verdicts, no projection:", file=out)
+    print_table({mode: row}, out)
+    if args.process_log and args.process_log.exists():
+        got = benchlog.read(args.process_log)
+        print(f"\n{mode}: {args.process_log} (so far)", file=out)
+        print("\n".join(benchlog.lines(got, max(1, len(done)))), file=out)
+    if args.json:
+        args.json.write_text(json.dumps({"cut_short": True, "modes": {mode: row}, "graded": len(done),
+                                         "submission_labs": total, "class": args.size, "jobs": args.jobs,
+                                         "gpus": gpus_named(), "date": time.strftime("%Y-%m-%d")},
+                                        indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    out.flush()
+    return row
+
+
+class _CutShort:
+    """While a mode grades: SIGINT and SIGTERM print what is graded so far
+    (report_cut_short) and end the bench with exit 1 at once, its worker
+    threads and their builds with it (an exception would wait for the
+    queued builds to finish first)."""
+    def __init__(self, mode: str, done: list, t0: float, total: int, args, what: str, pipe, t_ref: float):
+        self.mode, self.done, self.t0, self.total, self.args = mode, done, t0, total, args
+        self.what, self.pipe, self.t_ref = what, pipe, t_ref
+        self.old: dict = {}
+
+    def _handler(self, signum, frame):
+        try:
+            setup = {"reference build and skeletons": self.t_ref}
+            if self.pipe.slots is not None and self.pipe.slots.setup_seconds:
+                setup["pristine kit (all slots)"] = self.pipe.slots.setup_seconds
+            report_cut_short(self.mode, list(self.done), time.monotonic() - self.t0, self.total, self.args,
+                             self.what, setup)
+            sys.stderr.flush()
+        finally:
+            os._exit(1)
+
+    def __enter__(self):
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.old[sig] = signal.signal(sig, self._handler)
+        return self
+
+    def __exit__(self, *exc):
+        for sig, h in self.old.items():
+            signal.signal(sig, h)
+        return False
+
+
 def gpus_named() -> str:
     """The GPUs the bench runs on, by model and count, e.g. "1 x NVIDIA
     H200" (nvidia-smi's names; "2 x NVIDIA H100 80GB HBM3, 1 x NVIDIA
@@ -225,8 +293,14 @@ def main(argv: list[str] | None = None) -> int:
             if args.process_log:
                 args.process_log.unlink(missing_ok=True)
                 os.environ["CMLGRADE_PROCESS_LOG"] = str(args.process_log.resolve())
+            done: list[dict] = []   # each lab run's phase seconds as it is graded: what a cut-short run keeps
+            pipe.on_lab_done = lambda job: done.append({k: round(v, 1) for k, v in job.run.seconds.items()})
+            total = sum(1 for s in subs for lab in labs if lab.name in s.files)
             try:
-                results, errors = pipe.grade(subs)
+                what = ("CPU seconds (of the grader's child processes)" if clock_kind == "cpu"
+                        else "wall seconds") + " per submission-lab"
+                with _CutShort(mode, done, t1, total, args, what, pipe, t_ref):
+                    results, errors = pipe.grade(subs)
             finally:
                 if args.process_log:
                     os.environ.pop("CMLGRADE_PROCESS_LOG", None)

@@ -225,6 +225,8 @@ class LabStage:
             try:
                 self._run_lab(job, gpu, progress)
                 self._remember(job)
+                if self.on_lab_done is not None:
+                    self.on_lab_done(job)
             except Exception as e:  # a grader bug must not lose the rest of the class
                 job.run.build_problem = f"grader error while running: {type(e).__name__}: {e}"
                 errors.append(f"{job.sub.student} {job.lab.name}: {type(e).__name__}: {e}")

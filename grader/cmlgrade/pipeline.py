@@ -60,6 +60,7 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
         self._tmp = None
         self.skeletons = Skeletons()
         self.notes: list[str] = []   # about the whole run (once, not per item)
+        self.on_lab_done = None      # called with each lab run as it is graded (bench: what a cut-short run keeps)
         self.progress = Progress(opts.progress, 0)   # one for the run: its notes and the students' stages
         self.say = self.progress.note
 

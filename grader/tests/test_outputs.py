@@ -510,6 +510,57 @@ class BenchProjection(unittest.TestCase):
         self.assertIn("checker-first: of those seconds, 1.50 a submission-lab (mean) waited for the GPU alone",
                       out.getvalue())
 
+    def test_a_run_cut_short_prints_what_it_graded(self):
+        # SIGTERM (a batch job's time limit) or Ctrl-C in the middle of a mode: the submission-labs graded so
+        # far keep their phase table and --json, and the bench exits 1 at once (a stand-in pipeline grades
+        # two of them, then the signal comes while it would go on for 30 s)
+        import subprocess
+        import sys
+        import tempfile
+        grader = Path(__file__).resolve().parent.parent
+        script = '''
+import os, signal, sys, time
+from types import SimpleNamespace
+sys.path.insert(0, sys.argv[1])
+from cmlgrade import bench
+
+class StandIn:
+    def __init__(self, opts, labs):
+        self.gpu_ok, self.no_gpu_reason, self.per_gpu, self.per_gpu_note = False, "stand-in", 1, ""
+        self.sandbox, self.notes, self.slots, self.on_lab_done = SimpleNamespace(note="none"), [], None, None
+    def prepare(self):
+        pass
+    def _labtool(self):
+        return None
+    def grade(self, subs):
+        for build in (2.0, 4.0):
+            self.on_lab_done(SimpleNamespace(run=SimpleNamespace(seconds={"build": build, "tests": 6.0})))
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)
+        print("not cut short")
+        return [], []
+
+bench.Pipeline = StandIn
+bench.list_gpus = lambda: []
+bench.make_class = lambda kit, labs, labtool, size, out, alone=False: [
+    SimpleNamespace(student=f"s{i}", files={lab.name: [] for lab in labs}) for i in range(size)]
+sys.exit(bench.main(["--class", "3", "--lab", "01_shared_banks", "--lab", "05_stencil", "--modes",
+                     "checker-first", "--json", sys.argv[2], "--work", sys.argv[3]]))
+'''
+        with tempfile.TemporaryDirectory() as tmp:
+            got = subprocess.run([sys.executable, "-c", script, str(grader), f"{tmp}/b.json", f"{tmp}/w"],
+                                 capture_output=True, text=True, timeout=300)
+            self.assertEqual(got.returncode, 1, got.stdout + got.stderr)
+            self.assertNotIn("not cut short", got.stdout)
+            self.assertIn("bench: cut short", got.stdout)
+            self.assertIn("into mode 'checker-first': 2 of 6 submission-labs graded", got.stdout)
+            row = next(line for line in got.stdout.splitlines() if line.startswith("checker-first "))
+            self.assertEqual(row.split()[1:4], ["2", "3.00", "/"])   # 2 graded, build mean 3.00 (2 and 4)
+            data = json.loads(Path(f"{tmp}/b.json").read_text())
+            self.assertTrue(data["cut_short"])
+            self.assertEqual((data["graded"], data["submission_labs"]), (2, 6))
+            self.assertEqual(data["modes"]["checker-first"]["phases"]["tests"]["mean"], 6.0)
+
     def test_the_figures_are_labelled_with_the_gpus_model(self):
         # an H100's figures and an H200's never share a table: the bench names the model and the count
         from unittest import mock
