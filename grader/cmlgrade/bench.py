@@ -189,23 +189,29 @@ def report_cut_short(mode: str, done: list[dict], wall: float, total: int, args,
     return row
 
 
+def _batch_setup(pipe: Pipeline, t_ref: float) -> dict[str, float]:
+    """The once-per-batch seconds of a mode: the reference's build and
+    skeletons, and the slots' pristine kit once they are built."""
+    setup = {"reference build and skeletons": t_ref}
+    if pipe.slots is not None and pipe.slots.setup_seconds:   # 0 before they are built (a run cut short)
+        setup["pristine kit (all slots)"] = pipe.slots.setup_seconds
+    return setup
+
+
 class _CutShort:
     """While a mode grades: SIGINT and SIGTERM print what is graded so far
     (report_cut_short) and end the bench with exit 1 at once, its worker
     threads and their builds with it (an exception would wait for the
     queued builds to finish first)."""
-    def __init__(self, mode: str, done: list, t0: float, total: int, args, what: str, pipe, t_ref: float):
+    def __init__(self, mode: str, done: list, t0: float, total: int, args, what: str, setup):
         self.mode, self.done, self.t0, self.total, self.args = mode, done, t0, total, args
-        self.what, self.pipe, self.t_ref = what, pipe, t_ref
+        self.what, self.setup = what, setup   # setup(): _batch_setup's seconds when the signal comes
         self.old: dict = {}
 
     def _handler(self, signum, frame):
         try:
-            setup = {"reference build and skeletons": self.t_ref}
-            if self.pipe.slots is not None and self.pipe.slots.setup_seconds:
-                setup["pristine kit (all slots)"] = self.pipe.slots.setup_seconds
             report_cut_short(self.mode, list(self.done), time.monotonic() - self.t0, self.total, self.args,
-                             self.what, setup)
+                             self.what, self.setup())
             sys.stderr.flush()
         finally:
             os._exit(1)
@@ -265,6 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     clock_kind = args.clock or ("wall" if list_gpus() else "cpu")
     if clock_kind == "cpu":
         use_cpu_clock()
+    what = "CPU seconds (of the grader's child processes)" if clock_kind == "cpu" else "wall seconds"
     try:
         for mode in modes:
             for d in ("students", "results", "slots", f"out-{mode}"):
@@ -297,9 +304,8 @@ def main(argv: list[str] | None = None) -> int:
             pipe.on_lab_done = lambda job: done.append({k: round(v, 1) for k, v in job.run.seconds.items()})
             total = sum(1 for s in subs for lab in labs if lab.name in s.files)
             try:
-                what = ("CPU seconds (of the grader's child processes)" if clock_kind == "cpu"
-                        else "wall seconds") + " per submission-lab"
-                with _CutShort(mode, done, t1, total, args, what, pipe, t_ref):
+                with _CutShort(mode, done, t1, total, args, f"{what} per submission-lab",
+                               lambda: _batch_setup(pipe, t_ref)):
                     results, errors = pipe.grade(subs)
             finally:
                 if args.process_log:
@@ -312,15 +318,11 @@ def main(argv: list[str] | None = None) -> int:
             for e in errors:
                 print(f"bench: grader error: {e}", file=sys.stderr)
             write_all(work / f"out-{mode}", results, [l.name for l in labs], "", "; ".join(pipe.notes))
-            setup = {"reference build and skeletons": t_ref}
-            if pipe.slots is not None:
-                setup["pristine kit (all slots)"] = pipe.slots.setup_seconds
-            rows[mode] = summarize(results, wall, setup)
+            rows[mode] = summarize(results, wall, _batch_setup(pipe, t_ref))
             rows[mode]["class_cpu_s"] = round(_children_cpu() - c1, 1)
             rows[mode]["grader_errors"] = len(errors)
             rows[mode]["per_gpu"] = pipe.per_gpu if pipe.gpu_ok else 1   # the count this mode graded with (auto: its own)
             rows[mode]["verdicts"] = verdicts(results)
-        what = "CPU seconds (of the grader's child processes)" if clock_kind == "cpu" else "wall seconds"
         print(f"\n{what} per submission-lab by phase (mean / max); the class total is wall time:")
         print_table(rows)
         for mode, r in rows.items():

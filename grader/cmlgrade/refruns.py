@@ -100,21 +100,21 @@ class RefStage:
                 self.refs[key] = ref
             return ref
         ref = self._reference_runs(lab, gpu)
-        harness, traced = self._ref_harness(lab)
-        if kept and complete(ref, self.gpu_ok and bool(lab.counter_checks),
-                             list(lab.rubric.technique.shared_steps) if traced and harness.is_file() else []):
+        if kept and complete(ref, self.gpu_ok and bool(lab.counter_checks), self._ref_harness(lab)[2]):
             self.ref_store.put(kept, ref)
         with self.ref_lock:
             self.refs[key] = ref
         return ref
 
-    def _ref_harness(self, lab: Lab) -> tuple[Path, bool]:
+    def _ref_harness(self, lab: Lab) -> tuple[Path, bool, list[int]]:
         """The reference's harness for the lab (the CPU path's where the
-        lab's is), and whether its shared steps are traced: what a student's
-        shared steps must reach."""
+        lab's is), whether it is the CPU path's, and the shared steps it
+        traces: what a student's shared steps must reach (none where the lab
+        compares none, or the harness was not built)."""
         cpu = lab.harness.endswith("_cpu")
-        return (self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else "")),
-                bool(lab.harness) and (self.gpu_ok or lab.cpu) and _shares(lab))
+        harness = self.ref_build / (f"{lab.stem}_harness_ref" + ("_cpu" if cpu else ""))
+        traced = bool(lab.harness) and (self.gpu_ok or lab.cpu) and _shares(lab) and harness.is_file()
+        return harness, cpu, list(lab.rubric.technique.shared_steps) if traced else []
 
     def _reference_runs(self, lab: Lab, gpu: str | None) -> LabRun:
         ref = LabRun(lab.name, gpu=gpu or "")
@@ -133,18 +133,17 @@ class RefStage:
             ref.tests[kind] = {}
         for (kind, _, b), br in zip(runs, got):
             ref.tests[kind][b] = br
-        harness, traced = self._ref_harness(lab)
+        harness, cpu, shared = self._ref_harness(lab)
         if self.gpu_ok and lab.counter_checks and self._counted_by_harness(lab):
             # on a GPU the traces and the counters in one profiled run
-            shared = list(lab.rubric.technique.shared_steps) if traced and harness.is_file() else []
             got, ref.counters = lab_profile(self.trusted, harness, lab, shared, [c.step for c in lab.counter_checks],
                                             PUBLIC_SEED, out, lab.rubric.tests.step_time_limit_s,
                                             lab.rubric.counters.timeout_s, env, [], "reference")
             ref.traces = {s: tr for s, (tr, _) in got.items() if tr is not None}
         else:
-            if traced:
+            if shared:
                 ref.traces = reference_traces(self.trusted, lab, harness, PUBLIC_SEED, out,
-                                              lab.rubric.tests.step_time_limit_s, env, lab.harness.endswith("_cpu"))
+                                              lab.rubric.tests.step_time_limit_s, env, cpu)
             if self.gpu_ok and lab.counter_checks:   # the student-linked runner's --counters lines
                 ref.counters = R.run_counters(self.trusted, self.ref_build / lab.ref_targets()[-1],
                                               [c.step for c in lab.counter_checks],
