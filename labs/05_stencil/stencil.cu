@@ -98,6 +98,14 @@ enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
 // the odd size (0.902 / 0.787 at 16 planes, 0.889 / 0.819 at 4); 64 x 16
 // lost (0.843 / 0.788), and no shared memory at all (x neighbours by warp
 // shuffles, y in each thread's registers) lost most: 0.76 / 0.63 at best.
+// A third study (2026-12-01, the register budget; 50 runs each, this
+// kernel 0.89 / 0.83 in the same session): 128 x 8 tiles of 2 rows a
+// thread at 4 blocks an SM (32 registers, every warp slot filled) 0.87 /
+// 0.79, marching 16 planes 0.84 / 0.77; 128 x 16 tiles of 2 rows a thread
+// (1,024-thread blocks, 2 an SM) 0.84 / 0.75, 16 planes 0.82 / 0.75; 128 x
+// 32 tiles of 8 rows a thread at 2 blocks (64 registers) 0.88 / 0.82; the
+// z loop unrolled twice 0.87 / 0.78; this shape at 4 blocks an SM (32
+// registers, 28 bytes spilled) 0.74 / 0.65.
 enum { TX6 = 128, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 8, MINB6 = 3, UNROLL6 = 4 };
 // The halo ring of a plane tile: a row above, a row below, a column each
 // side (no corners: the 7-point stencil has no diagonal neighbours).
