@@ -330,6 +330,12 @@ struct param_filter {
 //  - 8 rows a thread: 4 rows (128 x 32 tiles, 6 blocks an SM) was as fast
 //    at 8192 x 8192 (0.967x) but much slower at 8191 x 8193 (0.755x); 2
 //    rows was slower at both (0.797x, 0.688x).
+//  - VEC a template parameter, not a kernel argument: as an argument (one
+//    kernel a radius and filter with both paths behind a branch) the file
+//    compiled in 9.4 s instead of 13.8 s (nvcc on one core of the H200 host), but
+//    steps 6, 7, 8 ran at 0.92x, 0.87x, 0.92x at 8192 x 8192 against
+//    0.95x, 0.93x, 0.96x, and at 0.86x, 0.80x, 0.86x against 0.88x,
+//    0.84x, 0.88x at 8191 x 8193 (2026-12-01, two runs of each in turn).
 
 // The tile's rows at radius R: IN_H rows, warp ty loads rows ty + 8n for
 // n < ROWS_PER_WARP; for n < FULL_ROWS that row is in the tile whatever ty
