@@ -169,9 +169,14 @@ static int prepare(cml_lab_run *r)
         }
         cml_lab_watch_input(r, &d->cv.in, d->img, "in");
     }
-    snprintf(r->rep.params, sizeof r->rep.params,
-             "walk: %d threads x %d reads; image %d x %d floats, radius %d", d->threads,
-             d->passes * CONSTMEM_PASS_READS, d->width, d->height, d->radius);
+    /* the page's header names only what the steps run use: the walk, the image, or both */
+    int used = 0;
+    if (d->have_lk)
+        used = snprintf(r->rep.params, sizeof r->rep.params, "walk: %d threads x %d reads", d->threads,
+                        d->passes * CONSTMEM_PASS_READS);
+    if (d->have_cv && used >= 0 && (size_t)used < sizeof r->rep.params)
+        snprintf(r->rep.params + used, sizeof r->rep.params - (size_t)used, "%simage %d x %d floats, radius %d",
+                 used ? "; " : "", d->width, d->height, d->radius);
     return CML_EXIT_OK;
 }
 
@@ -406,9 +411,14 @@ static void finish(cml_lab_run *r)
     }
 #define MD(...) (mused += (size_t)snprintf(extra_md + mused, mused < sizeof extra_md ? sizeof extra_md - mused : 0, __VA_ARGS__))
 #define JS(...) (jused += (size_t)snprintf(extra_json + jused, jused < sizeof extra_json ? sizeof extra_json - jused : 0, __VA_ARGS__))
-    MD("Notes: steps 1-5 count GB/s of table reads (4 bytes per thread and read), served by the caches, not "
-       "DRAM: compare them with each other; steps 6-8 count the image read and written once, as fractions of "
-       "the copy kernel and cudaMemcpy measured in this run.%s\n",
+    MD("Notes: %s%s%s%s\n",
+       d->have_lk ? "steps 1-5 count GB/s of table reads (4 bytes per thread and read), served by the caches, not "
+                    "DRAM: compare them with each other"
+                  : "",
+       d->have_lk && d->have_cv ? "; " : "",
+       d->have_cv ? "steps 6-8 count the image read and written once, as fractions of the copy kernel and "
+                    "cudaMemcpy measured in this run."
+                  : ".",
        emulated() ? " Times are emulated on the CPU: no target applies." : "");
     JS("{\"emulated\": %s, \"threads\": %d, \"passes\": %d, \"curve\": [", emulated() ? "true" : "false",
        d->threads, d->passes);
