@@ -90,7 +90,7 @@ def run_kit_checks(exe, lab: Lab, run, ref, harness: Path, seeds: list[tuple[str
     for b, rb in ref.tests.get("hidden", {}).items():
         mine = BinaryRun(b, True)
         for key, o in rb.outcomes.items():
-            v = run.checks["hidden"].get(lab.step_of_suite(o.suite) or 0)
+            v = run.checks["hidden"].get(lab.step_of_test(o) or 0)
             if v is None or v.ok is None:
                 mine.outcomes[key] = TestOutcome(o.suite, o.name, "SKIPPED", [v.note if v else "not checked"])
             else:

@@ -50,7 +50,7 @@ class MeasureStage:
         """The CPU path's bounds and race checks (memcheck's and racecheck's
         stand-ins) over the steps that pass their tests."""
         lab, run = at.job.lab, at.job.run
-        steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_suite)
+        steps = R.passing_steps(run.tests.get("public", {}), lab.step_of_test)
         for tool in [t for t in lab.rubric.sanitizers.points if t in R.CPU_TOOLS]:
             if not steps:
                 run.sanitizers[tool] = R.SanitizerReport("not_run", "no step passes its tests", 0, None)
@@ -89,7 +89,7 @@ class MeasureStage:
         # diagnosis, no points: where the mistake catalog names a tool for
         # a step whose tests fail (a race that garbles the answer), run it
         # on that step so the feedback can say why
-        failing = R.failing_steps(run.tests.get("public", {}), lab.step_of_suite)
+        failing = R.failing_steps(run.tests.get("public", {}), lab.step_of_test)
         for tool in lab.rubric.sanitizers.points:
             diag = sorted({m.step for m in lab.mistakes if m.caught_by == tool and m.step in failing})
             if not diag or deadline.expired():

@@ -33,6 +33,7 @@ class Mistake:
     finding: str = ""    # regex: ... and its first line must match
     tests: str = ""      # regex: a test (suite::name) whose failure is this mistake's signature (score.py)
     message: str = ""    # regex: ... and a message of that test's own that shows it
+    gpu_only: str = ""   # why no test of the CPU path can catch it ("": the CPU path's tests do)
 
 
 @dataclass(frozen=True)
@@ -104,8 +105,22 @@ class Lab:
                 f"--picture step{num}.svg {p.args}").rstrip()
 
     def step_of_suite(self, suite: str) -> int | None:
+        """The step whose suite this is (step<num>): the tests the kit-only
+        checker stands in for."""
         m = re.fullmatch(suite_regex(self.suite), suite)
         return int(m.group(1)) if m else None
+
+    def step_of_test(self, o) -> int | None:
+        """The step a test outcome counts for: its suite's, or, in a suite of
+        no step, the step its name starts with (step<num>_..., e.g. lab 04's
+        past_2_pow_31::step7_...: one step on a case the checker does not
+        have, so it runs whatever the checker found, and counts with that
+        step's tests)."""
+        n = self.step_of_suite(o.suite)
+        if n is None:
+            m = re.match(suite_regex(self.suite) + "_", o.name)
+            n = int(m.group(1)) if m else None
+        return n
 
     def sanitizer_args(self) -> list[str]:
         """The runner arguments of each sanitizer run: the manifest's, the

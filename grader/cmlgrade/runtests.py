@@ -102,12 +102,12 @@ def run_tests_by_step(exe: Executor, binary: Path, out_dir: Path, tag: str, seed
 
 
 def passing_steps(tests: dict[str, BinaryRun], step_of) -> list[int]:
-    """The steps whose every test passed in these runs (step_of: a suite's
-    name -> its step number or None, Lab.step_of_suite)."""
+    """The steps whose every test passed in these runs (step_of: a test
+    outcome -> its step number or None, Lab.step_of_test)."""
     ok: dict[int, bool] = {}
     for br in tests.values():
         for o in br.outcomes.values():
-            n = step_of(o.suite)
+            n = step_of(o)
             if n is not None:
                 ok[n] = ok.get(n, True) and o.status == "PASSED"
     return sorted(n for n, good in ok.items() if good)
@@ -119,7 +119,7 @@ def failing_steps(tests: dict[str, BinaryRun], step_of) -> list[int]:
     state: dict[int, set[str]] = {}
     for br in tests.values():
         for o in br.outcomes.values():
-            n = step_of(o.suite)
+            n = step_of(o)
             if n is not None:
                 state.setdefault(n, set()).add(o.status)
     return sorted(n for n, st in state.items() if st - {"PASSED", "SKIPPED"} and "TIMEOUT" not in st)

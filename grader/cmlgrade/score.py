@@ -67,7 +67,7 @@ def _test_items(lab: Lab, run: LabRun, ref: LabRun, seed: str, not_counted: list
     not_started = _not_started(lab, run)
     items = []
     for step in lab.steps:
-        keys = sorted(k for k, o in theirs.items() if lab.step_of_suite(o.suite) == step.num)
+        keys = sorted(k for k, o in theirs.items() if lab.step_of_test(o) == step.num)
         counted = [k for k in keys if theirs[k].status == "PASSED"]
         for k in keys:
             if theirs[k].status == "SKIPPED" and run.machine_note:

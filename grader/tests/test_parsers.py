@@ -195,10 +195,19 @@ class StepSelectionTests(unittest.TestCase):
             "helpers::a": TestOutcome("helpers", "a", "FAILED", []),
         })
         runs = {"gpu_tests": br, "model_tests": other}
-        step_of = labs(["04_reduction"])["04_reduction"].step_of_suite   # the manifest's suite pattern
+        step_of = labs(["04_reduction"])["04_reduction"].step_of_test   # the manifest's suite pattern
         self.assertEqual(passing_steps(runs, step_of), [1])
         # step 3 has a TIMEOUT (a sanitizer would hang too); step 4 was skipped
         self.assertEqual(failing_steps(runs, step_of), [2, 5])
+        # a suite of no step: a test named step<num>_ counts for that step (lab 04's past_2_pow_31), others for none
+        past = BinaryRun("past", True, {
+            "past_2_pow_31::step1_sums": TestOutcome("past_2_pow_31", "step1_sums", "FAILED", ["got 3"]),
+            "past_2_pow_31::step6_sums": TestOutcome("past_2_pow_31", "step6_sums", "FAILED", ["got 3"]),
+            "past_2_pow_31::steps_all": TestOutcome("past_2_pow_31", "steps_all", "FAILED", []),
+        })
+        self.assertEqual(passing_steps({**runs, "past": past}, step_of), [],
+                         "step 1 fails its test past 2^31: no longer a passing step")
+        self.assertEqual(failing_steps({**runs, "past": past}, step_of), [1, 2, 5, 6])
 
 
 if __name__ == "__main__":

@@ -89,6 +89,21 @@ class ScoreTests(unittest.TestCase):
         self.assertTrue(any("no_bounds_check_on_load" in f for f in it.feedback), it.feedback)
         self.assertTrue(any(d.startswith("step3::t0 failed: n = 33") for d in it.details), it.details)
 
+    def test_a_test_of_no_steps_suite_named_after_a_step_counts_for_that_step(self):
+        # lab 04's past_2_pow_31::step<N>_...: one step on 2^31 + 2^20 + 7 ints, a case the checker lacks;
+        # an index of 32 bits fails only there, and costs that step its share (it once cost nothing)
+        past = {f"past_2_pow_31::step{s.num}_sums": "PASSED" for s in self.lab.steps}
+        ref = lab_run(self.lab, dict(all_tests(self.lab), **past))
+        wrong = {**all_tests(self.lab), **past, "past_2_pow_31::step7_sums": (
+            "FAILED", "step 7, 2^31 + 2^20 + 7 ints: got 1048583, expected 1051301")}
+        ls = score_lab(self.lab, self.clean(lab_run(self.lab, wrong)), ref)
+        it = item(ls, "step 7 many_per_thread")
+        self.assertEqual((it.status, it.points), ("partial", round(10 * 2 / 3, 2)),
+                         "2 of step 7's 3 tests pass: its two and the one past 2^31 that fails")
+        self.assertTrue(any(d.startswith("past_2_pow_31::step7_sums failed") for d in it.details), it.details)
+        self.assertEqual(item(ls, "step 6 complete_unroll").points, 10, "the other steps keep their points")
+        self.assertLess(ls.points, ls.max_points)
+
     def test_skipped_everywhere_is_not_measured(self):
         spec = {k: ("SKIPPED", "no CUDA device: none") for k in all_tests(self.lab)}
         ls = score_lab(self.lab, lab_run(self.lab, spec), lab_run(self.lab, spec))
@@ -318,7 +333,7 @@ class KitCheckTests(unittest.TestCase):
         self.assertEqual(sum(o.status == "PASSED" for k, o in outcomes_.items() if k.startswith("step3::")), 5,
                          "the checker turns no passing test into a failure")
         from cmlgrade.run import passing_steps
-        self.assertNotIn(3, passing_steps(run.tests["public"], self.lab.step_of_suite),
+        self.assertNotIn(3, passing_steps(run.tests["public"], self.lab.step_of_test),
                          "a step the checker fails is not a passing step (no sanitizer or timing credit)")
         self.assertEqual(item(ls, "step 2 strided_index").status, "passed")
 
@@ -460,7 +475,7 @@ class MistakeSignatureTests(unittest.TestCase):
         run = LabRun(lab.name, **kw)
         got = {}
         for s in lab.steps:
-            failing = [o for k, o in sorted(outs.items()) if lab.step_of_suite(o.suite) == s.num
+            failing = [o for k, o in sorted(outs.items()) if lab.step_of_test(o) == s.num
                        and o.status not in ("PASSED", "SKIPPED")]
             lines = _mistake_lines(lab, run, "tests", s.num, failing)
             if lines and (step is None or s.num == step):
