@@ -19,6 +19,31 @@ message("mistake ${MISTAKE_NAME} (step ${MISTAKE_STEP}): ${MISTAKE_SUMMARY}")
 
 separate_arguments(RUNNER_ARGS UNIX_COMMAND "${RUNNER_ARGS}")
 
+# gpu_only (catalogue): no test of the CPU path can catch it (e.g. lab 04's
+# tests past 2^31 elements exist on a GPU only). Its twin here holds the
+# other half: the step's tests on the CPU path pass, so the mutation breaks
+# nothing it does not say (a failure means the catalogue is wrong: it is
+# caught here after all, or breaks more than its step).
+if(CPU AND MISTAKE_GPU_ONLY)
+  string(REPLACE "|" ";" TESTS "${TESTS}")
+  set(KIT_CRITERION_ARGS "--filter=step${MISTAKE_STEP}/*")
+  set(index 0)
+  foreach(binary IN LISTS TESTS)
+    math(EXPR index "${index} + 1")
+    kit_run_criterion("${binary}" "${WORK}/gpu_only${index}.json" have_report rc)
+    kit_read_criterion_json("${WORK}/gpu_only${index}.json" B)
+    if(B_FAILED OR B_ERRORED OR NOT rc EQUAL 0)
+      set(all_messages "${B_MESSAGES}")
+      kit_message_text(all_messages)
+      message(FATAL_ERROR "the catalogue says only a GPU catches this mistake (gpu_only), but step ${MISTAKE_STEP}'s "
+                          "tests fail on the CPU path (exit ${rc}): ${B_FAILED} ${B_ERRORED}\n${all_messages}")
+    endif()
+  endforeach()
+  message("not caught on the CPU path, as the catalogue says: ${MISTAKE_GPU_ONLY}. Step ${MISTAKE_STEP}'s tests "
+          "pass here (${KIT_CRITERION_SYNTHESIS}); its GPU twin, this test's name without .cpu, must catch it")
+  return()
+endif()
+
 # The runner's --counters output holds the line the catalogue expects.
 function(_kit_expect_counters out all by)
   if(NOT out MATCHES "${MISTAKE_EXPECT_MESSAGE}")

@@ -110,10 +110,13 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path, alone: bool = False) -> list[Submission]:
+def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path, alone: bool = False,
+               cpu: bool = False) -> list[Submission]:
     """`size` submissions: s000_reference, s001_<lab>_<mistake>, ... cycling
     through the reference and each catalogued mistake (the mistake's lab
-    mutated, every other lab the reference; with `alone`, no other lab)."""
+    mutated, every other lab the reference; with `alone`, no other lab). On
+    the CPU path (`cpu`) not the mistakes only a GPU can catch (gpu_only):
+    there they would count as missed."""
     ref = {lab.name: {f: (kit / lab.solution_dir / f).read_bytes() for f in lab.files} for lab in labs}
     variants: list[tuple[str, dict]] = [("reference", ref)]
     for lab in labs:
@@ -123,6 +126,8 @@ def make_class(kit: Path, labs, labtool: Path | None, size: int, out: Path, alon
             raise GraderError("labtool was not built: the mistakes are made with labtool mutate-lab")
         catalogue = kit / lab.solution_dir / "mistakes.toml"
         for m in lab.mistakes:
+            if cpu and m.gpu_only:
+                continue
             d = out / "mistakes" / lab.name / m.name
             d.mkdir(parents=True, exist_ok=True)
             subprocess.run([str(labtool), "mutate-lab", str(kit / lab.solution_dir), str(catalogue), m.name, str(d),
@@ -288,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
             t_ref = clock() - t0
             if subs is None:
                 named = gpus_named() if pipe.gpu_ok else ""
-                subs = make_class(kit, labs, pipe._labtool(), args.size, work / "class", args.mistakes_alone)
+                subs = make_class(kit, labs, pipe._labtool(), args.size, work / "class", args.mistakes_alone,
+                                  cpu=pipe.cpu_path)
                 print(f"bench: a class of {len(subs)} submissions x {len(labs)} labs "
                       f"({', '.join(l.name for l in labs)}), {args.jobs} CPU job(s); "
                       f"GPU: {(named or 'yes') + ', --per-gpu ' + str(pipe.per_gpu) if pipe.gpu_ok else 'none (' + pipe.no_gpu_reason + ')'}; "

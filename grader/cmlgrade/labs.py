@@ -12,6 +12,7 @@ catalogue of mistakes; what a lab is (Lab, Step, Mistake, Targets) is
 labtypes.py's, and reading the kit's description kitdesc.py's."""
 from __future__ import annotations
 
+import dataclasses
 import re
 import tomllib
 from pathlib import Path
@@ -103,7 +104,7 @@ def load_mistakes(path: Path, default_file: str) -> tuple[Mistake, ...]:
                            expect_failing=m.get("expect_failing", ""), expect_message=m.get("expect_message", ""),
                            feedback=extra["feedback"], kernel=extra.get("kernel", ""),
                            finding=extra.get("finding", ""), tests=extra.get("tests", ""),
-                           message=extra.get("message", "")))
+                           message=extra.get("message", ""), gpu_only=m.get("gpu_only", "")))
     return tuple(out)
 
 
@@ -116,8 +117,8 @@ def _with_overrides(mistakes: tuple[Mistake, ...], rubric: Rubric, lab: str) -> 
     for m in mistakes:
         o = rubric.mistakes.get(m.name)
         if o is not None:
-            m = Mistake(m.name, m.file, m.step, m.summary, m.caught_by, m.expect_failing, m.expect_message,
-                        o.feedback, o.kernel or m.kernel, o.finding or m.finding, m.tests, m.message)
+            m = dataclasses.replace(m, feedback=o.feedback, kernel=o.kernel or m.kernel,
+                                    finding=o.finding or m.finding)
         out.append(m)
     return tuple(out)
 

@@ -9,7 +9,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from unittest import mock
 
-from helpers import KIT, fake_build, labs, tmpdir
+from helpers import KIT, KIT_BUILD, fake_build, labs, tmpdir
 from test_score import all_tests, lab_run
 
 from cmlgrade import cli
@@ -527,6 +527,7 @@ from cmlgrade import bench
 class StandIn:
     def __init__(self, opts, labs):
         self.gpu_ok, self.no_gpu_reason, self.per_gpu, self.per_gpu_note = False, "stand-in", 1, ""
+        self.cpu_path = True
         self.sandbox, self.notes, self.slots, self.on_lab_done = SimpleNamespace(note="none"), [], None, None
     def prepare(self):
         pass
@@ -542,7 +543,7 @@ class StandIn:
 
 bench.Pipeline = StandIn
 bench.list_gpus = lambda: []
-bench.make_class = lambda kit, labs, labtool, size, out, alone=False: [
+bench.make_class = lambda kit, labs, labtool, size, out, alone=False, cpu=False: [
     SimpleNamespace(student=f"s{i}", files={lab.name: [] for lab in labs}) for i in range(size)]
 sys.exit(bench.main(["--class", "3", "--lab", "01_shared_banks", "--lab", "05_stencil", "--modes",
                      "checker-first", "--json", sys.argv[2], "--work", sys.argv[3]]))
@@ -623,7 +624,7 @@ sys.exit(bench.main(["--class", "3", "--lab", "01_shared_banks", "--lab", "05_st
 
     def test_a_class_of_mistakes_alone_holds_each_mistakes_lab_only(self):
         from cmlgrade.bench import make_class
-        labtool = KIT / "build" / "tools" / "labtool" / "labtool"
+        labtool = KIT_BUILD / "tools" / "labtool" / "labtool"
         if not labtool.is_file():
             self.skipTest(f"no {labtool}: build the kit first")
         ls = [LABS["04_reduction"], LABS["06_transpose"]]
@@ -639,6 +640,12 @@ sys.exit(bench.main(["--class", "3", "--lab", "01_shared_banks", "--lab", "05_st
             self.assertEqual(a.files[lab], m.files[lab])
             ref = alone[0].files[lab]
             self.assertNotEqual(a.files[lab], ref, f"{a.student}: the mistake was made")
+        gpu_only = {f"{lab.name[:2]}_{m.name}" for lab in ls for m in lab.mistakes if m.gpu_only}
+        self.assertTrue(gpu_only, "lab 04 has a mistake only a GPU can catch (past 2^31 elements)")
+        self.assertTrue(gpu_only <= {s.student.split("_", 1)[1] for s in mixed})
+        on_cpu = make_class(KIT, ls, labtool, n, tmpdir(self), cpu=True)
+        self.assertFalse(gpu_only & {s.student.split("_", 1)[1] for s in on_cpu},
+                         "on the CPU path a class leaves out what only a GPU catches: it would count as missed")
 
     def test_the_modes_verdicts_are_compared_item_by_item_but_the_timed_ones(self):
         from cmlgrade.bench import compare_verdicts

@@ -50,6 +50,7 @@ struct mistake {
     char *find;           /* non-empty text to find in the solution */
     char *replace;        /* replacement, possibly empty */
     char *file;           /* the lab file it changes (a plain name), or NULL: the first */
+    char *gpu_only;       /* why only a GPU can catch it (one line), or NULL */
     int line;             /* line of the [[mistake]] header */
     int find_line;        /* line of the find key */
 };

@@ -321,9 +321,9 @@ int skeleton_check(const char *src, size_t len, const char *src_name,
 
 /* ---- mistake catalogue --------------------------------------------------- */
 
-enum { K_NAME, K_SUMMARY, K_STEP, K_CAUGHT_BY, K_EXPECT_FAILING, K_EXPECT_MESSAGE, K_FIND, K_REPLACE, K_FILE, K_COUNT };
+enum { K_NAME, K_SUMMARY, K_STEP, K_CAUGHT_BY, K_EXPECT_FAILING, K_EXPECT_MESSAGE, K_FIND, K_REPLACE, K_FILE, K_GPU_ONLY, K_COUNT };
 static const char *const KEYS[K_COUNT] = {"name", "summary", "step", "caught_by",
-                                          "expect_failing", "expect_message", "find", "replace", "file"};
+                                          "expect_failing", "expect_message", "find", "replace", "file", "gpu_only"};
 static const char *const CAUGHT_BY[] = {"tests", "memcheck", "racecheck", "synccheck", "initcheck", "counters"};
 
 static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m, char *err, size_t errlen)
@@ -338,7 +338,7 @@ static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m
         for (k = 0; k < K_COUNT && strcmp(p->key, KEYS[k]) != 0; k++)
             ;
         if (k == K_COUNT)
-            return errf(err, errlen, "%s:%d: unknown key '%s' (a [[mistake]] has name, summary, step, caught_by, expect_failing, expect_message, find, replace, file)", fname, p->line, p->key);
+            return errf(err, errlen, "%s:%d: unknown key '%s' (a [[mistake]] has name, summary, step, caught_by, expect_failing, expect_message, find, replace, file, gpu_only)", fname, p->line, p->key);
         if ((k == K_STEP) != (p->type == TOML_INTEGER))
             return errf(err, errlen, "%s:%d: '%s' must be %s", fname, p->line, p->key, k == K_STEP ? "an integer" : "a string");
         kv[k] = p;
@@ -352,7 +352,7 @@ static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m
     if (i == 0 || name[i])
         return errf(err, errlen, "%s:%d: mistake name \"%s\" must match [a-z0-9_]+", fname, kv[K_NAME]->line, name);
     for (k = 0; k < K_COUNT; k++)
-        if (!kv[k] && k != K_EXPECT_FAILING && k != K_EXPECT_MESSAGE && k != K_FILE)
+        if (!kv[k] && k != K_EXPECT_FAILING && k != K_EXPECT_MESSAGE && k != K_FILE && k != K_GPU_ONLY)
             return errf(err, errlen, "%s:%d: mistake '%s' has no '%s' key", fname, t->line, name, KEYS[k]);
     if (!kv[K_SUMMARY]->str[0] || strchr(kv[K_SUMMARY]->str, '\n'))
         return errf(err, errlen, "%s:%d: the summary of mistake '%s' must be one non-empty line", fname, kv[K_SUMMARY]->line, name);
@@ -366,6 +366,10 @@ static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m
         return errf(err, errlen, "%s:%d: mistake '%s' is caught_by = \"tests\" and so needs an 'expect_failing' key", fname, t->line, name);
     if (!kv[K_FIND]->str[0])
         return errf(err, errlen, "%s:%d: the find text of mistake '%s' is empty", fname, kv[K_FIND]->line, name);
+    if (kv[K_GPU_ONLY] && (!kv[K_GPU_ONLY]->str[0] || strchr(kv[K_GPU_ONLY]->str, '\n')))
+        return errf(err, errlen, "%s:%d: gpu_only of mistake '%s' must say in one line why the CPU path cannot catch it", fname, kv[K_GPU_ONLY]->line, name);
+    if (kv[K_GPU_ONLY] && strcmp(kv[K_CAUGHT_BY]->str, "tests") != 0)
+        return errf(err, errlen, "%s:%d: gpu_only of mistake '%s' goes with caught_by = \"tests\" only", fname, kv[K_GPU_ONLY]->line, name);
     if (kv[K_FILE] && (!kv[K_FILE]->str[0] || strpbrk(kv[K_FILE]->str, "/\\\n") || kv[K_FILE]->str[0] == '.'))
         return errf(err, errlen, "%s:%d: the file of mistake '%s' must be a plain file name in the lab's folder", fname, kv[K_FILE]->line, name);
 
@@ -374,7 +378,7 @@ static int to_mistake(struct toml_table *t, const char *fname, struct mistake *m
     m->find_line = kv[K_FIND]->line;
     {
         char **dst[K_COUNT] = {&m->name, &m->summary, NULL, &m->caught_by, &m->expect_failing,
-                               &m->expect_message, &m->find, &m->replace, &m->file};
+                               &m->expect_message, &m->find, &m->replace, &m->file, &m->gpu_only};
         for (k = 0; k < K_COUNT; k++)
             if (dst[k] && kv[k]) { /* take ownership from the document */
                 *dst[k] = kv[k]->str;
@@ -441,6 +445,7 @@ void mistakes_free(struct mistake *ms, size_t count)
         free(ms[i].expect_message);
         free(ms[i].find);
         free(ms[i].replace);
+        free(ms[i].gpu_only);
     }
     free(ms);
 }
@@ -540,6 +545,7 @@ int mistake_cmake(const struct mistake *m, char **out, size_t *out_len)
     put_set(&b, "MISTAKE_EXPECT_FAILING", m->expect_failing);
     put_set(&b, "MISTAKE_EXPECT_MESSAGE", m->expect_message);
     put_set(&b, "MISTAKE_FILE", m->file);
+    put_set(&b, "MISTAKE_GPU_ONLY", m->gpu_only);
     if (b.oom) {
         free(b.d);
         return -1;

@@ -290,7 +290,7 @@ Test(catalogue, allows_a_comment_after_a_value)
 Test(catalogue, rejects_an_unknown_key)
 {
     expect_toml_error(RACE "hint = \"x\"\n", "m.toml:8: unknown key 'hint' (a [[mistake]] has name, summary, step, "
-                                             "caught_by, expect_failing, expect_message, find, replace, file)");
+                                             "caught_by, expect_failing, expect_message, find, replace, file, gpu_only)");
 }
 
 Test(catalogue, names_the_missing_required_key_and_the_mistake)
@@ -340,6 +340,24 @@ Test(catalogue, rejects_an_unknown_caught_by_value)
 {
     expect_toml_error(HEAD "caught_by = \"valgrind\"\n" TAIL,
                       "m.toml:5: mistake 'no_sync': caught_by must be one of tests, memcheck, racecheck, synccheck, initcheck, counters");
+}
+
+Test(catalogue, takes_gpu_only_with_the_tests_and_its_reason_in_one_line)
+{
+    size_t n;
+    struct mistake *ms = parse_ok(HEAD "caught_by = \"tests\"\nexpect_failing = \"^big::\"\n"
+                                  "gpu_only = \"the case is 8 GiB\"\n" TAIL, &n);
+    cr_assert_str_eq(ms[0].gpu_only, "the case is 8 GiB");
+    char *out;
+    size_t len;
+    cr_assert_eq(mistake_cmake(&ms[0], &out, &len), 0);
+    cr_assert(strstr(out, "set(MISTAKE_GPU_ONLY [=[the case is 8 GiB]=])\n") != NULL, "%s", out);
+    free(out);
+    mistakes_free(ms, n);
+    expect_toml_error(RACE "gpu_only = \"x\"\n",
+                      "m.toml:8: gpu_only of mistake 'no_sync' goes with caught_by = \"tests\" only");
+    expect_toml_error(HEAD "caught_by = \"tests\"\nexpect_failing = \"^big::\"\ngpu_only = \"\"\n" TAIL,
+                      "m.toml:7: gpu_only of mistake 'no_sync' must say in one line why the CPU path cannot catch it");
 }
 
 Test(catalogue, rejects_unterminated_strings)
@@ -444,7 +462,8 @@ Test(mistake_cmake, writes_the_regex_verbatim_in_bracket_arguments)
                           "set(MISTAKE_CAUGHT_BY [=[tests]=])\n"
                           "set(MISTAKE_EXPECT_FAILING [==[^(sum|scan)::\"a\\b\";]=]]==])\n"
                           "set(MISTAKE_EXPECT_MESSAGE [=[]=])\n"
-                          "set(MISTAKE_FILE [=[]=])\n");
+                          "set(MISTAKE_FILE [=[]=])\n"
+                          "set(MISTAKE_GPU_ONLY [=[]=])\n");
     cr_assert_eq(len, strlen(out));
     free(out);
     mistakes_free(ms, n);
