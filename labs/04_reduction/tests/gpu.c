@@ -84,39 +84,6 @@ static void run_group(int step, const char *group)
 REDUCTION_STEPS(STEP_TESTS)
 
 #ifndef CML_CPU_BACKEND
-/* One step on the 8 GiB case, its data made afresh on the device (a step
- * that writes into its input cannot spoil the next one's). */
-static void check_past_2_pow_31(int step, const cml_case *c, uint64_t seed, int64_t expected)
-{
-    red_buffers b;
-    CML_TEST_CHECK(red_buffers_alloc(&b, RED_INT, (size_t)c->a));
-    CML_TEST_CHECK(cml_red_big_make_on_device((int *)b.in.ptr, (size_t)c->a, (size_t)c->b, seed));
-    CML_TEST_CHECK(red_poison(&b));
-    cudaError_t err = red_run_step(&b, step);
-    cr_assert(err == cudaSuccess, "step %d, %s: CUDA error %s: %s", step, c->label, cudaGetErrorName(err),
-              cudaGetErrorString(err));
-    int got;
-    CML_TEST_CHECK(red_fetch(&b, &got));
-    char guard_msg[200];
-    int guards = red_guards_intact(&b, guard_msg, sizeof guard_msg, &err);
-    CML_TEST_CHECK(err);
-    red_buffers_free(&b);
-    cr_expect(guards, "step %d, %s: %s", step, c->label, guard_msg);
-    /* the tail past index 2^31 - 1 is all +1s: a sum short by no more than
-     * it never reached them, the mark of an index that wraps at 32 bits */
-    int64_t short_by = expected - (int64_t)got, tail = (int64_t)(c->a - c->b);
-    char why[300];
-    if (short_by > 0 && short_by <= tail)
-        snprintf(why, sizeof why,
-                 "short by %lld, no more than the %lld +1s past index 2^31 - 1: an index of 32 bits (an int i) "
-                 "wraps before them; index with size_t",
-                 (long long)short_by, (long long)tail);
-    else
-        snprintf(why, sizeof why, "%s", red_diagnose_int(got, expected));
-    cr_expect((int64_t)got == expected, "step %d, %s (seed %llu): got %d, expected %lld: %s", step, c->label,
-              (unsigned long long)seed, got, (long long)expected, why);
-}
-
 /* The kit's maker and sum (red_big.cu) held to the host at a small size
  * first: the head's words cml_fill_int's (each -1, 0 or 1, all three
  * present), the tail all +1, and the device's sum the host's. */
@@ -174,10 +141,11 @@ static void one_big_case_at_a_time(void)
 }
 
 /* n > 2^31 (the size_t interface): step `step` on one case of 8 GiB. The
- * data are made on the device and summed there by the kit's own kernels
- * (red_big.cu), the sum before the step runs: a host loop over 8 GiB, its
- * sum and the uploads took 11 to 16 s of every grading on an H200. One
- * test a step, in the suite past_2_pow_31, named stepN_...: the grader
+ * data are made on the device, in the step's own input (one 8 GiB buffer a
+ * test), and summed there by the kit's own kernels (red_big.cu) before the
+ * step runs: a host loop over 8 GiB, its sum and the uploads took 11 to 16
+ * s of every grading on an H200. One test a step, in the suite
+ * past_2_pow_31, named stepN_...: the grader
  * counts it with step N's tests (whatever its suite, a test named stepN_
  * belongs to step N), and runs it even where its kit-only checker found
  * the step right, for that check has no case past 2^31. Not built on the
@@ -192,20 +160,41 @@ static void past_2_pow_31(int step)
               "spec group past_2_pow_31: expected its one case");
     const cml_case *c = &list.v[0];
     kit_kernels_agree_with_the_host(seed);
+    /* the input made on the device, and its sum taken there before the step runs */
+    red_buffers b;
     int64_t expected;
-    {
-        int *in = NULL;
-        CML_TEST_CHECK(cudaMalloc((void **)&in, (size_t)c->a * sizeof *in));
-        CML_TEST_CHECK(cml_red_big_make_on_device(in, (size_t)c->a, (size_t)c->b, seed));
-        CML_TEST_CHECK(cml_red_big_sum_on_device(in, (size_t)c->a, &expected));
-        CML_TEST_CHECK(cudaFree(in));
-    }
+    CML_TEST_CHECK(red_buffers_alloc(&b, RED_INT, (size_t)c->a));
+    CML_TEST_CHECK(cml_red_big_make_on_device((int *)b.in.ptr, (size_t)c->a, (size_t)c->b, seed));
+    CML_TEST_CHECK(cml_red_big_sum_on_device((int *)b.in.ptr, (size_t)c->a, &expected));
     /* the tail's +1s are in it: the head's 2^31 words of -1, 0 and 1 sum to
      * about +-38,000 (one standard deviation), far inside 2^19 */
     int64_t tail = (int64_t)(c->a - c->b);
     cr_assert(expected > tail - (1 << 19) && expected < tail + (1 << 19),
               "the kit's sum past 2^31: %lld, expected about %lld", (long long)expected, (long long)tail);
-    check_past_2_pow_31(step, c, seed, expected);
+    CML_TEST_CHECK(red_poison(&b));
+    cudaError_t err = red_run_step(&b, step);
+    cr_assert(err == cudaSuccess, "step %d, %s: CUDA error %s: %s", step, c->label, cudaGetErrorName(err),
+              cudaGetErrorString(err));
+    int got;
+    CML_TEST_CHECK(red_fetch(&b, &got));
+    char guard_msg[200];
+    int guards = red_guards_intact(&b, guard_msg, sizeof guard_msg, &err);
+    CML_TEST_CHECK(err);
+    red_buffers_free(&b);
+    cr_expect(guards, "step %d, %s: %s", step, c->label, guard_msg);
+    /* the tail past index 2^31 - 1 is all +1s: a sum short by no more than
+     * it never reached them, the mark of an index that wraps at 32 bits */
+    int64_t short_by = expected - (int64_t)got;
+    char why[300];
+    if (short_by > 0 && short_by <= tail)
+        snprintf(why, sizeof why,
+                 "short by %lld, no more than the %lld +1s past index 2^31 - 1: an index of 32 bits (an int i) "
+                 "wraps before them; index with size_t",
+                 (long long)short_by, (long long)tail);
+    else
+        snprintf(why, sizeof why, "%s", red_diagnose_int(got, expected));
+    cr_expect((int64_t)got == expected, "step %d, %s (seed %llu): got %d, expected %lld: %s", step, c->label,
+              (unsigned long long)seed, got, (long long)expected, why);
     cml_cases_free(&list);
 }
 
