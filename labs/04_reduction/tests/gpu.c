@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cml/cml_compare.h>
@@ -134,8 +135,13 @@ static void one_big_case_at_a_time(void)
         name[k++] = isalnum((unsigned char)*p) || *p == '-' ? *p : '_';
     name[k] = '\0';
     snprintf(path, sizeof path, "%s/cml-past-2-pow-31-%s.lock", dir && *dir ? dir : "/tmp", name);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0 || flock(fd, LOCK_EX) != 0)
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666), rc = -1;
+    struct stat st;   /* ours: open to every user, whatever the umask (as the GPU slots' lock files) */
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == getuid())
+        (void)fchmod(fd, 0666);
+    while (fd >= 0 && (rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
+        ;
+    if (rc != 0)
         cr_log_warn("no lock %s (%s): this 8 GiB case may run beside the others", path, strerror(errno));
     /* fd stays open: the lock goes when the test's process ends */
 }
