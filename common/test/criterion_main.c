@@ -30,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cml/cml_test_lock.h"
 #include "gpu_lease.h"
 
 #pragma weak cml_criterion_gpu_inventory
@@ -99,12 +100,18 @@ static int list_gpus(cml_gpu_info *g)
     return n;
 }
 
-/* Locks slot `slot` of a GPU (op LOCK_NB: only if free); the open file is
- * the lease, held until the process ends. -1 when not taken. */
-static int take_slot(const char *dir, const char *uuid, int slot, int nb)
+/* The folder of the lock files: $TMPDIR, else /tmp. */
+static const char *lock_dir(void)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/cml-gpu-%s-slot%d.lock", dir, uuid, slot);
+    const char *dir = getenv("TMPDIR");
+    return dir && *dir ? dir : "/tmp";
+}
+
+/* Locks the file at path, made where missing (op LOCK_NB: only if free);
+ * the open file holds the lock until the process ends. -1 when not taken
+ * (errno says why). */
+static int lock_file(const char *path, int nb)
+{
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0)
         return -1;
@@ -122,6 +129,23 @@ static int take_slot(const char *dir, const char *uuid, int slot, int nb)
     return fd;
 }
 
+/* Locks slot `slot` of a GPU (op LOCK_NB: only if free); the open file is
+ * the lease, held until the process ends. -1 when not taken. */
+static int take_slot(const char *uuid, int slot, int nb)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/cml-gpu-%s-slot%d.lock", lock_dir(), uuid, slot);
+    return lock_file(path, nb);
+}
+
+int cml_test_gpu_lock(const char *name)
+{
+    const char *gpu = getenv("CUDA_VISIBLE_DEVICES");
+    char path[512];
+    snprintf(path, sizeof path, "%s/cml-%s-%s.lock", lock_dir(), name, gpu && *gpu ? gpu : "any");
+    return lock_file(path, 0);
+}
+
 static void share_the_gpus(void)
 {
     if (!cml_criterion_gpu_inventory)
@@ -135,14 +159,11 @@ static void share_the_gpus(void)
         return;   /* no GPU: every test skips, saying why */
     const char *s = getenv("CML_GPU_SLOTS");
     int slots = s && atoi(s) > 0 ? atoi(s) : DEFAULT_SLOTS;
-    const char *dir = getenv("TMPDIR");
-    if (!dir || !*dir)
-        dir = "/tmp";
     int fd = -1, gpu = 0, slot = 0, said = 0;
     for (;;) {   /* the first free slot, lowest first: the GPUs fill evenly */
         for (int k = 0; k < slots && fd < 0; ++k)
             for (int d = 0; d < n && fd < 0; ++d)
-                if ((fd = take_slot(dir, g[d].uuid, k, LOCK_NB)) >= 0)
+                if ((fd = take_slot(g[d].uuid, k, LOCK_NB)) >= 0)
                     gpu = d, slot = k;
         if (fd >= 0 || errno != EWOULDBLOCK)
             break;
@@ -151,7 +172,7 @@ static void share_the_gpus(void)
         usleep(50000);
     }
     if (fd < 0)
-        fprintf(stderr, "[GPU] cannot lock %s/cml-gpu-*.lock (%s): running on %s without a slot\n", dir,
+        fprintf(stderr, "[GPU] cannot lock %s/cml-gpu-*.lock (%s): running on %s without a slot\n", lock_dir(),
                 strerror(errno), g[gpu].uuid);
     setenv("CUDA_VISIBLE_DEVICES", g[gpu].uuid, 1);
     if (criterion_options.jobs == 0) {

@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "cml/cml_args.h"
@@ -21,6 +24,7 @@
 #include "cml/cml_rng.h"
 #include "cml/cml_spec.h"
 #include "cml/cml_steps.h"
+#include "cml/cml_test.h"
 #include "cml/cml_timing.h"
 
 /* ---------------------------------------------------------------- args */
@@ -1322,3 +1326,33 @@ Test(spec, a_write_into_either_guard_zone_is_found_and_placed)
     cr_assert(cml_spec_outside_write(w, w + 9, 4, "C", msg, sizeof msg));
     cr_expect_str_eq(msg, "a write outside C, 4 floats past C's end");
 }
+
+/* cml_test_gpu_lock (common/test/criterion_main.c): a lock file of $TMPDIR
+ * per name and GPU, open to every user, that another process cannot take
+ * while this one holds it. */
+Test(gpu_lock, is_a_file_per_name_and_gpu_that_one_process_holds_at_a_time)
+{
+    char dir[] = "/tmp/cml-gpu-lock-XXXXXX", path[200];
+    cr_assert(mkdtemp(dir) != NULL);
+    setenv("TMPDIR", dir, 1);
+    setenv("CUDA_VISIBLE_DEVICES", "GPU-0123", 1);
+    int fd = cml_test_gpu_lock("big-case");
+    cr_assert(fd >= 0, "cml_test_gpu_lock: -1");
+    snprintf(path, sizeof path, "%s/cml-big-case-GPU-0123.lock", dir);
+    struct stat st;
+    cr_assert(stat(path, &st) == 0, "no %s", path);
+    cr_assert_eq(st.st_mode & 0777, 0666, "the lock file is open to every user: %o", (unsigned)(st.st_mode & 0777));
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {   /* another process: the lock is taken (the child's copy of fd shares it, so open anew) */
+        int other = open(path, O_RDWR | O_CLOEXEC);
+        _exit(other >= 0 && flock(other, LOCK_EX | LOCK_NB) != 0 ? 0 : 1);
+    }
+    int status = 0;
+    cr_assert(waitpid(pid, &status, 0) == pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "another process took the lock this one holds");
+    close(fd);
+    unlink(path);
+    rmdir(dir);
+}
+

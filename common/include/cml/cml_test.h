@@ -7,6 +7,7 @@
 #include "cml_device.h"
 #include "cml_rng.h"
 #include "cml_spec.h"
+#include "cml_test_lock.h"
 
 /* Skip the current test, visibly, when this machine has no GPU; fail it,
  * naming the CUDA error, when a GPU is there but cannot run it (out of

@@ -5,19 +5,13 @@
  * Every run: the spec's seeded cases (CML_SEED changes them, and adds two
  * sizes of its own), guard zones around every buffer, out[0] and scratch
  * poisoned. */
-#define _DEFAULT_SOURCE /* flock, O_CLOEXEC */
 #include <criterion/criterion.h>
 #include <criterion/logging.h>
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cml/cml_compare.h>
 #include <cml/cml_rng.h>
@@ -120,46 +114,23 @@ static void kit_kernels_agree_with_the_host(uint64_t seed)
               (long long)on_host);
 }
 
-/* One 8 GiB case on a GPU at a time: the lock file of the GPU the lease
- * gave this binary (CUDA_VISIBLE_DEVICES, a UUID), held until the test's
- * process ends. A test counts on 4 GiB (common/test/criterion_main.c); the
- * eight tests past 2^31 need 8 GiB each, so they take turns instead of
- * filling the GPU at once. Where no lock file can be made the test runs
- * without one and says so. */
-static void one_big_case_at_a_time(void)
-{
-    const char *dir = getenv("TMPDIR"), *gpu = getenv("CUDA_VISIBLE_DEVICES");
-    char path[512], name[128];
-    size_t k = 0;
-    for (const char *p = gpu && *gpu ? gpu : "any"; *p && k + 1 < sizeof name; ++p)
-        name[k++] = isalnum((unsigned char)*p) || *p == '-' ? *p : '_';
-    name[k] = '\0';
-    snprintf(path, sizeof path, "%s/cml-past-2-pow-31-%s.lock", dir && *dir ? dir : "/tmp", name);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666), rc = -1;
-    struct stat st;   /* ours: open to every user, whatever the umask (as the GPU slots' lock files) */
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == getuid())
-        (void)fchmod(fd, 0666);
-    while (fd >= 0 && (rc = flock(fd, LOCK_EX)) != 0 && errno == EINTR)
-        ;
-    if (rc != 0)
-        cr_log_warn("no lock %s (%s): this 8 GiB case may run beside the others", path, strerror(errno));
-    /* fd stays open: the lock goes when the test's process ends */
-}
-
 /* n > 2^31 (the size_t interface): step `step` on one case of 8 GiB. The
  * data are made on the device, in the step's own input (one 8 GiB buffer a
  * test), and summed there by the kit's own kernels (red_big.cu) before the
  * step runs: a host loop over 8 GiB, its sum and the uploads took 11 to 16
  * s of every grading on an H200. One test a step, in the suite
- * past_2_pow_31, named stepN_...: the grader
- * counts it with step N's tests (whatever its suite, a test named stepN_
- * belongs to step N), and runs it even where its kit-only checker found
- * the step right, for that check has no case past 2^31. Not built on the
- * CPU path: 8 GiB emulated thread by thread would take hours. */
+ * past_2_pow_31, named stepN_...: the grader counts it with step N's tests
+ * (whatever its suite, a test named stepN_ belongs to step N), and runs it
+ * even where its kit-only checker found the step right, for that check has
+ * no case past 2^31. The eight take turns on a GPU (cml_test_gpu_lock).
+ * Not built on the CPU path: 8 GiB emulated thread by thread would take
+ * hours. */
 static void past_2_pow_31(int step)
 {
     CML_REQUIRE_GPU();
-    one_big_case_at_a_time();
+    /* one 8 GiB case on a GPU at a time: twice what a test counts on */
+    if (cml_test_gpu_lock("past-2-pow-31") < 0)
+        cr_log_warn("no lock past-2-pow-31 (%s): this 8 GiB case may run beside the others", strerror(errno));
     uint64_t seed = cml_test_seed();
     cml_cases list;
     cr_assert(cml_spec_group_cases(&cml_lab_spec, "past_2_pow_31", seed, 0, 1, &list) && list.n == 1,
