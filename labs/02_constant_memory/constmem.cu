@@ -37,7 +37,7 @@
 // code its name stands for a host-side placeholder. Copy into it with
 // cudaMemcpyToSymbol(symbol, src, bytes). All three together take 52.3 KB
 // of the 64 KB a program may have.
-__constant__ float c_table[CONSTMEM_TABLE_ENTRIES];
+__constant__ __align__(16) float c_table[CONSTMEM_TABLE_ENTRIES];  // 16: step 1 reads it as float4
 __constant__ float c_big[CONSTMEM_BIG_ENTRIES];
 __constant__ float c_filter[CONSTMEM_MAX_TAPS];
 
@@ -71,10 +71,10 @@ __device__ int walk_base(int warp, int pass, int mask)
 // job->signs is set, +1 where it is clear (walk_signs_of, with the
 // launchers, makes them). Passed by value, the struct is a kernel
 // parameter, and kernel parameters live in a constant bank too: with k
-// known to the compiler, s[k] is an operand of the multiply-add, read
-// through the constant cache like step 1's coefficients. So sum +=
-// sg.s[k] * entry costs what sum += entry did: one instruction, no
-// register.
+// known to the compiler, s[k] is read like step 1's coefficients, once
+// for the whole warp: an operand of the multiply-add, or a uniform
+// register loaded once before the loop. So sum += sg.s[k] * entry costs
+// what sum += entry did: one instruction, and no register of the thread's.
 struct walk_signs {
     float s[CONSTMEM_PASS_READS];
 };
@@ -83,8 +83,13 @@ struct walk_signs {
 
 // Step 1: the table as coefficients (constmem.h): every lane of the warp
 // reads the same entry, at an address the compiler knows. Such a read is
-// no instruction of its own: the multiply-add takes the entry straight from
-// the constant cache as an operand.
+// fetched once for the whole warp, never by each thread. How, depends on
+// the GPU (CUDA 13's SASS): on sm_75 and sm_80 the multiply-add takes the
+// entry straight from the constant bank as an operand (FFMA R4, R2,
+// c[0x3][0x40], R4: no load instruction at all); on sm_90 one ULDC.64
+// loads two entries into the warp's uniform registers, which the
+// multiply-adds read (FFMA R4, R2, UR8, R4); on sm_100 and sm_120 one
+// LDCU.128 loads four.
 __global__ void __launch_bounds__(LOOKUP_THREADS)
 lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes, walk_signs sg)
 {
@@ -102,7 +107,9 @@ lookup_kernel_broadcast(float *__restrict__ out, int threads, int passes, walk_s
     // 32) and unroll the loops over q and k (#pragma unroll): then 32 * q +
     // k is a constant in every read, and so is k in acc[k] (acc stays in
     // registers). No index may depend on the lane: that is what makes a
-    // read a broadcast.
+    // read a broadcast. (Reading a row's entries four at a time, float4
+    // number 8 * q + k / 4 of c_table, makes the same machine code, and
+    // nvcc compiles it in about a third of the time.)
     (void)passes; (void)sg;
     out[t] = sum;
 }
@@ -184,8 +191,10 @@ lookup_kernel_big(float *__restrict__ out, int threads, int passes, walk_signs s
 
 // Each is read as filter[i], i = row * (2r + 1) + column, with i known at
 // compile time (the loops below are unrolled for each radius). Then a
-// __constant__ weight or a kernel parameter is an operand of the multiply
-// itself, read through the constant cache: no load instruction at all.
+// __constant__ weight or a kernel parameter is fetched through the constant
+// cache once for the whole warp, as step 1's entries are: an operand of the
+// multiply (sm_75, sm_80) or a few uniform loads (ULDC.64 on sm_90: 13 for
+// the 25 weights of radius 2, once a warp), never a load by each thread.
 
 // BLOCKS_PER_SM: how many blocks of the convolution each SM should hold
 // (see conv_kernel's __launch_bounds__).
@@ -328,12 +337,14 @@ __device__ __forceinline__ void conv_sum(const float (*tile)[IN_W], const F &fil
     int tx = threadIdx.x, ty = threadIdx.y;
 
     // TODO(step 6): acc[o][q] = the sum over a, b < TAPS of filter[a * TAPS
-    // + b] * tile[ty * ROWS + o + a][HALO - R + COLS * tx + q + b]. Walk
-    // down the ROWS + 2R tile rows j the thread needs: read the 12 floats
-    // at columns 4 tx .. 4 tx + 11 of row ty * ROWS + j once, as three
-    // float4, and add them into every output row o they touch (filter row
-    // a = j - o), all 4 columns. Unroll every loop (#pragma unroll): then
-    // every filter index is a constant, and acc stays in registers.
+    // + b] * tile[ty * ROWS + o + a][HALO - R + COLS * tx + q + b]. Read
+    // each weight once, w[i] = filter[i] into float w[TAPS * TAPS], and use
+    // w in the sums. Walk down the ROWS + 2R tile rows j the thread needs:
+    // read the 12 floats at columns 4 tx .. 4 tx + 11 of row ty * ROWS + j
+    // once, as three float4, and add them into every output row o they
+    // touch (filter row a = j - o), all 4 columns. Unroll every loop
+    // (#pragma unroll): then every filter index is a constant, and w and
+    // acc stay in registers.
     (void)tile; (void)filter; (void)tx; (void)ty;
     for (int o = 0; o < ROWS; ++o)
         for (int q = 0; q < COLS; ++q)

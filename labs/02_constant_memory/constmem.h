@@ -70,8 +70,9 @@ extern "C" {
  *
  * No index depends on the thread, so every read is a broadcast; and with
  * the passes taken in groups of 32 and both loops unrolled, every index is
- * a constant the compiler knows, so every read is an operand of the
- * multiply-add itself. (The sign of read k is the same in every pass: one
+ * a constant the compiler knows, so every read is fetched once for the
+ * whole warp: an operand of the multiply-add itself, or a uniform register
+ * (README.md, "Two ways to read it"). (The sign of read k is the same in every pass: one
  * sum per k, signed once at the end, keeps those multiply-adds as they are.) */
 
 /* Copies the two tables into constant memory (steps 1 and 5):
