@@ -379,9 +379,16 @@ static void finish(cml_lab_run *r)
     double copy = r->ceiling.kernel_gbs;
     double best_conv = 0.0;
     int best_step = 0;
+    int rows_lk = 0, rows_cv = 0;  /* the page's rows of each kind (release() has freed the data by now) */
     for (int i = 0; i < r->rep.nrows; ++i) {
         cml_row *row = &r->rep.rows[i];
-        if (row->kind != CML_ROW_STEP || !row->timed)
+        if (row->kind != CML_ROW_STEP)
+            continue;
+        if (cm_step_kind(row->step) == CM_CONV)
+            rows_cv = 1;
+        else
+            rows_lk = 1;
+        if (!row->timed)
             continue;
         if (cm_step_kind(row->step) == CM_CONV) {
             snprintf(row->note, sizeof row->note, "%.2fx copy kernel, %.2fx cudaMemcpy", row->rate / copy,
@@ -412,13 +419,13 @@ static void finish(cml_lab_run *r)
 #define MD(...) (mused += (size_t)snprintf(extra_md + mused, mused < sizeof extra_md ? sizeof extra_md - mused : 0, __VA_ARGS__))
 #define JS(...) (jused += (size_t)snprintf(extra_json + jused, jused < sizeof extra_json ? sizeof extra_json - jused : 0, __VA_ARGS__))
     MD("Notes: %s%s%s%s\n",
-       d->have_lk ? "steps 1-5 count GB/s of table reads (4 bytes per thread and read), served by the caches, not "
-                    "DRAM: compare them with each other"
-                  : "",
-       d->have_lk && d->have_cv ? "; " : "",
-       d->have_cv ? "steps 6-8 count the image read and written once, as fractions of the copy kernel and "
-                    "cudaMemcpy measured in this run."
-                  : ".",
+       rows_lk ? "steps 1-5 count GB/s of table reads (4 bytes per thread and read), served by the caches, not "
+                 "DRAM: compare them with each other"
+               : "",
+       rows_lk && rows_cv ? "; " : "",
+       rows_cv ? "steps 6-8 count the image read and written once, as fractions of the copy kernel and "
+                 "cudaMemcpy measured in this run."
+               : ".",
        emulated() ? " Times are emulated on the CPU: no target applies." : "");
     JS("{\"emulated\": %s, \"threads\": %d, \"passes\": %d, \"curve\": [", emulated() ? "true" : "false",
        d->threads, d->passes);
