@@ -249,6 +249,11 @@ transpose_kernel_tile(const float *__restrict__ in, float *__restrict__ out, int
 //    that start each row of in on a sector too (a window of 72 columns, the
 //    shift undone as the tile is written) 0.944 / 0.881, on 128 rows 0.947
 //    / 0.891. None reaches 0.90 at the odd size, and each costs registers.
+//  - A fourth (2026-12-01, the tile's height alone; medians of three rounds
+//    of 50 runs, taken in turn): 64 rows 0.949 / 0.877; 96 rows 0.905 /
+//    0.889 (8192 rows make no whole number of 96-row tiles); 128 rows 0.947
+//    / 0.888, for 46 registers a thread instead of 30; 128 rows held to 6
+//    blocks an SM (40 registers) 0.869 / 0.734. Still short of 0.90.
 //
 // And the stores. A warp stores 32 floats, 4 whole 32-byte sectors when it
 // starts on a sector boundary. Row c of out starts at element c * rows, on
