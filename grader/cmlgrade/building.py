@@ -241,7 +241,7 @@ class BuildStage:
                 progress.say(sub.student, lab.name, "building")
                 t0 = clock()
                 tb = self.slots.build_lab(self.student_exe, slot, lab.name, files[lab.name], lab.student_targets(),
-                                          tree, lab.rubric.lab.build_timeout_s)
+                                          tree, lab.rubric.lab.build_timeout_s, lab.extra_targets)
                 runs[lab.name].seconds["build"] = clock() - t0
                 _note_build(runs[lab.name], tb)
                 job = self._checked([_Job(sub, lab, runs[lab.name], tree / "build", tree)])[0]

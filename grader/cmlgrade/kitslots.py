@@ -162,10 +162,11 @@ class SlotPool:
                      f"with nothing changed: each build of their lab compiles them again; e.g. ninja: {stale[0]}")
 
     def build_lab(self, exe: Executor, slot: Slot, lab_name: str, files: dict[str, bytes], targets: list[str],
-                  tree: Path, timeout: float) -> TreeBuild:
+                  tree: Path, timeout: float, objects_only: tuple[str, ...] = ()) -> TreeBuild:
         """Builds `targets` with the student's `files` in the slot and copies
-        the binaries that built into tree/build. Messages read as if built
-        in tree/src and tree/build."""
+        the binaries that built into tree/build (`objects_only`: targets
+        that make no binary, object libraries). Messages read as if built in
+        tree/src and tree/build."""
         tb = TreeBuild(configured=slot.ready, configure_log=slot.problem)
         if not slot.ready:
             return tb
@@ -196,7 +197,7 @@ class SlotPool:
                     built = slot.build / t
                     if built.is_file():
                         shutil.copy2(built, out / t)
-                    else:
+                    elif t not in objects_only:   # an object library makes objects, which _harvest copies
                         b.ok, b.errors = False, [f"grader error: the build made no {t}"]
             _harvest(slot, tree, since)
         finally:

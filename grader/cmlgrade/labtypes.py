@@ -70,7 +70,8 @@ class Lab:
     solution_dir: str                        # solutions/<lab>, or "" in a kit without solutions
     mistakes: tuple[Mistake, ...] = field(default_factory=tuple)
     harness: str = ""   # the kit-only checker's harness target (checker.py), set by the pipeline
-    extra_targets: tuple[str, ...] = ()   # built for the object checks only (the CUDA kernels on the CPU path)
+    extra_targets: tuple[str, ...] = ()   # built for the object checks only (the CUDA kernels on the CPU path:
+                                          # an object library, kernels_library)
     cpu: bool = False   # graded on the CPU path (no GPU here): the *_cpu test programs and runner
     pictures: tuple[Picture, ...] = ()   # the manifest's pictures of steps' memory access
 
@@ -131,6 +132,11 @@ class Lab:
     def test_binaries(self) -> tuple[str, ...]:
         tests = self.targets.tests + ("_cpu" if self.cpu and self.targets.tests else "")
         return tuple(t for t in (self.targets.model_tests, tests) if t)
+
+    def kernels_library(self) -> str:
+        """The CMake object library of the student's CUDA files (the kit's
+        Kit.cmake: <stem>_kernels_student): objects only, no binary."""
+        return f"{self.stem}_kernels_student"
 
     def student_targets(self) -> list[str]:
         """Build targets, in build order: each is built on its own so that one

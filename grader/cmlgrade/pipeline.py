@@ -117,8 +117,12 @@ class Pipeline(BuildStage, RefStage, LabStage, MeasureStage):
         probe = [str(ref_runner), "--probe"] if self.gpu_ok and ref_runner else None
         for lab in self.labs:  # the kit-only checker's harness: the CPU path's where there is no GPU
             lab.harness = harness_target(lab, not self.gpu_ok and self._kit_cpu()) or ""
-            if self.cpu_path and self._kit_cuda():   # nvcc is here: the CUDA kernels too, for their SASS
-                lab.extra_targets = (f"{lab.stem}_harness",) if lab.harness else (f"{lab.stem}_run",)
+            if self.cpu_path and self._kit_cuda():
+                # nvcc is here: the CUDA kernels too, for their SASS (trust.lab_objects reads the object
+                # library's objects). The object library alone: the CUDA harness or runner around it only
+                # added the kit's CUDA objects to the pristine build and a device link to every lab's (lab
+                # 08's pristine slot on 2 cores: 12 s of its 33 s of compiles were the CUDA harness and cml)
+                lab.extra_targets = (lab.kernels_library(),)
         self.sandbox = detect_sandbox(hide, self.opts.sandbox, probe)
         become_subreaper()   # detached leftovers of student processes come back to the grader, which kills them
         if not self.sandbox.active and self.opts.sandbox:

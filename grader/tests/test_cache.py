@@ -396,6 +396,38 @@ class SlotTests(unittest.TestCase):
         self.addCleanup(stub.stop)
         return kitslots.SlotPool(count, tmpdir(self), KIT, {}, ["test_reduction", "reduction_run"], "90", 16, 60)
 
+    def test_an_object_library_target_makes_no_binary_and_its_objects_reach_the_tree(self):
+        """On the CPU path with nvcc, a lab's CUDA kernels are built as their
+        object library (Lab.kernels_library) for the SASS checks: no binary
+        is expected of it, and its objects are copied into the submission's
+        tree, where the object checks read them. A binary target that made
+        nothing is still a grader error."""
+        from cmlgrade import kitslots
+        pool = self.pool()
+        lab = labs(["04_reduction"])["04_reduction"]
+        lib = lab.kernels_library()
+        self.assertEqual(lib, "reduction_kernels_student")
+
+        class Exe:
+            def run(self, argv, **kw):
+                if argv[:2] == ["cmake", "--build"] and lib in argv:
+                    obj = slot.build / f"CMakeFiles/{lib}.dir/labs/04_reduction/reduction.cu.o"
+                    obj.parent.mkdir(parents=True, exist_ok=True)
+                    obj.write_bytes(b"obj")
+                    (slot.build / "test_reduction_cpu").write_bytes(b"bin")   # the runner makes nothing
+                return ProcResult(list(argv), 0, "", "", False, 0.0)
+        slot = pool.acquire(Exe())
+        (slot.src / "labs" / "04_reduction").mkdir(parents=True)
+        tree = tmpdir(self) / "students" / "ann"
+        tb = pool.build_lab(Exe(), slot, "04_reduction", {"reduction.cu": b"x"},
+                            ["test_reduction_cpu", "reduction_run_cpu", lib], tree, 60, (lib,))
+        self.assertEqual({t: b.ok for t, b in tb.targets.items()},
+                         {"test_reduction_cpu": True, "reduction_run_cpu": False, lib: True})
+        self.assertEqual(tb.targets["reduction_run_cpu"].errors, ["grader error: the build made no reduction_run_cpu"])
+        self.assertTrue((tree / "build" / f"CMakeFiles/{lib}.dir/labs/04_reduction/reduction.cu.o").is_file())
+        self.assertTrue((tree / "build" / "test_reduction_cpu").is_file())
+        self.assertIs(kitslots.SlotPool.build_lab.__defaults__[-1], (), "no target is objects-only unless named")
+
     def test_the_pristine_kit_is_built_one_slot_at_a_time_with_every_job(self):
         """Workers build slots one after the other (with all the grader's
         build jobs), not side by side with a few: the first is ready as soon
