@@ -379,10 +379,17 @@ function(kit_add_lab lab)
   endif()
 
   # The grader's verifier of the lab's cases (cml_spec.h): the spec and the
-  # kit's host code, never student code.
+  # kit's host code, never student code. Host C only (it launches nothing),
+  # so it links the CPU path's build of that code wherever there is one, as
+  # without nvcc: grading on the CPU path then builds no CUDA library for it
+  # (the GPU host library and cml were built for the verifiers alone there).
   if(EXISTS "${lab_dir}/spec.c")
     add_executable(${stem}_verify "${PROJECT_SOURCE_DIR}/common/src/verify_main.c")
-    target_link_libraries(${stem}_verify PRIVATE ${host_lib} kit::warnings)
+    if(KIT_CPU)
+      target_link_libraries(${stem}_verify PRIVATE ${stem}_host_cpu kit::warnings)
+    else()
+      target_link_libraries(${stem}_verify PRIVATE ${host_lib} kit::warnings)
+    endif()
   endif()
 
   set(KIT_SOURCES_TARGET "")
