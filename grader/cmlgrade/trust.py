@@ -29,7 +29,7 @@ def lab_objects(lab: Lab, build_dir: Path) -> tuple[list[Path], list[Path], set[
     cm = build_dir / "CMakeFiles"
     objs: list[Path] = []
     cpu: set[Path] = set()
-    for d in sorted(cm.glob(f"{lab.stem}_kernels_student*.dir")):
+    for d in sorted(cm.glob(f"{lab.kernels_library()}*.dir")):
         found = sorted(d.rglob("*.o"))
         objs += found
         if d.name.endswith("_cpu.dir"):
@@ -67,7 +67,7 @@ def include_roots(lab: Lab, depfile: Path) -> list[Path]:
     build = next((p for p in depfile.parents if p.name == "CMakeFiles"), None)
     if build is not None:
         roots += [build.parent / "kit" / "include" / lab.name, build.parent / "common" / "cpu"]
-        roots += [p for p in build.parent.glob(f"cml_cpu/{lab.stem}_kernels_student*")]
+        roots += [p for p in build.parent.glob(f"cml_cpu/{lab.kernels_library()}*")]
     return roots
 
 

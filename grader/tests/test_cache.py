@@ -402,7 +402,6 @@ class SlotTests(unittest.TestCase):
         is expected of it, and its objects are copied into the submission's
         tree, where the object checks read them. A binary target that made
         nothing is still a grader error."""
-        from cmlgrade import kitslots
         pool = self.pool()
         lab = labs(["04_reduction"])["04_reduction"]
         lib = lab.kernels_library()
@@ -426,7 +425,13 @@ class SlotTests(unittest.TestCase):
         self.assertEqual(tb.targets["reduction_run_cpu"].errors, ["grader error: the build made no reduction_run_cpu"])
         self.assertTrue((tree / "build" / f"CMakeFiles/{lib}.dir/labs/04_reduction/reduction.cu.o").is_file())
         self.assertTrue((tree / "build" / "test_reduction_cpu").is_file())
-        self.assertIs(kitslots.SlotPool.build_lab.__defaults__[-1], (), "no target is objects-only unless named")
+        # not named objects-only, the same target that made no binary is the grader error it always was
+        pool.release(slot)
+        self.assertIs(pool.acquire(Exe()), slot)
+        tb = pool.build_lab(Exe(), slot, "04_reduction", {"reduction.cu": b"x"}, ["test_reduction_cpu", lib],
+                            tmpdir(self) / "students" / "bob", 60)
+        self.assertFalse(tb.targets[lib].ok)
+        self.assertEqual(tb.targets[lib].errors, [f"grader error: the build made no {lib}"])
 
     def test_the_pristine_kit_is_built_one_slot_at_a_time_with_every_job(self):
         """Workers build slots one after the other (with all the grader's
