@@ -38,6 +38,24 @@ static int distinct_words(const uint32_t *addr, int first, int lanes, int words,
     return n;
 }
 
+/* Whether a phase is conflict-free: no bank holds two different words of
+ * it (one wavefront). The common case, decided without sorting. */
+static int one_wavefront(const uint32_t *addr, int first, int lanes, int words)
+{
+    uint32_t used = 0, word_of[BANKS];
+    for (int lane = first; lane < first + lanes; ++lane)
+        for (int k = 0; k < words; ++k) {
+            uint32_t w = addr[lane] / WORD + (uint32_t)k, b = w % BANKS;
+            if (!(used >> b & 1u)) {
+                used |= 1u << b;
+                word_of[b] = w;
+            } else if (word_of[b] != w) {
+                return 0;
+            }
+        }
+    return 1;
+}
+
 int cml_cpu_conflict_degree(const uint32_t byte_address[32], int access_bytes)
 {
     if (byte_address == NULL || (access_bytes != 4 && access_bytes != 8 && access_bytes != 16))
@@ -47,6 +65,10 @@ int cml_cpu_conflict_degree(const uint32_t byte_address[32], int access_bytes)
             return -1;
     int words = access_bytes / WORD, lanes = WARP / words, total = 0;
     for (int first = 0; first < WARP; first += lanes) {
+        if (one_wavefront(byte_address, first, lanes, words)) {
+            total += 1;
+            continue;
+        }
         uint32_t w[WARP * 4];
         int n = distinct_words(byte_address, first, lanes, words, w), per_bank[BANKS] = {0}, worst = 1;
         for (int i = 0; i < n; ++i) {

@@ -111,6 +111,12 @@ typedef struct cml_cpu_warp_log {
     size_t cap_used;
     cml_cpu_access *ev;
     size_t cap_ev;
+    cml_cpu_access *tmp;   /* the flush's sort (sort_by_warp_pc_lane) */
+    size_t cap_tmp;
+    struct cml_cpu_kind *kinds;
+    size_t cap_kinds;
+    size_t *counts;
+    size_t cap_counts;
 } cml_cpu_warp_log;
 
 void cml_cpu_warp_log_add(cml_cpu_warp_log *log, unsigned linear, uintptr_t addr, int size, int store, void *pc);

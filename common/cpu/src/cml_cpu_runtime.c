@@ -1343,6 +1343,8 @@ static void release_barrier(worker *w)
 static void try_release_warp(worker *w, unsigned warp, unsigned mask)
 {
     unsigned waiting = w->warp_waiting[warp], gone = w->warp_gone[warp];
+    if (mask & ~(waiting | gone))
+        return; /* a lane of the mask itself is still running: the closure below only grows */
     fiber *lanes = &w->fibers[warp * 32];
     unsigned set = mask, grown;
     do {
