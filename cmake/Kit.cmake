@@ -94,7 +94,8 @@ endfunction()
 # One build of a lab's student files (from labs/, solutions/ or a mistake's
 # folder): object library, runner, GPU test binary, and the model's host test
 # binary when the lab has a host-side model; with KIT_CPU the same files
-# again on the CPU path (targets ending in _cpu). Sets <variant>'s target
+# again on the CPU path (targets ending in _cpu); a mistake's CUDA build
+# only with KIT_GPU_MISTAKES (CMakeLists.txt). Sets <variant>'s target
 # names in the caller: runner_/tests_/model_tests_ and, on the CPU path,
 # runner_cpu_/tests_cpu_<variant>.
 function(_kit_lab_variant lab stem variant src_dir)
@@ -108,7 +109,7 @@ function(_kit_lab_variant lab stem variant src_dir)
     set(suffix "_${variant}")
   endif()
 
-  if(KIT_HAVE_CUDA)
+  if(KIT_HAVE_CUDA AND NOT (variant MATCHES "^mistake_" AND NOT KIT_GPU_MISTAKES))
     set(kern "${stem}_kernels_${variant}")
     add_library(${kern} OBJECT ${sources})
     target_link_libraries(${kern} PRIVATE cml kit::cuda_flags)
@@ -609,7 +610,7 @@ set(ACCESS_NCU [==[${KIT_NCU}]==])
       set(model_bins "$<TARGET_FILE:${model_tests_mistake_${name}}>")
     endif()
     # Every test binary of the variant: the model's (host) and the GPU tests.
-    if(KIT_HAVE_CUDA)
+    if(KIT_HAVE_CUDA AND KIT_GPU_MISTAKES)
       set(test_binaries ${model_bins} "$<TARGET_FILE:${tests_mistake_${name}}>")
       string(REPLACE ";" "|" test_binaries "${test_binaries}")
       _kit_script_test(${lab}.mistake.${name} check_mistake.cmake "gpu;mistake"
