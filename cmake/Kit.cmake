@@ -94,11 +94,11 @@ endfunction()
 # One build of a lab's student files (from labs/, solutions/ or a mistake's
 # folder): object library, runner, GPU test binary, and the model's host test
 # binary when the lab has a host-side model; with KIT_CPU the same files
-# again on the CPU path (targets ending in _cpu); a mistake's CUDA build
-# only with KIT_GPU_MISTAKES (CMakeLists.txt). Sets <variant>'s target
-# names in the caller: runner_/tests_/model_tests_ and, on the CPU path,
-# runner_cpu_/tests_cpu_<variant>.
+# again on the CPU path (targets ending in _cpu); with CPU_ONLY, no CUDA
+# build. Sets <variant>'s target names in the caller: runner_/tests_/
+# model_tests_ and, on the CPU path, runner_cpu_/tests_cpu_<variant>.
 function(_kit_lab_variant lab stem variant src_dir)
+  cmake_parse_arguments(PARSE_ARGV 4 arg "CPU_ONLY" "" "")
   set(lab_dir "${PROJECT_SOURCE_DIR}/labs/${lab}")
   set(drv_dir "${PROJECT_SOURCE_DIR}/common/labs/${lab}")
   set(gen_dir "${PROJECT_BINARY_DIR}/kit/include/${lab}")
@@ -109,7 +109,7 @@ function(_kit_lab_variant lab stem variant src_dir)
     set(suffix "_${variant}")
   endif()
 
-  if(KIT_HAVE_CUDA AND NOT (variant MATCHES "^mistake_" AND NOT KIT_GPU_MISTAKES))
+  if(KIT_HAVE_CUDA AND NOT arg_CPU_ONLY)
     set(kern "${stem}_kernels_${variant}")
     add_library(${kern} OBJECT ${sources})
     target_link_libraries(${kern} PRIVATE cml kit::cuda_flags)
@@ -604,7 +604,11 @@ set(ACCESS_NCU [==[${KIT_NCU}]==])
       COMMENT "Building mistake ${lab}/${name} from the reference solution")
     set(KIT_SOURCES_TARGET "mistake_sources_${stem}_${name}")
     add_custom_target(${KIT_SOURCES_TARGET} DEPENDS ${out_files} "${out_dir}/mistake.cmake")
-    _kit_lab_variant(${lab} ${stem} mistake_${name} "${out_dir}")
+    if(KIT_GPU_MISTAKES)
+      _kit_lab_variant(${lab} ${stem} mistake_${name} "${out_dir}")
+    else()   # no GPU listed (CMakeLists.txt): the CPU path's build alone
+      _kit_lab_variant(${lab} ${stem} mistake_${name} "${out_dir}" CPU_ONLY)
+    endif()
     set(model_bins "")
     if(KIT_LAB_MODEL)
       set(model_bins "$<TARGET_FILE:${model_tests_mistake_${name}}>")
