@@ -220,6 +220,14 @@ transpose_kernel_tile(const float *__restrict__ in, float *__restrict__ out, int
 //    0.889 (8192 rows make no whole number of 96-row tiles); 128 rows 0.947
 //    / 0.888, for 46 registers a thread instead of 30; 128 rows held to 6
 //    blocks an SM (40 registers) 0.869 / 0.734. Still short of 0.90.
+//  - A fifth (2026-12-01, medians of three rounds of 50 runs; this kernel
+//    0.949 / 0.881 in it): 128 columns x 64 rows with blocks of 32 x 8, 32
+//    x 16 and 32 x 32 threads 0.943 / 0.893, 0.937 / 0.891, 0.941 /
+//    0.890; 64 x 64 with 32 x 16 threads 0.953 / 0.889; 128 x 32 0.893 /
+//    0.875; 64 columns x 128 rows 0.947 / 0.894. None reaches 0.90 at the
+//    odd size. In the same session step 1, a copy in the same tiles with
+//    4-byte accesses and no transpose, ran at 0.87 and 0.86: at 8191 x
+//    12289 this step is 1.03 x the lab's own copy.
 //
 // And the stores. A warp stores 32 floats, 4 whole 32-byte sectors when it
 // starts on a sector boundary. Row c of out starts at element c * rows, on
