@@ -106,16 +106,16 @@ enum { TXM = 64, TYM = 16, ROWSM = 4, YSTEP = TYM / ROWSM, ZM = 64 };
 // 32 tiles of 8 rows a thread at 2 blocks (64 registers) 0.88 / 0.82; the
 // z loop unrolled twice 0.87 / 0.78; this shape at 4 blocks an SM (32
 // registers, 28 bytes spilled) 0.74 / 0.65.
-// A fourth (2026-12-01, one round of 50 runs each; this kernel 0.89 /
-// 0.83 in it): the planes copied from global memory straight into a ring
-// of S plane tiles in shared memory by the asynchronous copy (cp.async, 4
-// bytes a thread), S - 2 planes in flight and one barrier a plane, the z
+// A fourth (2026-12-01, one round of 50 runs each; this kernel 0.89 / 0.83
+// in it): the planes copied from global memory straight into a ring of S
+// plane tiles in shared memory by the asynchronous copy (cp.async, 4 bytes
+// a thread), S - 2 planes in flight and one barrier a plane, the z
 // neighbour below in a register: 0.75 to 0.80 / 0.67 to 0.71 for S = 4, 5
-// and 8, marches of 8 to 32 planes, 3 or 4 blocks an SM. And this kernel
-// at other sizes, to part the odd size's two costs: 512 x 511 x 509
-// 0.894 (as at 512^3); 520 x 511 x 509 (every row on a sector, a fifth
-// column of tiles 8 wide) 0.867; 513 x 512 x 512 0.825; 640 x 511 x 509
-// (five whole tiles) 0.909. The last tile's idle columns cost about
+// and 8 (8 at 512^3 only), marches of 8 to 32 planes, 3 or 4 blocks an SM.
+// And this kernel at other sizes, to part the odd size's two costs: 512 x
+// 511 x 509 0.894 (as at 512^3); 520 x 511 x 509 (every row on a sector, a
+// fifth column of tiles 8 wide) 0.867; 513 x 512 x 512 0.825; 640 x 511 x
+// 509 (five whole tiles) 0.909. The last tile's idle columns cost about
 // 0.03, rows that start off a sector about 0.04.
 enum { TX6 = 128, TY6 = 16, ROWS6 = 4, YSTEP6 = TY6 / ROWS6, Z6 = 8, MINB6 = 3, UNROLL6 = 4 };
 // The halo ring of a plane tile: a row above, a row below, a column each
