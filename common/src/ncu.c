@@ -11,6 +11,12 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#ifndef CML_CPU_BACKEND
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#endif
 
 /* Splits one CSV line ("a","b,c","d") into at most max fields, in place.
  * Returns the number of fields. */
@@ -185,6 +191,23 @@ static int first_line_with(const char *text, const char *needle, char *dst, size
     memcpy(dst, start, len);
     dst[len] = '\0';
     return 1;
+}
+
+/* ncu's first error lines, without their "==ERROR== " and joined by a
+ * space, into dst ("An error was reported by the counter measurement
+ * library: LaunchFailed"); "" when it printed none. */
+static void errors_said(const char *text, char *dst, size_t cap)
+{
+    size_t n = 0;
+    dst[0] = '\0';
+    const char *e = strstr(text, "==ERROR== ");
+    for (int k = 0; e != NULL && k < 3 && n + 1 < cap; ++k) {
+        e += 10;
+        int len = (int)strcspn(e, "\n");
+        n += (size_t)snprintf(dst + n, cap - n, "%s%.*s", k ? " " : "", len, e);
+        e += len;
+        e = strncmp(e, "\n==ERROR== ", 11) == 0 ? e + 1 : NULL;  /* the next line, when it is one too */
+    }
 }
 #endif
 
@@ -452,6 +475,72 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     return out->available;
 }
 #else
+/* ------------------------------------------------------------ one Nsight Compute run a GPU
+ * Two ncu runs on one GPU at once fail, though ncu locks files of its own
+ * per kernel ($TMPDIR/nvidia/nsight_compute): on an H200 under ctest -j 8,
+ * lab 06's --sectors run beside lab 05's had 6 of its launches profiled,
+ * then "An error was reported by the counter measurement library:
+ * LaunchFailed" (2026-12-01). So the kit's ncu runs take turns a GPU, a
+ * whole run each, through flock(2) files in $TMPDIR (else /tmp), open to
+ * every user, as the GPU slots' (common/test/criterion_main.c): the
+ * host's `cml-ncu.lock` shared, then the GPU's `cml-ncu-GPU-<uuid>.lock`
+ * exclusive; where the GPU is not known, `cml-ncu.lock` exclusive (no
+ * other kit profile on the host). The grader takes the same files
+ * (grader/cmlgrade/gpuhold.py, kit_ncu_files) before Nsight Compute's. */
+static int ncu_lock(const char *path, int op)
+{
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) == 0 && st.st_uid == getuid())
+        (void)fchmod(fd, 0666);
+    if (flock(fd, op | LOCK_NB) != 0) {
+        if (errno != EWOULDBLOCK) {
+            close(fd);
+            return -1;
+        }
+        fprintf(stderr, "[ncu] another Nsight Compute run of the kit holds %s: waiting for it\n", path);
+        while (flock(fd, op) != 0)
+            if (errno != EINTR) {
+                close(fd);
+                return -1;
+            }
+    }
+    return fd;
+}
+
+/* Takes this process's GPU's turn (above) into fd[0..1] (-1: none);
+ * 0 with the reason when a file cannot be locked. */
+static int ncu_turn(int fd[2], char *why, size_t cap)
+{
+    const char *tmp = getenv("TMPDIR");
+    const char *dir = tmp && *tmp ? tmp : "/tmp";
+    char host[512], gpu[600] = "";
+    snprintf(host, sizeof host, "%s/cml-ncu.lock", dir);
+    int dev = 0;
+    struct cudaDeviceProp p;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess) {
+        const unsigned char *u = (const unsigned char *)p.uuid.bytes;
+        snprintf(gpu, sizeof gpu,
+                 "%s/cml-ncu-GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x.lock", dir,
+                 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+    } else {
+        (void)cudaGetLastError();
+    }
+    fd[0] = ncu_lock(host, gpu[0] ? LOCK_SH : LOCK_EX);
+    fd[1] = fd[0] >= 0 && gpu[0] ? ncu_lock(gpu, LOCK_EX) : -1;
+    if (fd[0] < 0 || (gpu[0] && fd[1] < 0)) {
+        snprintf(why, cap, "cannot lock %.160s (%s): the kit's Nsight Compute runs take turns through it",
+                 fd[0] < 0 ? host : gpu, strerror(errno));
+        if (fd[0] >= 0)
+            close(fd[0]);
+        fd[0] = fd[1] = -1;
+        return 0;
+    }
+    return 1;
+}
+
 int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
                     const char *filter, cml_ncu_counts *out)
 {
@@ -482,20 +571,37 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     }
     strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
 
-    int status = 0;
+    int status = 0, turn[2];
+    if (!ncu_turn(turn, out->reason, sizeof out->reason))
+        return 0;
     char *text = run_and_read(cmd, &status, out, ncu);
+    for (int k = 1; k >= 0; --k)
+        if (turn[k] >= 0)
+            close(turn[k]);
     if (text == NULL)
         return 0;
 
+    /* A run that reported an error or failed measured nothing, whatever
+     * rows it printed before: its launches are not all there. */
+    int failed = strstr(text, "==ERROR==") != NULL || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
     int found = cml_ncu_parse_csv(text, metrics, nmetrics, out);
-    if (found > 0) {
+    if (found > 0 && !failed) {
         out->available = 1;
+    } else if (found > 0) {
+        out->nkernels = 0;
+        char said[160];
+        errors_said(text, said, sizeof said);
+        snprintf(out->reason, sizeof out->reason, "ncu failed after profiling %d launch%s (%s; exit status %d)",
+                 found, found == 1 ? "" : "es", said[0] ? said : "it printed no error",
+                 WIFEXITED(status) ? WEXITSTATUS(status) : -1);
     } else if (first_line_with(text, "ERR_NVGPUCTRPERM", out->reason, sizeof out->reason)) {
         /* The usual refusal: counters are reserved for admin users. */
     } else if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
         snprintf(out->reason, sizeof out->reason, "Nsight Compute (%s) was not found; set CML_NCU to its path", ncu);
-    } else if (!first_line_with(text, "==ERROR==", out->reason, sizeof out->reason)) {
-        snprintf(out->reason, sizeof out->reason, "ncu profiled no kernel (exit status %d)", status);
+    } else {
+        errors_said(text, out->reason, sizeof out->reason);
+        if (out->reason[0] == '\0')
+            snprintf(out->reason, sizeof out->reason, "ncu profiled no kernel (exit status %d)", status);
     }
     free(text);
     return out->available;

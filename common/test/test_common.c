@@ -12,6 +12,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cml/cml_args.h"
@@ -505,6 +506,112 @@ Test(ncu, says_why_when_ncu_is_missing)
     cr_expect_eq(cml_ncu_collect("/bin/true", args, metrics, 1, NULL, &c), 0);
     cr_expect_eq(c.available, 0);
     cr_expect(strstr(c.reason, "was not found") != NULL, "reason: %s", c.reason);
+    unsetenv("CML_NCU");
+}
+
+/* ncu that reported an error after some launches (seen on an H200: two
+ * ncu runs on one GPU at once) measured nothing: a launch that is missing
+ * from its rows must not read as one that never ran. */
+Test(ncu, a_run_that_failed_part_way_measured_nothing_and_says_why)
+{
+    char script[64], args_file[] = "/tmp/cml-fake-ncu-args-XXXXXX";
+    int fd = mkstemp(args_file);
+    cr_assert(fd >= 0);
+    close(fd);
+    const char *metrics[] = {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS, CML_NCU_GLOBAL_ST_REQUESTS,
+                             CML_NCU_GLOBAL_ST_SECTORS};
+    static char csv[4096];
+    snprintf(csv, sizeof csv, "%s==ERROR== An error was reported by the counter measurement library:\n"
+                              "==ERROR== LaunchFailed\n==PROF== Trying to shutdown target application\n",
+             strstr(ncu_sectors_text, "\"ID\""));
+    fake_ncu(script, sizeof script, args_file, csv);
+    const char *args[] = {"--check-only", NULL};
+    cml_ncu_counts c;
+    cr_expect_eq(cml_ncu_collect("/bin/true", args, metrics, 4, NULL, &c), 0);
+    cr_expect_eq(c.available, 0);
+    cr_expect_eq(c.nkernels, 0, "no launch is given from a failed run: %d", c.nkernels);
+    cr_expect(strstr(c.reason, "ncu failed after profiling 1 launch (An error was reported by the counter "
+                               "measurement library: LaunchFailed; exit status 0)") != NULL,
+              "reason: %s", c.reason);
+    /* the rows alone, from a run that exited non-zero without a word */
+    unlink(script);
+    fake_ncu(script, sizeof script, args_file, strstr(ncu_sectors_text, "\"ID\""));
+    FILE *f = fopen(script, "a");
+    cr_assert_not_null(f);
+    fprintf(f, "exit 9\n");
+    fclose(f);
+    cr_expect_eq(cml_ncu_collect("/bin/true", args, metrics, 4, NULL, &c), 0);
+    cr_expect(strstr(c.reason, "ncu failed after profiling 1 launch (it printed no error; exit status 9)") != NULL,
+              "reason: %s", c.reason);
+    unlink(args_file);
+    unlink(script);
+    unsetenv("CML_NCU");
+}
+
+/* The kit's ncu runs take turns a GPU through $TMPDIR/cml-ncu.lock (shared
+ * with a GPU's own file beside it, exclusive where the GPU is not known):
+ * while another process holds it exclusively, a run waits. The holder
+ * makes a file, then lets go; the stand-in ncu fails where that file is
+ * not there yet (a run that did not wait). */
+Test(ncu, runs_take_turns_through_the_kits_lock_file)
+{
+    char dir[] = "/tmp/cml-ncu-lock-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char lock[128], done[128], script[64], args_file[] = "/tmp/cml-fake-ncu-args-XXXXXX";
+    snprintf(lock, sizeof lock, "%s/cml-ncu.lock", dir);
+    snprintf(done, sizeof done, "%s/let-go", dir);
+    int afd = mkstemp(args_file);
+    cr_assert(afd >= 0);
+    close(afd);
+    static char csv[4096];
+    snprintf(csv, sizeof csv, "%s", strstr(ncu_sectors_text, "\"ID\""));
+    fake_ncu(script, sizeof script, args_file, csv);
+    FILE *f = fopen(script, "r+");  /* the check goes first: after the shebang */
+    cr_assert_not_null(f);
+    static char body[8192];
+    size_t n = fread(body, 1, sizeof body - 1, f);
+    body[n] = '\0';
+    char *rest = strchr(body, '\n') + 1;
+    rewind(f);
+    fprintf(f, "#!/bin/sh\n[ -e '%s' ] || { echo '==ERROR== ran while the lock was held'; exit 3; }\n%s", done, rest);
+    fclose(f);
+    int ready[2];
+    cr_assert_eq(pipe(ready), 0);
+    pid_t holder = fork();
+    cr_assert(holder >= 0);
+    if (holder == 0) {
+        int fd = open(lock, O_RDWR | O_CREAT, 0666);
+        if (fd < 0 || flock(fd, LOCK_EX) != 0)
+            _exit(1);
+        (void)!write(ready[1], "x", 1);
+        nanosleep(&(struct timespec){0, 500000000L}, NULL);
+        int m = open(done, O_WRONLY | O_CREAT, 0666);
+        _exit(m < 0);  /* the lock goes with the process */
+    }
+    close(ready[1]);
+    char x;
+    cr_assert_eq(read(ready[0], &x, 1), 1, "the holder took the lock");
+    close(ready[0]);
+    cr_assert_eq(setenv("TMPDIR", dir, 1), 0);
+    const char *metrics[] = {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS, CML_NCU_GLOBAL_ST_REQUESTS,
+                             CML_NCU_GLOBAL_ST_SECTORS};
+    const char *args[] = {"--check-only", NULL};
+    cml_ncu_counts c;
+    int got = cml_ncu_collect("/bin/true", args, metrics, 4, NULL, &c);
+    unsetenv("TMPDIR");
+    int ws = 0;
+    waitpid(holder, &ws, 0);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the holder ran");
+    cr_expect_eq(got, 1, "the run waited for the lock, then measured: %s", c.reason);
+    cr_expect_eq(c.nkernels, 1);
+    unlink(done);
+    unlink(lock);
+    char gpu_lock[160];  /* where a GPU was there, its own file too */
+    snprintf(gpu_lock, sizeof gpu_lock, "rm -f '%s'/cml-ncu-GPU-*.lock", dir);
+    (void)!system(gpu_lock);
+    rmdir(dir);
+    unlink(args_file);
+    unlink(script);
     unsetenv("CML_NCU");
 }
 #else

@@ -34,9 +34,18 @@ def lock_dir() -> Path:
     return Path(os.environ.get("TMPDIR") or "/tmp")
 
 
+def kit_gpu_name(uuid: str) -> str:
+    """A GPU as the kit's C code names it in lock files: the CUDA UUID with
+    "GPU-" upper case and the hex lower (common/test/gpu_lease.c); gpu_uuid
+    gives all of it lower case. Before this, the grader's slot files were
+    cml-gpu-gpu-<hex>-slot<k>.lock and the test binaries' cml-gpu-GPU-...:
+    held alone, a step was timed beside the kit's test binaries all the same."""
+    return "GPU-" + uuid[4:] if uuid.lower().startswith("gpu-") else uuid
+
+
 def lock_path(uuid: str, slot: int) -> Path:
     """criterion_main.c's lock file of a GPU's slot."""
-    return lock_dir() / f"cml-gpu-{uuid}-slot{slot}.lock"
+    return lock_dir() / f"cml-gpu-{kit_gpu_name(uuid)}-slot{slot}.lock"
 
 
 def slots() -> int:
@@ -228,6 +237,22 @@ _NSIGHT_TURN: dict[str, threading.Lock] = {}   # per GPU UUID ("" where it is no
 _SHARED: dict[Path, list[int]] = {}            # `lock` held shared: [descriptor, holders]
 
 
+def kit_ncu_files(uuid: str | None) -> list[tuple[Path, bool]]:
+    """The files the kit's own Nsight Compute runs take turns through, a
+    whole run each (common/src/ncu.c, ncu_turn: two ncu on one GPU at once
+    failed, though ncu locks its own files per kernel), each with True where
+    the lock is exclusive: `cml-ncu.lock` shared and the GPU's
+    `cml-ncu-GPU-<hex>.lock`, or `cml-ncu.lock` alone where the GPU is not
+    known. flock(2) locks of $TMPDIR (else /tmp). The grader takes them
+    around every ncu run of its own, sandboxed or not, before Nsight
+    Compute's files: in that order on both sides, no two wait on each other."""
+    d = lock_dir()
+    gpu = _nsight_gpu(uuid)
+    if gpu:
+        return [(d / "cml-ncu.lock", False), (d / f"cml-ncu-{kit_gpu_name('gpu-' + gpu)}.lock", True)]
+    return [(d / "cml-ncu.lock", True)]
+
+
 def nsight_lock_dirs() -> list[Path]:
     """Where an ncu outside the sandbox locks: /tmp's folder, and
     $TMPDIR's where that is set elsewhere."""
@@ -279,10 +304,23 @@ def _posix_try(exclusive: bool):
     return take
 
 
-def _queued(path: Path, deadline, busy: str) -> tuple[int | None, str]:
-    """An exclusive lock on `path` waited for in the kernel's queue, beside
-    ncu processes waiting there too: an open file description lock
-    (F_OFD_SETLKW; it conflicts with ncu's POSIX locks, and belongs to its
+def _ofd_lock(fd: int, wait: bool) -> None:
+    """An exclusive open file description lock on the whole file (see _queued)."""
+    want = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)   # struct flock: the whole file, l_pid 0
+    fcntl.fcntl(fd, fcntl.F_OFD_SETLKW if wait else fcntl.F_OFD_SETLK, want)
+
+
+def _flock(op: int):
+    """A lock function for _queued: flock(2) with op (LOCK_EX or LOCK_SH)."""
+    def take(fd: int, wait: bool) -> None:
+        fcntl.flock(fd, op if wait else op | fcntl.LOCK_NB)
+    return take
+
+
+def _queued(path: Path, deadline, busy: str, lock=_ofd_lock) -> tuple[int | None, str]:
+    """A lock on `path` waited for in the kernel's queue, beside
+    ncu processes waiting there too: by default an exclusive open file
+    description lock (F_OFD_SETLKW; it conflicts with ncu's POSIX locks, and belongs to its
     descriptor, not the process, so the grader's threads never share it).
     A poll every 50 ms, as before, found the file free only by chance: where
     ncu processes outside queue for it, each release goes to one already
@@ -291,7 +329,8 @@ def _queued(path: Path, deadline, busy: str) -> tuple[int | None, str]:
     reference's lab 03 spent 11 minutes in the checks that profile it;
     test_gpuhold lists the request as queued in /proc/locks). The wait runs
     in a thread of its own, so the deadline holds; past it the thread lets
-    the lock go as soon as it gets it. Returns the
+    the lock go as soon as it gets it. `lock` may be another kind (_flock:
+    the kit's own files, kit_ncu_files). Returns the
     descriptor, which holds the lock until closed, and ""; or None and why
     (`busy` when the deadline ran out)."""
     try:
@@ -299,9 +338,8 @@ def _queued(path: Path, deadline, busy: str) -> tuple[int | None, str]:
     except OSError as e:
         return None, f"cannot open {path} ({e.strerror})"
     _open_to_all(fd)
-    want = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)   # struct flock: the whole file, l_pid 0
     try:
-        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, want)   # free now: no thread
+        lock(fd, False)   # free now: no thread
         return fd, ""
     except OSError as e:
         if e.errno not in _TAKEN + (errno.EACCES,):
@@ -312,7 +350,7 @@ def _queued(path: Path, deadline, busy: str) -> tuple[int | None, str]:
 
     def wait() -> None:
         try:
-            fcntl.fcntl(fd, fcntl.F_OFD_SETLKW, want)   # EINTR is retried by Python itself
+            lock(fd, True)   # EINTR is retried by Python itself
         except OSError as e:
             with guard:
                 state["error"] = e
@@ -389,7 +427,8 @@ def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: f
     """Holds Nsight Compute's host-wide locks for a sandboxed ncu run on the
     GPU with this UUID (above), and the grader's turn of that GPU for any
     ncu run (an unsandboxed one takes the files itself): one profile at a
-    time a GPU among the grader's threads (profrun.py relies on it). Yields
+    time a GPU among the grader's threads (profrun.py relies on it), and
+    among the kit's own runs (kit_ncu_files, taken first). Yields
     "" once held, else why not (NSIGHT_BUSY: the deadline ran out while
     another profiler held the GPU, turn and files unheld; a lock file this
     user cannot open or lock, the turn held): the block then runs unheld."""
@@ -400,10 +439,17 @@ def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: f
         add_waited(time.monotonic() - t0)
         yield NSIGHT_BUSY
         return
+    kit: list[int] = []
     try:
-        if not sandboxed:
+        why = ""
+        for path, exclusive in kit_ncu_files(uuid):   # the kit's turn first, sandboxed or not
+            fd, why = _queued(path, deadline, NSIGHT_BUSY, _flock(fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH))
+            if fd is None:
+                break
+            kit.append(fd)
+        if why or not sandboxed:
             add_waited(time.monotonic() - t0)
-            yield ""
+            yield why
             return
         taken, why = _take_nsight(nsight_lock_files(uuid), deadline, poll, NSIGHT_BUSY)
         add_waited(time.monotonic() - t0)   # waiting for the other profilers: the bench counts it apart
@@ -412,6 +458,8 @@ def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: f
         finally:
             _let_go_nsight(taken)
     finally:
+        for fd in reversed(kit):
+            os.close(fd)
         turn.release()
 
 

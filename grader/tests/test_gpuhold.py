@@ -83,7 +83,8 @@ class HeldAlone(unittest.TestCase):
         self.addCleanup(env.stop)
 
     def slot(self, k):
-        return str(Path(self.dir) / f"cml-gpu-{UUID}-slot{k}.lock")
+        """The file a kit test binary locks: the UUID as gpu_lease.c writes it."""
+        return str(Path(self.dir) / f"cml-gpu-GPU-{UUID[4:]}-slot{k}.lock")
 
     def free_slots(self):
         r = subprocess.run([sys.executable, "-c", PROBE] + [self.slot(k) for k in range(3)],
@@ -119,6 +120,8 @@ class HeldAlone(unittest.TestCase):
         c = (helpers.KIT / "common" / "test" / "criterion_main.c").read_text()
         self.assertEqual(int(re.search(r"#define DEFAULT_SLOTS (\d+)", c).group(1)), gpuhold.DEFAULT_SLOTS)
         self.assertIn('"%s/cml-gpu-%s-slot%d.lock"', c)
+        lease = (helpers.KIT / "common" / "test" / "gpu_lease.c").read_text()
+        self.assertIn('"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x"', lease)
         self.assertIn('getenv("CML_GPU_SLOTS")', c)
         self.assertEqual(gpuhold.lock_path(UUID, 1), Path(self.slot(1)))   # the path the C side's format gives
         with mock.patch.dict(os.environ, {"CML_GPU_SLOTS": "x"}):
@@ -417,6 +420,8 @@ while True:
     fcntl.lockf(fd, fcntl.LOCK_UN)
     time.sleep(0.02)
 """
+# the same with flock(2): the kit's own ncu turn (kit_ncu_files)
+FLOCK_PROBE = NCU_PROBE.replace("fcntl.lockf", "fcntl.flock")
 GPU_ID = UUID[4:]                               # as Nsight Compute names its file: no "gpu-"
 OTHER = "gpu-99999999-8888-7777-6666-555544443333"
 
@@ -452,6 +457,10 @@ class NsightLock(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="cml-nsight-")
         self.addCleanup(shutil.rmtree, self.dir, True)
+        env = mock.patch.dict(os.environ, {"TMPDIR": self.dir})   # the kit's own files (kit_ncu_files)
+        env.start()
+        self.addCleanup(env.stop)
+        self.kit_host, self.kit_gpu = Path(self.dir) / "cml-ncu.lock", Path(self.dir) / f"cml-ncu-GPU-{GPU_ID}.lock"
         self.folder = Path(self.dir) / "nvidia" / "nsight_compute"
         self.host, self.gpu = self.folder / "lock", self.folder / f"lock.{GPU_ID}"
         self.other = self.folder / f"lock.{OTHER[4:]}"
@@ -480,6 +489,38 @@ class NsightLock(unittest.TestCase):
         with gpuhold.nsight_held(False, UUID) as why:
             self.assertEqual(why, "")
             self.assertEqual(self.probe(), "ex ex")
+
+    def kit_probe(self, *files):
+        return subprocess.run([sys.executable, "-c", FLOCK_PROBE, *map(str, files or (self.kit_host, self.kit_gpu))],
+                              capture_output=True, text=True, check=True).stdout.strip()
+
+    def test_every_run_takes_the_kits_ncu_turn_first(self):
+        """The kit's own ncu runs (common/src/ncu.c: a runner's --sectors,
+        --counters) take turns a GPU through flock files, a whole run each:
+        two ncu on one GPU at once failed ("LaunchFailed", an H200, ctest -j 8)
+        though ncu locks its own files per kernel. The grader's runs take
+        the same turn, sandboxed or not; where the GPU is not known, the host's."""
+        for sandboxed in (True, False):
+            with self.subTest(sandboxed=sandboxed), gpuhold.nsight_held(sandboxed, UUID) as why:
+                self.assertEqual(why, "")
+                self.assertEqual(self.kit_probe(), "sh -")
+            self.assertEqual(self.kit_probe(), "ex ex")
+        with gpuhold.nsight_held(False, None) as why:
+            self.assertEqual(why, "")
+            self.assertEqual(self.kit_probe(self.kit_host), "-")
+
+    def test_it_waits_for_a_kit_ncu_run_on_the_same_gpu(self):
+        waits_for_holder(self, start_holder(self, self.kit_gpu), lambda: gpuhold.nsight_held(False, UUID, Deadline(600)),
+                         "profiled while one of the kit's ncu runs profiled the same GPU")
+
+    def test_the_kits_ncu_files_are_ncu_cs_own(self):
+        """The names are common/src/ncu.c's (C there, Python here): a change on one side fails here."""
+        c = (helpers.KIT / "common" / "src" / "ncu.c").read_text()
+        self.assertIn('"%s/cml-ncu.lock"', c)
+        self.assertIn('"%s/cml-ncu-GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x.lock"', c)
+        self.assertEqual(gpuhold.kit_ncu_files(UUID), [(self.kit_host, False), (self.kit_gpu, True)])
+        self.assertEqual(gpuhold.kit_ncu_files(None), [(self.kit_host, True)])
+        self.assertEqual(gpuhold.kit_ncu_files("MIG-1234"), [(self.kit_host, True)])
 
     def test_it_waits_for_an_ncu_outside_on_the_same_gpu(self):
         waits_for_holder(self, self.ncu_elsewhere(self.gpu), lambda: gpuhold.nsight_held(True, UUID, Deadline(600)),
