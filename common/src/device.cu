@@ -1,4 +1,5 @@
 #include "cml/cml_device.h"
+#include "cml/cml_gpu_turn.h"
 
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -61,6 +62,11 @@ extern "C" int cml_device_probe(cml_device_info *info, char *reason, size_t len)
     cudaDeviceProp prop;
     if ((err = cudaGetDeviceProperties(&prop, 0)) != cudaSuccess)
         return fail(reason, len, "cudaGetDeviceProperties failed", err);
+#ifndef CML_CPU_BACKEND
+    char uuid[64];   /* this process shares the GPU from now on (cml_gpu_turn.h) */
+    cml_gpu_uuid_text((const unsigned char *)prop.uuid.bytes, uuid, sizeof uuid);
+    cml_gpu_share(uuid);
+#endif
 
     int *d = NULL, h = 0;
     if ((err = cudaMalloc(&d, sizeof(int))) != cudaSuccess)

@@ -2,6 +2,7 @@
  * CPU path (common/cpu), the runtime's emulated counts instead. */
 #define _POSIX_C_SOURCE 200809L
 #include "cml/cml_ncu.h"
+#include "cml/cml_gpu_turn.h"
 
 #include <cuda_runtime_api.h> /* CML_CPU_BACKEND on the CPU path */
 #include <math.h>
@@ -11,12 +12,6 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
-#ifndef CML_CPU_BACKEND
-#include <errno.h>
-#include <fcntl.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#endif
 
 /* Splits one CSV line ("a","b,c","d") into at most max fields, in place.
  * Returns the number of fields. */
@@ -475,70 +470,19 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     return out->available;
 }
 #else
-/* ------------------------------------------------------------ one Nsight Compute run a GPU
- * Two ncu runs on one GPU at once fail, though ncu locks files of its own
- * per kernel ($TMPDIR/nvidia/nsight_compute): on an H200 under ctest -j 8,
- * lab 06's --sectors run beside lab 05's had 6 of its launches profiled,
- * then "An error was reported by the counter measurement library:
- * LaunchFailed" (2026-12-01). So the kit's ncu runs take turns a GPU, a
- * whole run each, through flock(2) files in $TMPDIR (else /tmp), open to
- * every user, as the GPU slots' (common/test/criterion_main.c): the
- * host's `cml-ncu.lock` shared, then the GPU's `cml-ncu-GPU-<uuid>.lock`
- * exclusive; where the GPU is not known, `cml-ncu.lock` exclusive (no
- * other kit profile on the host). The grader takes the same files
- * (grader/cmlgrade/gpuhold.py, kit_ncu_files) before Nsight Compute's. */
-static int ncu_lock(const char *path, int op)
+/* The GPU this process's ncu run profiles: the one it shares (its probe's),
+ * else its current device's; "" where none is known. */
+static void profiled_gpu(char *uuid, size_t cap)
 {
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if (fstat(fd, &st) == 0 && st.st_uid == getuid())
-        (void)fchmod(fd, 0666);
-    if (flock(fd, op | LOCK_NB) != 0) {
-        if (errno != EWOULDBLOCK) {
-            close(fd);
-            return -1;
-        }
-        fprintf(stderr, "[ncu] another Nsight Compute run of the kit holds %s: waiting for it\n", path);
-        while (flock(fd, op) != 0)
-            if (errno != EINTR) {
-                close(fd);
-                return -1;
-            }
-    }
-    return fd;
-}
-
-/* Takes this process's GPU's turn (above) into fd[0..1] (-1: none);
- * 0 with the reason when a file cannot be locked. */
-static int ncu_turn(int fd[2], char *why, size_t cap)
-{
-    const char *tmp = getenv("TMPDIR");
-    const char *dir = tmp && *tmp ? tmp : "/tmp";
-    char host[512], gpu[600] = "";
-    snprintf(host, sizeof host, "%s/cml-ncu.lock", dir);
+    snprintf(uuid, cap, "%s", cml_gpu_shared());
+    if (uuid[0] != '\0')
+        return;
     int dev = 0;
     struct cudaDeviceProp p;
-    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess) {
-        const unsigned char *u = (const unsigned char *)p.uuid.bytes;
-        snprintf(gpu, sizeof gpu,
-                 "%s/cml-ncu-GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x.lock", dir,
-                 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-    } else {
-        (void)cudaGetLastError();
-    }
-    fd[0] = ncu_lock(host, gpu[0] ? LOCK_SH : LOCK_EX);
-    fd[1] = fd[0] >= 0 && gpu[0] ? ncu_lock(gpu, LOCK_EX) : -1;
-    if (fd[0] < 0 || (gpu[0] && fd[1] < 0)) {
-        snprintf(why, cap, "cannot lock %.160s (%s): the kit's Nsight Compute runs take turns through it",
-                 fd[0] < 0 ? host : gpu, strerror(errno));
-        if (fd[0] >= 0)
-            close(fd[0]);
-        fd[0] = fd[1] = -1;
-        return 0;
-    }
-    return 1;
+    if (cudaGetDevice(&dev) == cudaSuccess && cudaGetDeviceProperties(&p, dev) == cudaSuccess)
+        cml_gpu_uuid_text((const unsigned char *)p.uuid.bytes, uuid, cap);
+    else
+        (void)cudaGetLastError();   /* no GPU: ncu will say so */
 }
 
 int cml_ncu_collect(const char *exe, const char *const *args, const char *const *metrics, int nmetrics,
@@ -571,13 +515,26 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     }
     strncat(cmd, " 2>&1", sizeof cmd - strlen(cmd) - 1);
 
-    int status = 0, turn[2];
-    if (!ncu_turn(turn, out->reason, sizeof out->reason))
+    /* Two ncu runs on one GPU, or one beside other GPU work, failed
+     * ("LaunchFailed", cml_gpu_turn.h): the run has the GPU alone among
+     * the kit's processes, and the program it profiles takes nothing. */
+    int status = 0;
+    char gpu[64];
+    profiled_gpu(gpu, sizeof gpu);
+    cml_gpu_alone_hold alone = {-1, -1, 0};
+    if (gpu[0] != '\0' && !cml_gpu_alone(gpu, &alone, out->reason, sizeof out->reason))
         return 0;
+    const char *was = getenv("CML_GPU_HELD");
+    char *kept = was ? strdup(was) : NULL;
+    setenv("CML_GPU_HELD", "1", 1);
     char *text = run_and_read(cmd, &status, out, ncu);
-    for (int k = 1; k >= 0; --k)
-        if (turn[k] >= 0)
-            close(turn[k]);
+    if (kept) {
+        setenv("CML_GPU_HELD", kept, 1);
+        free(kept);
+    } else {
+        unsetenv("CML_GPU_HELD");
+    }
+    cml_gpu_alone_end(&alone);
     if (text == NULL)
         return 0;
 

@@ -470,6 +470,152 @@ Test(ncu, gives_scaled_units_in_bytes_and_nanoseconds)
                   c.value[0][m], want[m]);
 }
 
+#include "cml/cml_gpu_turn.h"
+
+/* A process that shares a GPU (cml_gpu_turn.h) as a runner or a lab test
+ * does once it has probed it: holds `.use` shared, makes a file, and ends
+ * (which lets go). Returns its pid once it holds the lock. */
+static pid_t gpu_sharer(const char *dir, const char *uuid, const char *done)
+{
+    int ready[2];
+    cr_assert_eq(pipe(ready), 0);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        char path[256];
+        snprintf(path, sizeof path, "%s/cml-gpu-%s.use", dir, uuid);
+        int fd = open(path, O_RDWR | O_CREAT, 0666);
+        if (fd < 0 || flock(fd, LOCK_SH) != 0)
+            _exit(1);
+        (void)!write(ready[1], "x", 1);
+        nanosleep(&(struct timespec){0, 500000000L}, NULL);
+        int m = open(done, O_WRONLY | O_CREAT, 0666);
+        _exit(m < 0);   /* the lock goes with the process, after the file is there */
+    }
+    close(ready[1]);
+    char x;
+    cr_assert_eq(read(ready[0], &x, 1), 1, "the other process took its share");
+    close(ready[0]);
+    return pid;
+}
+
+/* How another process finds a lock file now: "ex" where it could take it
+ * exclusively at once, "sh" shared, "-" neither. */
+static const char *lock_state(const char *path)
+{
+    int fd = open(path, O_RDWR | O_CREAT, 0666);
+    cr_assert(fd >= 0, "%s", path);
+    pid_t pid = fork();   /* another open file description: as another process would */
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        int own = open(path, O_RDWR);
+        _exit(flock(own, LOCK_EX | LOCK_NB) == 0 ? 0 : flock(own, LOCK_SH | LOCK_NB) == 0 ? 1 : 2);
+    }
+    int ws = 0;
+    waitpid(pid, &ws, 0);
+    close(fd);
+    return WEXITSTATUS(ws) == 0 ? "ex" : WEXITSTATUS(ws) == 1 ? "sh" : "-";
+}
+
+/* A folder of lock files for one test (its $TMPDIR), and the paths of a
+ * GPU's gate and use files there, and of a file a helper process makes. */
+typedef struct turn_dir {
+    char dir[32], gate[200], use[200], done[128];
+} turn_dir;
+
+static void turn_dir_make(turn_dir *t, const char *uuid)
+{
+    snprintf(t->dir, sizeof t->dir, "/tmp/cml-gpu-turn-XXXXXX");
+    cr_assert_not_null(mkdtemp(t->dir));
+    snprintf(t->gate, sizeof t->gate, "%s/cml-gpu-%s.gate", t->dir, uuid);
+    snprintf(t->use, sizeof t->use, "%s/cml-gpu-%s.use", t->dir, uuid);
+    snprintf(t->done, sizeof t->done, "%s/let-go", t->dir);
+}
+
+static void turn_dir_remove(turn_dir *t)
+{
+    unsetenv("TMPDIR");
+    unlink(t->done);
+    unlink(t->use);
+    unlink(t->gate);
+    rmdir(t->dir);
+}
+
+Test(gpu_turn, a_uuid_is_written_as_cuda_and_the_slots_write_it)
+{
+    const unsigned char b[16] = {0x0a, 0x1b, 0x2c, 0x3d, 0, 0, 0x11, 0x11, 0x22, 0x22, 0x33, 0x33, 0x44, 0x44, 0x55, 0xff};
+    char t[64];
+    cml_gpu_uuid_text(b, t, sizeof t);
+    cr_expect_str_eq(t, "GPU-0a1b2c3d-0000-1111-2222-3333444455ff");
+}
+
+/* A process that would share the GPU while another has it alone waits at
+ * the gate until that one lets go; with CML_GPU_HELD=1 (inside a process
+ * that holds it) it takes nothing. */
+Test(gpu_turn, sharing_waits_while_another_has_the_gpu_alone)
+{
+    const char *uuid = "GPU-00000000-0000-0000-0000-0000000000bb";
+    turn_dir t;
+    turn_dir_make(&t, uuid);
+    const char *gate = t.gate, *use = t.use, *done = t.done, *dir = t.dir;
+    int ready[2];
+    cr_assert_eq(pipe(ready), 0);
+    pid_t alone = fork();
+    cr_assert(alone >= 0);
+    if (alone == 0) {   /* wants it alone: the gate held, as while it waits for the `.use` file, for 0.5 s */
+        int g = open(gate, O_RDWR | O_CREAT, 0666);
+        if (g < 0 || flock(g, LOCK_EX) != 0)
+            _exit(1);
+        (void)!write(ready[1], "x", 1);
+        nanosleep(&(struct timespec){0, 500000000L}, NULL);
+        int m = open(done, O_WRONLY | O_CREAT, 0666);
+        _exit(m < 0);
+    }
+    close(ready[1]);
+    char x;
+    cr_assert_eq(read(ready[0], &x, 1), 1);
+    close(ready[0]);
+    cr_assert_eq(setenv("TMPDIR", dir, 1), 0);
+    cr_assert_eq(setenv("CML_GPU_HELD", "1", 1), 0);
+    cml_gpu_share(uuid);   /* inside one that holds it: at once, nothing taken */
+    cr_expect_str_eq(cml_gpu_shared(), "");
+    cr_expect(access(done, F_OK) != 0, "did not wait");
+    unsetenv("CML_GPU_HELD");
+    cml_gpu_share(uuid);
+    cr_expect(access(done, F_OK) == 0, "shared while another had the GPU alone");
+    cr_expect_str_eq(cml_gpu_shared(), uuid);
+    cr_expect_str_eq(lock_state(use), "sh");
+    cr_expect_str_eq(lock_state(gate), "ex", "the gate is taken only for the moment of sharing");
+    int ws = 0;
+    waitpid(alone, &ws, 0);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    turn_dir_remove(&t);
+}
+
+/* Alone: waits for a process that shares the GPU to end, keeps new ones
+ * out (the gate) while it holds it, and lets both files go after. */
+Test(gpu_turn, alone_waits_for_those_sharing_and_keeps_new_ones_out)
+{
+    const char *uuid = "GPU-00000000-0000-0000-0000-0000000000cc";
+    turn_dir t;
+    turn_dir_make(&t, uuid);
+    const char *gate = t.gate, *use = t.use, *done = t.done, *dir = t.dir;
+    cr_assert_eq(setenv("TMPDIR", dir, 1), 0);
+    pid_t other = gpu_sharer(dir, uuid, done);
+    cml_gpu_alone_hold h;
+    char why[400] = "";
+    cr_assert_eq(cml_gpu_alone(uuid, &h, why, sizeof why), 1, "%s", why);
+    cr_expect(access(done, F_OK) == 0, "had the GPU alone while another process shared it");
+    cr_expect_str_eq(lock_state(gate), "-", "new processes wait at the gate");
+    cr_expect_str_eq(lock_state(use), "-");
+    cml_gpu_alone_end(&h);
+    cr_expect_str_eq(lock_state(gate), "ex");
+    cr_expect_str_eq(lock_state(use), "ex");
+    int ws = 0;
+    waitpid(other, &ws, 0);
+    turn_dir_remove(&t);
+}
+
 #ifndef CML_CPU_BACKEND
 /* A stand-in for ncu (CML_NCU) that writes its arguments to `args` and
  * prints `csv`; its path in script (a temporary file). Given a metric to
@@ -548,68 +694,53 @@ Test(ncu, a_run_that_failed_part_way_measured_nothing_and_says_why)
     unsetenv("CML_NCU");
 }
 
-/* The kit's ncu runs take turns a GPU through $TMPDIR/cml-ncu.lock (shared
- * with a GPU's own file beside it, exclusive where the GPU is not known):
- * while another process holds it exclusively, a run waits. The holder
- * makes a file, then lets go; the stand-in ncu fails where that file is
- * not there yet (a run that did not wait). */
-Test(ncu, runs_take_turns_through_the_kits_lock_file)
+/* An ncu run has the GPU alone among the kit's processes (cml_gpu_turn.h):
+ * it waits for another process that shares the GPU to end (the stand-in
+ * ncu fails where that one's file is not there yet: a run that did not
+ * wait), tells the program it profiles that the GPU is held
+ * (CML_GPU_HELD=1), and this process shares the GPU again after. */
+Test(ncu, a_run_has_the_gpu_alone_among_the_kits_processes)
 {
-    char dir[] = "/tmp/cml-ncu-lock-XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char lock[128], done[128], script[64], args_file[] = "/tmp/cml-fake-ncu-args-XXXXXX";
-    snprintf(lock, sizeof lock, "%s/cml-ncu.lock", dir);
-    snprintf(done, sizeof done, "%s/let-go", dir);
+    const char *uuid = "GPU-00000000-0000-0000-0000-0000000000aa";
+    turn_dir t;
+    turn_dir_make(&t, uuid);
+    const char *gate = t.gate, *use = t.use, *done = t.done, *dir = t.dir;
+    char script[64], args_file[] = "/tmp/cml-fake-ncu-args-XXXXXX";
     int afd = mkstemp(args_file);
     cr_assert(afd >= 0);
     close(afd);
     static char csv[4096];
     snprintf(csv, sizeof csv, "%s", strstr(ncu_sectors_text, "\"ID\""));
     fake_ncu(script, sizeof script, args_file, csv);
-    FILE *f = fopen(script, "r+");  /* the check goes first: after the shebang */
+    FILE *f = fopen(script, "r+");  /* the checks go first: after the shebang */
     cr_assert_not_null(f);
     static char body[8192];
     size_t n = fread(body, 1, sizeof body - 1, f);
     body[n] = '\0';
-    char *rest = strchr(body, '\n') + 1;
     rewind(f);
-    fprintf(f, "#!/bin/sh\n[ -e '%s' ] || { echo '==ERROR== ran while the lock was held'; exit 3; }\n%s", done, rest);
+    fprintf(f, "#!/bin/sh\n[ -e '%s' ] || { echo '==ERROR== ran while another process shared the GPU'; exit 3; }\n"
+               "[ \"$CML_GPU_HELD\" = 1 ] || { echo '==ERROR== CML_GPU_HELD not set'; exit 4; }\n%s",
+            done, strchr(body, '\n') + 1);
     fclose(f);
-    int ready[2];
-    cr_assert_eq(pipe(ready), 0);
-    pid_t holder = fork();
-    cr_assert(holder >= 0);
-    if (holder == 0) {
-        int fd = open(lock, O_RDWR | O_CREAT, 0666);
-        if (fd < 0 || flock(fd, LOCK_EX) != 0)
-            _exit(1);
-        (void)!write(ready[1], "x", 1);
-        nanosleep(&(struct timespec){0, 500000000L}, NULL);
-        int m = open(done, O_WRONLY | O_CREAT, 0666);
-        _exit(m < 0);  /* the lock goes with the process */
-    }
-    close(ready[1]);
-    char x;
-    cr_assert_eq(read(ready[0], &x, 1), 1, "the holder took the lock");
-    close(ready[0]);
     cr_assert_eq(setenv("TMPDIR", dir, 1), 0);
+    cml_gpu_share(uuid);   /* as this runner's probe does */
+    cr_expect_str_eq(cml_gpu_shared(), uuid);
+    cr_expect_str_eq(lock_state(use), "sh");
+    pid_t other = gpu_sharer(dir, uuid, done);
     const char *metrics[] = {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS, CML_NCU_GLOBAL_ST_REQUESTS,
                              CML_NCU_GLOBAL_ST_SECTORS};
     const char *args[] = {"--check-only", NULL};
     cml_ncu_counts c;
     int got = cml_ncu_collect("/bin/true", args, metrics, 4, NULL, &c);
-    unsetenv("TMPDIR");
     int ws = 0;
-    waitpid(holder, &ws, 0);
-    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the holder ran");
-    cr_expect_eq(got, 1, "the run waited for the lock, then measured: %s", c.reason);
+    waitpid(other, &ws, 0);
+    cr_expect(WIFEXITED(ws) && WEXITSTATUS(ws) == 0, "the other process ran");
+    cr_expect_eq(got, 1, "the run waited for the other process, then measured: %s", c.reason);
     cr_expect_eq(c.nkernels, 1);
-    unlink(done);
-    unlink(lock);
-    char gpu_lock[160];  /* where a GPU was there, its own file too */
-    snprintf(gpu_lock, sizeof gpu_lock, "rm -f '%s'/cml-ncu-GPU-*.lock", dir);
-    (void)!system(gpu_lock);
-    rmdir(dir);
+    cr_expect(getenv("CML_GPU_HELD") == NULL, "CML_GPU_HELD is the profiled program's alone");
+    cr_expect_str_eq(lock_state(use), "sh", "this process shares the GPU again");
+    cr_expect_str_eq(lock_state(gate), "ex", "and holds no gate");
+    turn_dir_remove(&t);
     unlink(args_file);
     unlink(script);
     unsetenv("CML_NCU");

@@ -199,8 +199,15 @@ def held_alone(uuid: str | None, deadline=None, poll: float = 0.05):
     if uuid is None:
         yield "the GPU's UUID is not known here"
         return
-    fds, why = _take_files([lock_path(uuid, k) for k in range(slots())], _try_flock, deadline, poll,
-                           "the lab's time limit ran out while other work held the GPU")
+    busy = "the lab's time limit ran out while other work held the GPU"
+    fds, why = _take_files([lock_path(uuid, k) for k in range(slots())], _try_flock, deadline, poll, busy)
+    if not why:   # and the kit's other processes there (its runners, under ctest's sanitizers say) end first
+        kit, why = _kit_gpu_alone(uuid, deadline, busy)
+        fds += kit
+        if why:
+            for fd in reversed(fds):
+                os.close(fd)
+            fds = []
     try:
         yield why
     finally:
@@ -237,20 +244,36 @@ _NSIGHT_TURN: dict[str, threading.Lock] = {}   # per GPU UUID ("" where it is no
 _SHARED: dict[Path, list[int]] = {}            # `lock` held shared: [descriptor, holders]
 
 
-def kit_ncu_files(uuid: str | None) -> list[tuple[Path, bool]]:
-    """The files the kit's own Nsight Compute runs take turns through, a
-    whole run each (common/src/ncu.c, ncu_turn: two ncu on one GPU at once
-    failed, though ncu locks its own files per kernel), each with True where
-    the lock is exclusive: `cml-ncu.lock` shared and the GPU's
-    `cml-ncu-GPU-<hex>.lock`, or `cml-ncu.lock` alone where the GPU is not
-    known. flock(2) locks of $TMPDIR (else /tmp). The grader takes them
-    around every ncu run of its own, sandboxed or not, before Nsight
-    Compute's files: in that order on both sides, no two wait on each other."""
-    d = lock_dir()
-    gpu = _nsight_gpu(uuid)
-    if gpu:
-        return [(d / "cml-ncu.lock", False), (d / f"cml-ncu-{kit_gpu_name('gpu-' + gpu)}.lock", True)]
-    return [(d / "cml-ncu.lock", True)]
+def kit_gpu_files(uuid: str | None) -> list[Path]:
+    """The files through which the kit's processes share a GPU, and one has
+    it alone (common/include/cml/cml_gpu_turn.h): `cml-gpu-GPU-<hex>.gate`
+    and `cml-gpu-GPU-<hex>.use`, flock(2) files of $TMPDIR (else /tmp). The
+    runners and the labs' GPU tests hold `.use` shared while they run,
+    after a moment's share of `.gate`; the grader takes both exclusive, in
+    that order, around its Nsight Compute runs (nsight_held) and while it
+    times (held_alone): no process of the kit's tests runs on that GPU
+    meanwhile. Two ncu runs at once on one GPU, or one beside the kit's
+    other GPU work, failed on an H200 ("LaunchFailed", 2026-12-01). None
+    where the GPU is not known. The grader's own processes take nothing
+    (scrubbed_env: CML_GPU_HELD=1); its workers share through gpushare."""
+    if not uuid or not uuid.lower().startswith("gpu-"):
+        return []
+    return [lock_dir() / f"cml-gpu-{kit_gpu_name(uuid)}.{kind}" for kind in ("gate", "use")]
+
+
+def _kit_gpu_alone(uuid: str | None, deadline, busy: str) -> tuple[list[int], str]:
+    """kit_gpu_files, each exclusive in turn, waited for in the kernel's
+    queue up to the deadline. Returns the descriptors (closing them lets
+    go) and "" or why not (nothing then held)."""
+    fds: list[int] = []
+    for path in kit_gpu_files(uuid):
+        fd, why = _queued(path, deadline, busy, _flock(fcntl.LOCK_EX))
+        if fd is None:
+            for f in reversed(fds):
+                os.close(f)
+            return [], why
+        fds.append(fd)
+    return fds, ""
 
 
 def nsight_lock_dirs() -> list[Path]:
@@ -330,7 +353,7 @@ def _queued(path: Path, deadline, busy: str, lock=_ofd_lock) -> tuple[int | None
     test_gpuhold lists the request as queued in /proc/locks). The wait runs
     in a thread of its own, so the deadline holds; past it the thread lets
     the lock go as soon as it gets it. `lock` may be another kind (_flock:
-    the kit's own files, kit_ncu_files). Returns the
+    the kit's own files, kit_gpu_files). Returns the
     descriptor, which holds the lock until closed, and ""; or None and why
     (`busy` when the deadline ran out)."""
     try:
@@ -428,7 +451,7 @@ def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: f
     GPU with this UUID (above), and the grader's turn of that GPU for any
     ncu run (an unsandboxed one takes the files itself): one profile at a
     time a GPU among the grader's threads (profrun.py relies on it), and
-    among the kit's own runs (kit_ncu_files, taken first). Yields
+    the GPU alone among the kit's processes (kit_gpu_files, taken first). Yields
     "" once held, else why not (NSIGHT_BUSY: the deadline ran out while
     another profiler held the GPU, turn and files unheld; a lock file this
     user cannot open or lock, the turn held): the block then runs unheld."""
@@ -441,12 +464,7 @@ def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: f
         return
     kit: list[int] = []
     try:
-        why = ""
-        for path, exclusive in kit_ncu_files(uuid):   # the kit's turn first, sandboxed or not
-            fd, why = _queued(path, deadline, NSIGHT_BUSY, _flock(fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH))
-            if fd is None:
-                break
-            kit.append(fd)
+        kit, why = _kit_gpu_alone(uuid, deadline, NSIGHT_BUSY)   # the GPU alone first, sandboxed or not
         if why or not sandboxed:
             add_waited(time.monotonic() - t0)
             yield why

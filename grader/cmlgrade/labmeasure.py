@@ -152,11 +152,12 @@ class MeasureStage:
             if pr.steps:
                 at.say("timing against the reference")
             if lab.solution_dir and [s for s in pr.steps if s in steps] and not deadline.expired():
-                # nothing else runs on this GPU while it is timed: not the grader's other (gpushare.py)
-                # workers, and not the kit's test binaries (gpuhold.py: those running there end first, new ones wait
-                # or go to another GPU)
-                hold.enter_context(gpushare.share_of(gpu).alone())
+                # nothing else runs on this GPU while it is timed: not the kit's test binaries and runners
+                # (gpuhold.py: those running there end first, new ones wait or go to another GPU), and not the
+                # grader's other (gpushare.py) workers. In that order, as around an Nsight Compute run
+                # (gpuhold.profiling_on): a worker that holds the GPU alone never waits for the kit's files
                 unheld = hold.enter_context(gpuhold.held_alone(gpuhold.gpu_uuid(gpu) if gpu else None, deadline))
+                hold.enter_context(gpushare.share_of(gpu).alone())
                 if unheld:
                     at.say(f"timing beside other work: {unheld}")
             self._time_steps(at.job, gpu, steps, deadline, at.out, at.env, at.readable, by_harness, timing)

@@ -41,6 +41,7 @@ def scrubbed_env(extra: dict[str, str] | None = None, base: dict[str, str] | Non
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env["HOME"] = "/tmp"
     env["LC_ALL"] = "C"
+    env["CML_GPU_HELD"] = "1"   # the kit's programs take no share of the GPU: the grader shares it (gpuhold.py)
     env.update(extra or {})
     return env
 

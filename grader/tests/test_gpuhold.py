@@ -27,7 +27,7 @@ HOLDER = """
 import fcntl, os, sys
 fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
 how = sys.argv[2] if sys.argv[2:] else "flock"
-(fcntl.flock if how == "flock" else fcntl.lockf)(fd, fcntl.LOCK_SH if how == "lockf-shared" else fcntl.LOCK_EX)
+(fcntl.flock if how.startswith("flock") else fcntl.lockf)(fd, fcntl.LOCK_SH if how.endswith("-shared") else fcntl.LOCK_EX)
 print("held", flush=True)
 sys.stdin.read()
 """
@@ -94,12 +94,27 @@ class HeldAlone(unittest.TestCase):
     def holder(self, k):
         return start_holder(self, self.slot(k))
 
+    def kit_files_free(self):
+        """How many of the kit's gate and use files another process could take."""
+        r = subprocess.run([sys.executable, "-c", PROBE] + [str(f) for f in gpuhold.kit_gpu_files(UUID)],
+                           capture_output=True, text=True, check=True)
+        return int(r.stdout)
+
     def test_every_slot_is_held_while_timing_and_freed_after(self):
         self.assertEqual(self.free_slots(), 3)
         with gpuhold.held_alone(UUID) as why:
             self.assertEqual(why, "")
             self.assertEqual(self.free_slots(), 0)   # no test binary can start on this GPU
+            self.assertEqual(self.kit_files_free(), 0)   # nor any runner (cml_gpu_turn.h)
         self.assertEqual(self.free_slots(), 3)
+        self.assertEqual(self.kit_files_free(), 2)
+
+    def test_timing_waits_for_a_runner_sharing_the_gpu(self):
+        """A runner (a ctest sanitizer test's, say) shares the GPU through
+        its `.use` file: timing waits for it to end."""
+        use = gpuhold.kit_gpu_files(UUID)[1]
+        waits_for_holder(self, start_holder(self, use, "flock-shared"), lambda: gpuhold.held_alone(UUID, Deadline(600)),
+                         "timed while a runner still shared the GPU")
 
     def test_timing_waits_for_a_running_test_binary_to_end(self):
         waits_for_holder(self, self.holder(1), lambda: gpuhold.held_alone(UUID, Deadline(600)),
@@ -420,7 +435,7 @@ while True:
     fcntl.lockf(fd, fcntl.LOCK_UN)
     time.sleep(0.02)
 """
-# the same with flock(2): the kit's own ncu turn (kit_ncu_files)
+# the same with flock(2): the kit's own files (kit_gpu_files)
 FLOCK_PROBE = NCU_PROBE.replace("fcntl.lockf", "fcntl.flock")
 GPU_ID = UUID[4:]                               # as Nsight Compute names its file: no "gpu-"
 OTHER = "gpu-99999999-8888-7777-6666-555544443333"
@@ -457,10 +472,10 @@ class NsightLock(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="cml-nsight-")
         self.addCleanup(shutil.rmtree, self.dir, True)
-        env = mock.patch.dict(os.environ, {"TMPDIR": self.dir})   # the kit's own files (kit_ncu_files)
+        env = mock.patch.dict(os.environ, {"TMPDIR": self.dir})   # the kit's own files (kit_gpu_files)
         env.start()
         self.addCleanup(env.stop)
-        self.kit_host, self.kit_gpu = Path(self.dir) / "cml-ncu.lock", Path(self.dir) / f"cml-ncu-GPU-{GPU_ID}.lock"
+        self.kit_gate, self.kit_use = (Path(self.dir) / f"cml-gpu-GPU-{GPU_ID}.{k}" for k in ("gate", "use"))
         self.folder = Path(self.dir) / "nvidia" / "nsight_compute"
         self.host, self.gpu = self.folder / "lock", self.folder / f"lock.{GPU_ID}"
         self.other = self.folder / f"lock.{OTHER[4:]}"
@@ -491,36 +506,47 @@ class NsightLock(unittest.TestCase):
             self.assertEqual(self.probe(), "ex ex")
 
     def kit_probe(self, *files):
-        return subprocess.run([sys.executable, "-c", FLOCK_PROBE, *map(str, files or (self.kit_host, self.kit_gpu))],
+        return subprocess.run([sys.executable, "-c", FLOCK_PROBE, *map(str, files or (self.kit_gate, self.kit_use))],
                               capture_output=True, text=True, check=True).stdout.strip()
 
-    def test_every_run_takes_the_kits_ncu_turn_first(self):
-        """The kit's own ncu runs (common/src/ncu.c: a runner's --sectors,
-        --counters) take turns a GPU through flock files, a whole run each:
-        two ncu on one GPU at once failed ("LaunchFailed", an H200, ctest -j 8)
-        though ncu locks its own files per kernel. The grader's runs take
-        the same turn, sandboxed or not; where the GPU is not known, the host's."""
+    def test_every_run_has_the_gpu_alone_among_the_kits_processes(self):
+        """The kit's runners and GPU tests share a GPU through flock files
+        (cml_gpu_turn.h: `.use` shared while they run, after a moment's
+        share of `.gate`); two ncu on one GPU at once, or one beside the
+        kit's other GPU work, failed ("LaunchFailed", an H200, ctest -j 8).
+        Every ncu run of the grader, sandboxed or not, holds both exclusive:
+        none of them runs there meanwhile, and none starts. Where the GPU is
+        not known, nothing (as held_alone)."""
         for sandboxed in (True, False):
             with self.subTest(sandboxed=sandboxed), gpuhold.nsight_held(sandboxed, UUID) as why:
                 self.assertEqual(why, "")
-                self.assertEqual(self.kit_probe(), "sh -")
+                self.assertEqual(self.kit_probe(), "- -")
             self.assertEqual(self.kit_probe(), "ex ex")
         with gpuhold.nsight_held(False, None) as why:
             self.assertEqual(why, "")
-            self.assertEqual(self.kit_probe(self.kit_host), "-")
 
-    def test_it_waits_for_a_kit_ncu_run_on_the_same_gpu(self):
-        waits_for_holder(self, start_holder(self, self.kit_gpu), lambda: gpuhold.nsight_held(False, UUID, Deadline(600)),
-                         "profiled while one of the kit's ncu runs profiled the same GPU")
+    def test_it_waits_for_a_kit_process_sharing_the_gpu(self):
+        waits_for_holder(self, start_holder(self, self.kit_use, "flock-shared"),
+                         lambda: gpuhold.nsight_held(False, UUID, Deadline(600)),
+                         "profiled while one of the kit's processes ran on the same GPU")
 
-    def test_the_kits_ncu_files_are_ncu_cs_own(self):
-        """The names are common/src/ncu.c's (C there, Python here): a change on one side fails here."""
-        c = (helpers.KIT / "common" / "src" / "ncu.c").read_text()
-        self.assertIn('"%s/cml-ncu.lock"', c)
-        self.assertIn('"%s/cml-ncu-GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x.lock"', c)
-        self.assertEqual(gpuhold.kit_ncu_files(UUID), [(self.kit_host, False), (self.kit_gpu, True)])
-        self.assertEqual(gpuhold.kit_ncu_files(None), [(self.kit_host, True)])
-        self.assertEqual(gpuhold.kit_ncu_files("MIG-1234"), [(self.kit_host, True)])
+    def test_the_kits_gpu_files_are_gpu_turn_cs_own(self):
+        """The names are common/src/gpu_turn.c's (C there, Python here): a change on one side fails here."""
+        c = (helpers.KIT / "common" / "src" / "gpu_turn.c").read_text()
+        self.assertIn('"%s/cml-gpu-%s.%s"', c)
+        self.assertIn('"gate"', c)
+        self.assertIn('"use"', c)
+        self.assertEqual(gpuhold.kit_gpu_files(UUID), [self.kit_gate, self.kit_use])
+        self.assertEqual(gpuhold.kit_gpu_files(None), [])
+        self.assertEqual(gpuhold.kit_gpu_files("MIG-1234"), [])
+
+    def test_the_graders_processes_take_no_share(self):
+        """Every process the grader starts has CML_GPU_HELD=1 (the grader
+        shares the GPU for them): one that took a share while the grader
+        held the GPU alone, unsandboxed, would wait for it for ever."""
+        from cmlgrade.sandbox import scrubbed_env
+        self.assertEqual(scrubbed_env()["CML_GPU_HELD"], "1")
+        self.assertEqual(scrubbed_env({"CUDA_VISIBLE_DEVICES": "0"})["CML_GPU_HELD"], "1")
 
     def test_it_waits_for_an_ncu_outside_on_the_same_gpu(self):
         waits_for_holder(self, self.ncu_elsewhere(self.gpu), lambda: gpuhold.nsight_held(True, UUID, Deadline(600)),
@@ -681,12 +707,12 @@ class NsightLock(unittest.TestCase):
         try:
             with gpuhold.nsight_held(True, UUID) as why, mock.patch.dict(os.environ, {"TMPDIR": self.dir}):
                 self.assertEqual(why, "")
-                with gpuhold.held_alone(UUID) as held:
-                    self.assertEqual(held, "")
-                slot = gpuhold.lock_path(UUID, 0)
+            with gpuhold.held_alone(UUID) as held:   # after: both have the GPU alone (one thread never nests them)
+                self.assertEqual(held, "")
+            slot = gpuhold.lock_path(UUID, 0)
         finally:
             os.umask(old)
-        for f in (self.host, self.gpu):
+        for f in (self.host, self.gpu, self.kit_gate, self.kit_use):
             self.assertEqual(f.stat().st_mode & 0o777, 0o666, f)
         for d in (self.folder, self.folder.parent):
             self.assertEqual(d.stat().st_mode & 0o7777, 0o1777, d)
