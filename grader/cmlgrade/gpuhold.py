@@ -8,7 +8,10 @@ only while it holds a slot. While the grader times a step it holds every
 slot of that GPU, so no kit test binary (and no other grader's timing) runs
 on it then: it waits for the binaries already running there to end, and
 new ones go to another GPU or wait. The slots are taken in order, one at a
-time, so two holders never deadlock."""
+time, so two holders never deadlock. Then it takes the kit's `.gate` and
+`.use` files of the GPU (kit_gpu_files), which the kit's runners share
+while they run, and holds them around every Nsight Compute run of its own
+too."""
 from __future__ import annotations
 
 import errno
