@@ -494,7 +494,7 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     if (ncu == NULL || ncu[0] == '\0')
         ncu = "ncu";
 
-    char cmd[8192] = "";
+    char cmd[8192] = "CML_GPU_HELD=1";  /* the program it profiles takes no share: this run holds the GPU (below) */
     char list[4096] = "";
     int ok = 1;
     for (int k = 0; k < nmetrics && ok; ++k) {
@@ -524,16 +524,7 @@ int cml_ncu_collect(const char *exe, const char *const *args, const char *const 
     cml_gpu_alone_hold alone = {-1, -1, 0};
     if (gpu[0] != '\0' && !cml_gpu_alone(gpu, &alone, out->reason, sizeof out->reason))
         return 0;
-    const char *was = getenv("CML_GPU_HELD");
-    char *kept = was ? strdup(was) : NULL;
-    setenv("CML_GPU_HELD", "1", 1);
     char *text = run_and_read(cmd, &status, out, ncu);
-    if (kept) {
-        setenv("CML_GPU_HELD", kept, 1);
-        free(kept);
-    } else {
-        unsetenv("CML_GPU_HELD");
-    }
     cml_gpu_alone_end(&alone);
     if (text == NULL)
         return 0;

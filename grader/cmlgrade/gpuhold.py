@@ -39,7 +39,7 @@ def lock_dir() -> Path:
 
 def kit_gpu_name(uuid: str) -> str:
     """A GPU as the kit's C code names it in lock files: the CUDA UUID with
-    "GPU-" upper case and the hex lower (common/test/gpu_lease.c); gpu_uuid
+    "GPU-" upper case and the hex lower (cml_gpu_uuid_text, common/src/gpu_turn.c); gpu_uuid
     gives all of it lower case. Before this, the grader's slot files were
     cml-gpu-gpu-<hex>-slot<k>.lock and the test binaries' cml-gpu-GPU-...:
     held alone, a step was timed beside the kit's test binaries all the same."""
@@ -270,7 +270,7 @@ def _kit_gpu_alone(uuid: str | None, deadline, busy: str) -> tuple[list[int], st
     go) and "" or why not (nothing then held)."""
     fds: list[int] = []
     for path in kit_gpu_files(uuid):
-        fd, why = _queued(path, deadline, busy, _flock(fcntl.LOCK_EX))
+        fd, why = _queued(path, deadline, busy, _flock_ex)
         if fd is None:
             for f in reversed(fds):
                 os.close(f)
@@ -336,11 +336,9 @@ def _ofd_lock(fd: int, wait: bool) -> None:
     fcntl.fcntl(fd, fcntl.F_OFD_SETLKW if wait else fcntl.F_OFD_SETLK, want)
 
 
-def _flock(op: int):
-    """A lock function for _queued: flock(2) with op (LOCK_EX or LOCK_SH)."""
-    def take(fd: int, wait: bool) -> None:
-        fcntl.flock(fd, op if wait else op | fcntl.LOCK_NB)
-    return take
+def _flock_ex(fd: int, wait: bool) -> None:
+    """An exclusive flock(2) on the file (the kit's own files, kit_gpu_files)."""
+    fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 
 def _queued(path: Path, deadline, busy: str, lock=_ofd_lock) -> tuple[int | None, str]:
@@ -355,8 +353,7 @@ def _queued(path: Path, deadline, busy: str, lock=_ofd_lock) -> tuple[int | None
     reference's lab 03 spent 11 minutes in the checks that profile it;
     test_gpuhold lists the request as queued in /proc/locks). The wait runs
     in a thread of its own, so the deadline holds; past it the thread lets
-    the lock go as soon as it gets it. `lock` may be another kind (_flock:
-    the kit's own files, kit_gpu_files). Returns the
+    the lock go as soon as it gets it. `lock` may be another kind (_flock_ex). Returns the
     descriptor, which holds the lock until closed, and ""; or None and why
     (`busy` when the deadline ran out)."""
     try:

@@ -135,8 +135,10 @@ class HeldAlone(unittest.TestCase):
         c = (helpers.KIT / "common" / "test" / "criterion_main.c").read_text()
         self.assertEqual(int(re.search(r"#define DEFAULT_SLOTS (\d+)", c).group(1)), gpuhold.DEFAULT_SLOTS)
         self.assertIn('"%s/cml-gpu-%s-slot%d.lock"', c)
-        lease = (helpers.KIT / "common" / "test" / "gpu_lease.c").read_text()
-        self.assertIn('"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x"', lease)
+        lease = (helpers.KIT / "common" / "test" / "gpu_lease.c").read_text()   # its UUIDs: cml_gpu_uuid_text's
+        self.assertIn("cml_gpu_uuid_text(", lease)
+        turn = (helpers.KIT / "common" / "src" / "gpu_turn.c").read_text()
+        self.assertIn('"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x"', turn)
         self.assertIn('getenv("CML_GPU_SLOTS")', c)
         self.assertEqual(gpuhold.lock_path(UUID, 1), Path(self.slot(1)))   # the path the C side's format gives
         with mock.patch.dict(os.environ, {"CML_GPU_SLOTS": "x"}):
