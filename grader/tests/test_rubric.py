@@ -7,7 +7,7 @@ import tomllib
 import unittest
 from pathlib import Path
 
-from helpers import GRADER, KIT, labs, tmpdir
+from helpers import GRADER, KIT, KIT_BUILD, labs, tmpdir
 
 from cmlgrade.labs import LabError, kit_description, load_labs, load_mistakes, manifests, same_shape
 from cmlgrade.rubric import RubricError, build_rubric, load_override, load_rubric, merge
@@ -69,13 +69,13 @@ class ManifestTests(unittest.TestCase):
     def test_the_build_writes_the_same_description(self):
         """<build>/kit/labs.json (made by CMake) and the grader's own
         derivation from the manifests agree field by field."""
-        written = KIT / "build" / "kit" / "labs.json"
+        written = KIT_BUILD / "kit" / "labs.json"
         if not written.is_file():
             self.skipTest(f"no {written}: configure the kit first")
         built = json.loads(written.read_text())["labs"]
         derived = manifests(KIT)
         self.assertEqual(json.loads(json.dumps(built, sort_keys=True)), json.loads(json.dumps(derived, sort_keys=True)))
-        self.assertEqual(same_shape(load_labs(KIT), load_labs(KIT, build_dir=KIT / "build")), [])
+        self.assertEqual(same_shape(load_labs(KIT), load_labs(KIT, build_dir=KIT_BUILD)), [])
 
     def test_the_edition_is_what_the_kits_cmakelists_says(self):
         """solution_dir comes from KIT_EDITION in the kit's CMakeLists.txt

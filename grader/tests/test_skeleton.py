@@ -5,14 +5,14 @@ import shutil
 import unittest
 from pathlib import Path
 
-from helpers import KIT, labs, tmpdir
+from helpers import KIT, KIT_BUILD, labs, tmpdir
 
 from cmlgrade.results import LabRun
 from cmlgrade.sandbox import Executor, Sandbox
 from cmlgrade.score import score_lab
 from cmlgrade.skeleton import make_skeletons, not_started, todo_blocks
 
-LABTOOL = KIT / "build" / "tools" / "labtool" / "labtool"
+LABTOOL = KIT_BUILD / "tools" / "labtool" / "labtool"
 
 
 def text(path: Path) -> str:
