@@ -1941,8 +1941,12 @@ cudaError_t cml_cpu_run_grid(const cml_cpu_launch_desc *d)
     if (sticky_error != cudaSuccess)
         return sticky_error;
     unsigned long long threads = (unsigned long long)d->block.x * d->block.y * d->block.z;
-    if (threads == 0 || threads > 1024 || d->block.z > 64 || d->grid.x == 0 || d->grid.y == 0 ||
-        d->grid.z == 0 || d->grid.y > 65535 || d->grid.z > 65535)
+    /* A grid of 0 blocks: CUDA 13 on an H200 (driver 580) refused it with
+     * cudaErrorInvalidValue, not cudaErrorInvalidConfiguration (labs 08 and
+     * 09's tests, a block count rounded down to 0, 2026-12-01). */
+    if (d->grid.x == 0 || d->grid.y == 0 || d->grid.z == 0)
+        return record(cudaErrorInvalidValue);
+    if (threads == 0 || threads > 1024 || d->block.z > 64 || d->grid.y > 65535 || d->grid.z > 65535)
         return record(cudaErrorInvalidConfiguration);
     if (d->dynamic_smem > 227 * 1024)
         return record(cudaErrorInvalidValue);

@@ -317,8 +317,8 @@ static void after_the_watchdog(void)
     touch(d, 2 * sizeof(int), 4, 1);
 }
 
-/* A launch refused before it runs (2000 threads a block, over the limit):
- * nothing opened, nothing left open. */
+/* A launch refused before it runs (2000 threads a block, over the limit;
+ * a grid of 0 blocks): nothing opened, nothing left open. */
 static void after_a_refused_launch(void)
 {
     float *d = scaled_on_device();
@@ -327,6 +327,11 @@ static void after_a_refused_launch(void)
     cudaError_t err = cudaGetLastError();
     if (err != cudaErrorInvalidConfiguration)
         wrong("a 2000-thread launch gave %s, want cudaErrorInvalidConfiguration", cudaGetErrorName(err));
+    /* 0 elements: (0 + THREADS - 1) / THREADS = 0 blocks, refused as CUDA 13 does */
+    MUST(ha_scale(d, 0, 1.0f, THREADS));
+    err = cudaGetLastError();
+    if (err != cudaErrorInvalidValue)
+        wrong("a launch of 0 blocks gave %s, want cudaErrorInvalidValue", cudaGetErrorName(err));
     touch(d, N * sizeof(float), 40, 0);
 }
 
