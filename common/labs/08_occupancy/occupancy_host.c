@@ -26,11 +26,21 @@ double occupancy_ref(double x, const float *coef, int degree, double *bound)
     return s;
 }
 
+/* y within `bound` of `want` (NaN is not). */
+static int near(float y, double want, double bound)
+{
+    return fabs((double)y - want) <= bound;
+}
+
 size_t occupancy_compare(const float *x, const float *coef, int degree, const float *y, size_t n,
                          occupancy_check *chk)
 {
     memset(chk, 0, sizeof *chk);
     chk->checked = n;
+    chk->all_reversed = chk->all_shifted = degree >= 1 && degree <= OCC_MAX_DEGREE;
+    float reversed[OCC_MAX_DEGREE + 1];
+    for (int k = 0; chk->all_reversed && k <= degree; ++k)
+        reversed[k] = coef[degree - k];
     for (size_t i = 0; i < n; ++i) {
         uint32_t bits;
         memcpy(&bits, &y[i], 4);
@@ -38,8 +48,17 @@ size_t occupancy_compare(const float *x, const float *coef, int degree, const fl
         if (!unwritten)
             chk->last_written = i;
         double bound, want = occupancy_ref(x[i], coef, degree, &bound);
-        if (!unwritten && fabs((double)y[i] - want) <= bound)  /* NaN fails the test */
+        if (!unwritten && near(y[i], want, bound))
             continue;
+        /* a wrong element tells a classic mistake only if every other one does */
+        if (chk->all_reversed) {
+            double rbound, rwant = occupancy_ref(x[i], reversed, degree, &rbound);
+            chk->all_reversed = !unwritten && near(y[i], rwant, rbound);
+        }
+        if (chk->all_shifted) {
+            double ax = fabs((double)x[i]);
+            chk->all_shifted = !unwritten && near(y[i], x[i] * want, ax * bound + ax * fabs(want) * ldexp(1.0, -23));
+        }
         if (chk->wrong++ == 0) {
             chk->first = i;
             chk->expected = want;
@@ -63,6 +82,11 @@ static const char *likely_cause(const occupancy_check *c, int step)
     if (c->unwritten > 0)
         return step == 4 ? "threads skip elements: thread t of a block owns base + j * ILP_BLOCK for j < ILP"
                          : "some elements are never written: check each thread's index";
+    if (c->wrong > 0 && c->all_reversed)
+        return "the coefficients in reverse order: every wrong y is sum coef[k] * x^(degree - k). Horner's rule "
+               "starts from coef[degree] and ends with coef[0], the constant";
+    if (c->wrong > 0 && c->all_shifted)
+        return "every power one too high: every wrong y is x times the right one. The powers start at x^0 = 1";
     return "a wrong value: coef[k] goes with x^k (coef[0] is the constant), and every power from x^0 up "
            "to x^degree is needed";
 }

@@ -39,6 +39,10 @@ typedef struct occupancy_check {
     size_t first, first_unwritten, last_written;  /* indices (last_written: 0 when none) */
     double expected, bound;                        /* at first */
     float got;
+    /* every wrong element written, and each what a classic mistake gives:
+     * the coefficients in reverse order (coef[k] with x^(degree - k)), or
+     * x * p(x) (every power one too high) */
+    int all_reversed, all_shifted;
 } occupancy_check;
 /* Compares y with the CPU result within the bound. Returns the wrong count. */
 size_t occupancy_compare(const float *x, const float *coef, int degree, const float *y, size_t n,
