@@ -456,11 +456,8 @@ class KitCheckTests(unittest.TestCase):
 # Caught by the tests, but no test says so: their failures show only a catch-all diagnosis that other bugs
 # give too (lab 02 step 3: "wrong entries summed: check the walk ... and that the kernel reads the right table"),
 # so the grader names no mistake for them until a test diagnoses them. Lab 09 step 3: "the split is not where the
-# merge path crosses the diagonal ...", what any wrong split prints; lab 09 step 4: a launch of 0 blocks below one
-# tile, which CUDA 13 reports as cudaErrorInvalidValue, the error of any CUDA call given a wrong size (its larger
-# sizes' failures blame steps 2-3).
-UNDIAGNOSED = ("global_steps_read_the_constant_table", "merge_path_search_not_clamped_to_the_second_run",
-               "last_partial_tile_left_unsorted")
+# merge path crosses the diagonal ...", what any wrong split prints.
+UNDIAGNOSED = ("global_steps_read_the_constant_table", "merge_path_search_not_clamped_to_the_second_run")
 
 
 class MistakeSignatureTests(unittest.TestCase):

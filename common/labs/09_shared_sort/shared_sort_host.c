@@ -175,6 +175,28 @@ static void diagnose(const uint32_t *in, const uint32_t *out, ss_check *chk)
     free(b);
 }
 
+/* Step 4: out is in's whole tiles sorted, then the poison where the last,
+ * partial tile's keys belong (a tile count rounded down: that tile never
+ * sorted, never merged); 0 when it is not, or when there is no partial
+ * tile. */
+static size_t partial_tile_lost(const uint32_t *in, const uint32_t *out, size_t n)
+{
+    size_t m = n - n % TILE;
+    if (m == 0 || m == n)
+        return 0;
+    uint32_t *a = malloc(m * sizeof *a);
+    if (!a)
+        return 0;
+    memcpy(a, in, m * sizeof *a);
+    qsort(a, m, sizeof *a, by_value);
+    size_t i = memcmp(a, out, m * sizeof *a) == 0 ? m : 0;
+    free(a);
+    for (; i > 0 && i < n; ++i)
+        if (out[i] != SS_POISON)
+            return 0;
+    return i ? n - m : 0;
+}
+
 size_t ss_compare(const uint32_t *in, const uint32_t *out, size_t n, int step, size_t width, ss_check *chk)
 {
     memset(chk, 0, sizeof *chk);
@@ -201,6 +223,8 @@ size_t ss_compare(const uint32_t *in, const uint32_t *out, size_t n, int step, s
     free(want);
     if (chk->wrong)
         diagnose(in, out, chk);
+    if (chk->wrong && step == 4)
+        chk->partial_lost = partial_tile_lost(in, out, n);
     return chk->wrong;
 }
 
@@ -256,9 +280,15 @@ char *ss_describe(const ss_check *chk, char *buf, size_t len)
                  chk->order_at, chk->order_key, chk->order_before);
         break;
     }
+    char lost[200];
+    snprintf(lost, sizeof lost,
+             "the last, partial tile's %zu keys never reached out (the rest is sorted): its tile was never sorted "
+             "(round the tile count up: (n + 1023) / 1024 blocks)",
+             chk->partial_lost);
     const char *cause = chk->unwritten == chk->n && chk->n > 0
                             ? "nothing was written: the step is not done yet, or its kernel never ran"
-                            : likely_cause(chk->step, chk->fault);
+                        : chk->partial_lost ? lost
+                                            : likely_cause(chk->step, chk->fault);
     snprintf(buf, len,
              "%zu of %zu keys of out are wrong (%zu never written); the first, out[%zu], expected %u, got %u. In %s, "
              "%s. Likely cause: %s",

@@ -66,6 +66,8 @@ typedef struct ss_check {
     size_t count_in, count_out; /* its counts in the input's segment and in out's */
     size_t order_at;            /* SS_OUT_OF_ORDER: the first place of the segment smaller than the one before */
     uint32_t order_key, order_before; /* its key and the key before it */
+    size_t partial_lost;        /* step 4: out is the sorted keys of every whole tile, then the poison in
+                                 * the last partial tile's n % 1024 places: those keys never reached out */
 } ss_check;
 size_t ss_compare(const uint32_t *in, const uint32_t *out, size_t n, int step, size_t width, ss_check *chk);
 /* What is wrong and the likely cause, in a sentence or three. */

@@ -88,3 +88,27 @@ Test(check, a_merge_of_unsorted_runs_is_judged_against_the_merged_pair)
             cr_assert(want[i - 1] <= want[i], "pair at %zu not merged at %zu", p, i);
     cr_assert(memcmp(k, want, sizeof k) != 0, "runs of 7 already merged: the case could not fail");
 }
+
+/* Step 4 with the tile count rounded down: the whole tiles sorted, the
+ * poison where the last, partial tile's keys belong. N = 3001 = 2 tiles
+ * and 953 keys. */
+Test(check, a_last_partial_tile_that_never_reached_out_is_named)
+{
+    static uint32_t k[N], out[N];
+    char msg[1000];
+    ss_check chk;
+    ss_make_keys(k, N, SS_FEW_KEYS, 20261122, 13);
+    memcpy(out, k, sizeof out);
+    ss_sort_runs(out, 2 * SHARED_SORT_TILE, 2 * SHARED_SORT_TILE);
+    for (size_t i = 2 * SHARED_SORT_TILE; i < N; ++i)
+        out[i] = SS_POISON;
+    cr_assert(ss_compare(k, out, N, 4, 0, &chk) > 0);
+    ss_describe(&chk, msg, sizeof msg);
+    cr_expect(chk.partial_lost == N - 2 * SHARED_SORT_TILE, "%s", msg);
+    cr_expect(strstr(msg, "Likely cause: the last, partial tile's 953 keys never reached out") != NULL, "%s", msg);
+    /* one more key wrong among the whole tiles: not that mistake alone, not named */
+    out[5] = out[5] + 1 < 16 ? out[5] + 1 : out[5] - 1;
+    ss_compare(k, out, N, 4, 0, &chk);
+    ss_describe(&chk, msg, sizeof msg);
+    cr_expect(chk.partial_lost == 0 && strstr(msg, "partial tile's") == NULL, "%s", msg);
+}
