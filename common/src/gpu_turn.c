@@ -2,6 +2,7 @@
  * it must (cml/cml_gpu_turn.h). */
 #define _POSIX_C_SOURCE 200809L
 #include "cml/cml_gpu_turn.h"
+#include "cml/cml_lock_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 static int g_share = -1;         /* the `.use` file held shared */
@@ -29,17 +29,13 @@ static int held_outside(void)
     return h != NULL && strcmp(h, "1") == 0;
 }
 
-/* The file `cml-gpu-<uuid>.<kind>` of $TMPDIR (else /tmp), opened (made
- * open to every user where this user made it); -1 when it cannot be. */
+/* The lock file `cml-gpu-<uuid>.<kind>` (cml_lock_file.h), opened; -1
+ * when it cannot be. */
 static int open_file(const char *uuid, const char *kind, char *path, size_t cap)
 {
-    const char *tmp = getenv("TMPDIR");
-    snprintf(path, cap, "%s/cml-gpu-%s.%s", tmp && *tmp ? tmp : "/tmp", uuid, kind);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_uid == getuid())
-        (void)fchmod(fd, 0666);
-    return fd;
+    char name[160];
+    snprintf(name, sizeof name, "cml-gpu-%s.%s", uuid, kind);
+    return cml_lock_file_open(name, path, cap);
 }
 
 /* flock(fd, op), waiting; says once on stderr that it waits (what for).

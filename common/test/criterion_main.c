@@ -26,10 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cml/cml_lock_file.h"
 #include "cml/cml_test_lock.h"
 #include "gpu_lease.h"
 
@@ -100,24 +100,15 @@ static int list_gpus(cml_gpu_info *g)
     return n;
 }
 
-/* The folder of the lock files: $TMPDIR, else /tmp. */
-static const char *lock_dir(void)
+/* Locks the lock file `name` (cml_lock_file.h), made where missing (op
+ * LOCK_NB: only if free); the open file holds the lock until the process
+ * ends. -1 when not taken (errno says why). */
+static int lock_file(const char *name, int nb)
 {
-    const char *dir = getenv("TMPDIR");
-    return dir && *dir ? dir : "/tmp";
-}
-
-/* Locks the file at path, made where missing (op LOCK_NB: only if free);
- * the open file holds the lock until the process ends. -1 when not taken
- * (errno says why). */
-static int lock_file(const char *path, int nb)
-{
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    char path[512];
+    int fd = cml_lock_file_open(name, path, sizeof path);
     if (fd < 0)
         return -1;
-    struct stat st;   /* ours: open to every user, whatever the umask (the grader's slots and other users' binaries) */
-    if (fstat(fd, &st) == 0 && st.st_uid == getuid())
-        (void)fchmod(fd, 0666);
     while (flock(fd, LOCK_EX | nb) != 0) {
         if (errno != EINTR) {
             int e = errno;   /* EWOULDBLOCK: taken */
@@ -133,17 +124,17 @@ static int lock_file(const char *path, int nb)
  * the lease, held until the process ends. -1 when not taken. */
 static int take_slot(const char *uuid, int slot, int nb)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/cml-gpu-%s-slot%d.lock", lock_dir(), uuid, slot);
-    return lock_file(path, nb);
+    char name[160];
+    snprintf(name, sizeof name, "cml-gpu-%.47s-slot%d.lock", uuid, slot);   /* a uuid field holds 47 */
+    return lock_file(name, nb);
 }
 
 int cml_test_gpu_lock(const char *name)
 {
     const char *gpu = getenv("CUDA_VISIBLE_DEVICES");
-    char path[512];
-    snprintf(path, sizeof path, "%s/cml-%s-%s.lock", lock_dir(), name, gpu && *gpu ? gpu : "any");
-    return lock_file(path, 0);
+    char file[300];
+    snprintf(file, sizeof file, "cml-%s-%s.lock", name, gpu && *gpu ? gpu : "any");
+    return lock_file(file, 0);
 }
 
 static void share_the_gpus(void)
@@ -172,7 +163,7 @@ static void share_the_gpus(void)
         usleep(50000);
     }
     if (fd < 0)
-        fprintf(stderr, "[GPU] cannot lock %s/cml-gpu-*.lock (%s): running on %s without a slot\n", lock_dir(),
+        fprintf(stderr, "[GPU] cannot lock %s/cml-gpu-*.lock (%s): running on %s without a slot\n", cml_lock_dir(),
                 strerror(errno), g[gpu].uuid);
     setenv("CUDA_VISIBLE_DEVICES", g[gpu].uuid, 1);
     if (criterion_options.jobs == 0) {

@@ -472,20 +472,18 @@ Test(ncu, gives_scaled_units_in_bytes_and_nanoseconds)
 
 #include "cml/cml_gpu_turn.h"
 
-/* A process that shares a GPU (cml_gpu_turn.h) as a runner or a lab test
- * does once it has probed it: holds `.use` shared, makes a file, and ends
- * (which lets go). Returns its pid once it holds the lock. */
-static pid_t gpu_sharer(const char *dir, const char *uuid, const char *done)
+/* Another process that takes `how` (LOCK_SH, LOCK_EX) on `path`, holds it
+ * 0.5 s, makes the file `done` and ends (which lets go). Returns its pid
+ * once it holds the lock. */
+static pid_t lock_holder(const char *path, int how, const char *done)
 {
     int ready[2];
     cr_assert_eq(pipe(ready), 0);
     pid_t pid = fork();
     cr_assert(pid >= 0);
     if (pid == 0) {
-        char path[256];
-        snprintf(path, sizeof path, "%s/cml-gpu-%s.use", dir, uuid);
         int fd = open(path, O_RDWR | O_CREAT, 0666);
-        if (fd < 0 || flock(fd, LOCK_SH) != 0)
+        if (fd < 0 || flock(fd, how) != 0)
             _exit(1);
         (void)!write(ready[1], "x", 1);
         nanosleep(&(struct timespec){0, 500000000L}, NULL);
@@ -494,10 +492,11 @@ static pid_t gpu_sharer(const char *dir, const char *uuid, const char *done)
     }
     close(ready[1]);
     char x;
-    cr_assert_eq(read(ready[0], &x, 1), 1, "the other process took its share");
+    cr_assert_eq(read(ready[0], &x, 1), 1, "the other process took its lock");
     close(ready[0]);
     return pid;
 }
+
 
 /* How another process finds a lock file now: "ex" where it could take it
  * exclusively at once, "sh" shared, "-" neither. */
@@ -558,23 +557,8 @@ Test(gpu_turn, sharing_waits_while_another_has_the_gpu_alone)
     turn_dir t;
     turn_dir_make(&t, uuid);
     const char *gate = t.gate, *use = t.use, *done = t.done, *dir = t.dir;
-    int ready[2];
-    cr_assert_eq(pipe(ready), 0);
-    pid_t alone = fork();
-    cr_assert(alone >= 0);
-    if (alone == 0) {   /* wants it alone: the gate held, as while it waits for the `.use` file, for 0.5 s */
-        int g = open(gate, O_RDWR | O_CREAT, 0666);
-        if (g < 0 || flock(g, LOCK_EX) != 0)
-            _exit(1);
-        (void)!write(ready[1], "x", 1);
-        nanosleep(&(struct timespec){0, 500000000L}, NULL);
-        int m = open(done, O_WRONLY | O_CREAT, 0666);
-        _exit(m < 0);
-    }
-    close(ready[1]);
-    char x;
-    cr_assert_eq(read(ready[0], &x, 1), 1);
-    close(ready[0]);
+    /* wants it alone: the gate held, as while it waits for the `.use` file, for 0.5 s */
+    pid_t alone = lock_holder(gate, LOCK_EX, done);
     cr_assert_eq(setenv("TMPDIR", dir, 1), 0);
     cr_assert_eq(setenv("CML_GPU_HELD", "1", 1), 0);
     cml_gpu_share(uuid);   /* inside one that holds it: nothing taken (and no wait: it returns) */
@@ -601,7 +585,7 @@ Test(gpu_turn, alone_waits_for_those_sharing_and_keeps_new_ones_out)
     turn_dir_make(&t, uuid);
     const char *gate = t.gate, *use = t.use, *done = t.done, *dir = t.dir;
     cr_assert_eq(setenv("TMPDIR", dir, 1), 0);
-    pid_t other = gpu_sharer(dir, uuid, done);
+    pid_t other = lock_holder(use, LOCK_SH, done);   /* shares the GPU, as a runner does */
     cml_gpu_alone_hold h;
     char why[400] = "";
     cr_assert_eq(cml_gpu_alone(uuid, &h, why, sizeof why), 1, "%s", why);
@@ -726,7 +710,7 @@ Test(ncu, a_run_has_the_gpu_alone_among_the_kits_processes)
     cml_gpu_share(uuid);   /* as this runner's probe does */
     cr_expect_str_eq(cml_gpu_shared(), uuid);
     cr_expect_str_eq(lock_state(use), "sh");
-    pid_t other = gpu_sharer(dir, uuid, done);
+    pid_t other = lock_holder(use, LOCK_SH, done);   /* shares the GPU, as a runner does */
     const char *metrics[] = {CML_NCU_GLOBAL_LD_REQUESTS, CML_NCU_GLOBAL_LD_SECTORS, CML_NCU_GLOBAL_ST_REQUESTS,
                              CML_NCU_GLOBAL_ST_SECTORS};
     const char *args[] = {"--check-only", NULL};

@@ -160,6 +160,12 @@ def _open_to_all(fd: int) -> None:
         pass   # not ours to change: theirs already decides
 
 
+def _let_go(fds: list[int]) -> None:
+    """Closes the descriptors, last taken first: closing one releases its lock."""
+    for fd in reversed(fds):
+        os.close(fd)
+
+
 def _take_files(paths: list[Path], try_lock, deadline, poll: float, busy: str) -> tuple[list[int], str]:
     """Opens and locks each file in order (try_lock(fd): False while another
     holds it; then it waits, up to the deadline). Returns the descriptors,
@@ -187,8 +193,7 @@ def _take_files(paths: list[Path], try_lock, deadline, poll: float, busy: str) -
         if why:
             break
     if why:
-        for fd in reversed(fds):
-            os.close(fd)
+        _let_go(fds)
         fds = []
     return fds, why
 
@@ -208,14 +213,12 @@ def held_alone(uuid: str | None, deadline=None, poll: float = 0.05):
         kit, why = _kit_gpu_alone(uuid, deadline, busy)
         fds += kit
         if why:
-            for fd in reversed(fds):
-                os.close(fd)
+            _let_go(fds)
             fds = []
     try:
         yield why
     finally:
-        for fd in reversed(fds):
-            os.close(fd)   # closing the descriptor releases its lock
+        _let_go(fds)
 
 
 # ------------------------------------------------------------ Nsight Compute's host-wide locks
@@ -272,8 +275,7 @@ def _kit_gpu_alone(uuid: str | None, deadline, busy: str) -> tuple[list[int], st
     for path in kit_gpu_files(uuid):
         fd, why = _queued(path, deadline, busy, _flock_ex)
         if fd is None:
-            for f in reversed(fds):
-                os.close(f)
+            _let_go(fds)
             return [], why
         fds.append(fd)
     return fds, ""
@@ -476,8 +478,7 @@ def nsight_held(sandboxed: bool, uuid: str | None = None, deadline=None, poll: f
         finally:
             _let_go_nsight(taken)
     finally:
-        for fd in reversed(kit):
-            os.close(fd)
+        _let_go(kit)
         turn.release()
 
 

@@ -74,6 +74,15 @@ def waits_for_holder(test, holder, hold, message):
     t.join()
 
 
+def kit_lock_folder(test) -> None:
+    """The C side's lock files are `<$TMPDIR, else /tmp>/<name>`
+    (common/include/cml/cml_lock_file.h), as gpuhold.lock_dir() has them."""
+    h = (helpers.KIT / "common" / "include" / "cml" / "cml_lock_file.h").read_text()
+    test.assertIn('getenv("TMPDIR")', h)
+    test.assertIn('"/tmp"', h)
+    test.assertIn('"%s/%s", cml_lock_dir(), name', h)
+
+
 class HeldAlone(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="cml-gpuhold-")
@@ -134,7 +143,8 @@ class HeldAlone(unittest.TestCase):
         import re
         c = (helpers.KIT / "common" / "test" / "criterion_main.c").read_text()
         self.assertEqual(int(re.search(r"#define DEFAULT_SLOTS (\d+)", c).group(1)), gpuhold.DEFAULT_SLOTS)
-        self.assertIn('"%s/cml-gpu-%s-slot%d.lock"', c)
+        self.assertIn('"cml-gpu-%.47s-slot%d.lock"', c)
+        kit_lock_folder(self)
         lease = (helpers.KIT / "common" / "test" / "gpu_lease.c").read_text()   # its UUIDs: cml_gpu_uuid_text's
         self.assertIn("cml_gpu_uuid_text(", lease)
         turn = (helpers.KIT / "common" / "src" / "gpu_turn.c").read_text()
@@ -535,7 +545,8 @@ class NsightLock(unittest.TestCase):
     def test_the_kits_gpu_files_are_gpu_turn_cs_own(self):
         """The names are common/src/gpu_turn.c's (C there, Python here): a change on one side fails here."""
         c = (helpers.KIT / "common" / "src" / "gpu_turn.c").read_text()
-        self.assertIn('"%s/cml-gpu-%s.%s"', c)
+        self.assertIn('"cml-gpu-%s.%s"', c)
+        kit_lock_folder(self)
         self.assertIn('"gate"', c)
         self.assertIn('"use"', c)
         self.assertEqual(gpuhold.kit_gpu_files(UUID), [self.kit_gate, self.kit_use])
